@@ -3,3 +3,5 @@
 //! The modules follow the path data travels through: module configuration →
 //! requirements → sources → version selection → fetch and verify → cache →
 //! install → lock file.
+
+pub mod diag;

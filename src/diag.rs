@@ -1,0 +1,131 @@
+//! Diagnostics in Terraform's shape (summary, detail, optional source position),
+//! so every stage can report several problems at once and the UI renders them
+//! the way Terraform users already know.
+
+use std::fmt;
+use std::path::PathBuf;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    Warning,
+    Error,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SourcePos {
+    pub file: PathBuf,
+    pub line: usize,
+    pub column: usize,
+}
+
+impl fmt::Display for SourcePos {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.file.display(), self.line, self.column)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    pub severity: Severity,
+    pub summary: String,
+    pub detail: String,
+    pub subject: Option<SourcePos>,
+}
+
+impl Diagnostic {
+    pub fn error(summary: impl Into<String>, detail: impl Into<String>) -> Self {
+        Self::new(Severity::Error, summary, detail)
+    }
+
+    pub fn warning(summary: impl Into<String>, detail: impl Into<String>) -> Self {
+        Self::new(Severity::Warning, summary, detail)
+    }
+
+    fn new(severity: Severity, summary: impl Into<String>, detail: impl Into<String>) -> Self {
+        Diagnostic {
+            severity,
+            summary: summary.into(),
+            detail: detail.into(),
+            subject: None,
+        }
+    }
+
+    pub fn at(mut self, file: impl Into<PathBuf>, line: usize, column: usize) -> Self {
+        self.subject = Some(SourcePos {
+            file: file.into(),
+            line,
+            column,
+        });
+        self
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let word = match self.severity {
+            Severity::Warning => "Warning",
+            Severity::Error => "Error",
+        };
+        write!(f, "{word}: {}", self.summary)?;
+        if let Some(pos) = &self.subject {
+            write!(f, "\n\n  on {} line {}", pos.file.display(), pos.line)?;
+        }
+        if !self.detail.is_empty() {
+            write!(f, "\n\n{}", self.detail)?;
+        }
+        Ok(())
+    }
+}
+
+/// A batch of diagnostics; warnings and errors travel together because
+/// Terraform shows every problem it found, not only the first.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Diagnostics(pub Vec<Diagnostic>);
+
+impl Diagnostics {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn push(&mut self, diag: Diagnostic) {
+        self.0.push(diag);
+    }
+
+    pub fn extend(&mut self, other: Diagnostics) {
+        self.0.extend(other.0);
+    }
+
+    pub fn has_errors(&self) -> bool {
+        self.0.iter().any(Diagnostic::is_error)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.0.iter()
+    }
+}
+
+impl From<Diagnostic> for Diagnostics {
+    fn from(diag: Diagnostic) -> Self {
+        Diagnostics(vec![diag])
+    }
+}
+
+impl fmt::Display for Diagnostics {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, diag) in self.0.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(f, "{diag}")?;
+        }
+        Ok(())
+    }
+}
