@@ -4,4 +4,5 @@
 //! requirements → sources → version selection → fetch and verify → cache →
 //! install → lock file.
 
+pub mod addr;
 pub mod diag;
