@@ -6,3 +6,4 @@
 
 pub mod addr;
 pub mod diag;
+pub mod source;
