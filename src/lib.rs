@@ -6,4 +6,5 @@
 
 pub mod addr;
 pub mod diag;
+pub mod lockfile;
 pub mod source;
