@@ -6,5 +6,6 @@
 
 pub mod addr;
 pub mod diag;
+pub mod install;
 pub mod lockfile;
 pub mod source;

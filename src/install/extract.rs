@@ -1,0 +1,1659 @@
+//! The one code path that turns a provider package archive into files on disk.
+//!
+//! Terraform's extractor (spec §9.2) trusts the archive: it makes absolute
+//! names relative, turns symlink entries into files, copies modes verbatim and
+//! has no size limits. Every package tfinstall installs (downloaded, from a
+//! mirror or from a local archive) passes through here instead, so this is
+//! where a hostile or broken archive must stop. The policy, decided once for
+//! every caller:
+//!
+//! * Names must be plain relative paths that mean the same thing on every
+//!   operating system, so that no entry can land outside the package directory
+//!   and the installed tree (and with it the `h1:` hash) is the same
+//!   everywhere. That rules out `..`, `.` and empty components, absolute and
+//!   drive-letter paths, backslashes, `:` (a drive or alternate-data-stream
+//!   separator on Windows), NUL bytes, non-UTF-8 bytes and over-long names.
+//! * Two entries may not land on the same path. Names are compared ignoring
+//!   letter case, because the default file systems of macOS and Windows would
+//!   silently merge `README` and `readme`; the fold is Unicode lowercasing,
+//!   which is close to but not exactly what those file systems do.
+//! * Local and central headers must agree. The `zip` crate checks names,
+//!   compression methods, flags, times, sizes and CRCs of both copies, and
+//!   rejects overlapping entries and local headers missing from the central
+//!   directory; without that, another zip reader could see a different package
+//!   than the one we verified and hashed.
+//! * Only regular files and directories are ever created. Symlink entries are
+//!   rejected rather than created or rewritten: real provider packages never
+//!   contain links, and a link is the classic way to steer a later write
+//!   outside the package. Device, FIFO and socket entries are rejected too.
+//! * Modes are normalised: 0755 for directories, for files with any execute
+//!   bit and for the provider executable (Windows-made archives carry no Unix
+//!   mode, and the plugin must still be runnable); 0644 for everything else.
+//!   Setuid, setgid, sticky and group/world-write bits never reach the disk.
+//! * Size, entry-count and compression-ratio limits are enforced on the bytes
+//!   actually inflated, counted while streaming, because headers can lie.
+//! * Every file is inflated, hashed (SHA-256 for `h1:`, CRC-32 for integrity)
+//!   and written in one streaming pass, so a package is never held in memory
+//!   and never re-read to compute its hash.
+
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufReader, Read, Seek, Write};
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+use zip::result::ZipError;
+use zip::{CompressionMethod, ZipArchive, ZipReadOptions};
+
+/// Longest single path component most file systems accept (ext4, APFS, NTFS).
+const MAX_COMPONENT_BYTES: usize = 255;
+/// Linux `PATH_MAX`; a longer relative name cannot be opened on Linux anyway.
+const MAX_PATH_BYTES: usize = 4096;
+/// Bytes an entry may inflate to before its compression ratio is judged: tiny
+/// files of repeated bytes legitimately compress far better than 200:1, and
+/// the ratio only matters once an entry is big enough to hurt.
+const RATIO_GRACE_BYTES: u64 = 1 << 20;
+const COPY_BUFFER_BYTES: usize = 64 * 1024;
+
+const S_IFMT: u32 = 0o170_000;
+const S_IFREG: u32 = 0o100_000;
+const S_IFDIR: u32 = 0o040_000;
+const S_IFLNK: u32 = 0o120_000;
+
+/// Bounds on what one provider package may unpack to.
+///
+/// The defaults leave ample room for real packages while stopping zip bombs
+/// long before they fill a disk:
+/// * `max_total_bytes` 2 GiB: the largest provider today (aws) is about
+///   180 MB zipped and 830 MB unpacked, so this allows more than twice that.
+/// * `max_entries` 10 000: real packages hold one to five files (the binary,
+///   a licence, a readme, a changelog).
+/// * `max_ratio` 200: Go binaries deflate 3–5×, text 3–10×, while DEFLATE can
+///   reach about 1 032×; 200 is more than 20 times the real worst case. It is
+///   applied per entry once the entry passes 1 MiB inflated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExtractLimits {
+    pub max_total_bytes: u64,
+    pub max_entries: u64,
+    pub max_ratio: u64,
+}
+
+impl Default for ExtractLimits {
+    fn default() -> Self {
+        ExtractLimits {
+            max_total_bytes: 2 << 30,
+            max_entries: 10_000,
+            max_ratio: 200,
+        }
+    }
+}
+
+/// One regular file written by [`extract_package`], with what `h1:` needs so
+/// the installed tree never has to be read back to be hashed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExtractedFile {
+    /// Path relative to the package directory, components joined with `/`.
+    pub name: String,
+    pub sha256: [u8; 32],
+    pub size: u64,
+}
+
+/// Why an entry name was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameProblem {
+    Empty,
+    NotUtf8,
+    Nul,
+    Backslash,
+    Absolute,
+    Colon,
+    DotDot,
+    EmptyOrDotComponent,
+    ComponentTooLong,
+    PathTooLong,
+}
+
+impl fmt::Display for NameProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NameProblem::Empty => f.write_str("the name is empty"),
+            NameProblem::NotUtf8 => f.write_str("the name is not valid UTF-8"),
+            NameProblem::Nul => f.write_str("the name contains a NUL byte"),
+            NameProblem::Backslash => f.write_str(
+                "the name contains a backslash, which Windows treats as a path separator",
+            ),
+            NameProblem::Absolute => f.write_str("the name is an absolute path"),
+            NameProblem::Colon => f.write_str(
+                "the name contains ':', which Windows treats as a drive or stream separator",
+            ),
+            NameProblem::DotDot => f.write_str(
+                "the name has a \"..\" component, which would point outside the package directory",
+            ),
+            NameProblem::EmptyOrDotComponent => {
+                f.write_str("the name has an empty or \".\" path component")
+            }
+            NameProblem::ComponentTooLong => write!(
+                f,
+                "a path component is longer than {MAX_COMPONENT_BYTES} bytes"
+            ),
+            NameProblem::PathTooLong => {
+                write!(f, "the name is longer than {MAX_PATH_BYTES} bytes")
+            }
+        }
+    }
+}
+
+/// Why a package could not be extracted or has no provider executable.
+///
+/// Entry names are shown quoted and escaped, since they come from the archive
+/// and may hold control characters. The caller adds which provider it was.
+#[derive(Debug, thiserror::Error)]
+pub enum ExtractError {
+    #[error("cannot open package archive {}: {source}", path.display())]
+    Open { path: PathBuf, source: io::Error },
+    #[error("{} is not a valid zip archive: {detail}", path.display())]
+    InvalidArchive { path: PathBuf, detail: String },
+    #[error("empty archive: {}", .0.display())]
+    EmptyArchive(PathBuf),
+    #[error("package archive has {count} entries, more than the limit of {limit}")]
+    TooManyEntries { count: u64, limit: u64 },
+    /// The zip crate indexes entries by name and keeps only one of each, so
+    /// which name was repeated is no longer known.
+    #[error("package archive has more than one entry with the same name")]
+    DuplicateEntries,
+    #[error("archive entry {name:?} is not allowed: {problem}")]
+    UnsafeName { name: String, problem: NameProblem },
+    #[error("archive entries {first:?} and {second:?} would both be written to the same path")]
+    NameConflict { first: String, second: String },
+    #[error(
+        "archive entries {first:?} and {second:?} have paths that differ only in letter case; \
+         they would collide on case-insensitive file systems such as those of macOS and Windows"
+    )]
+    CaseConflict { first: String, second: String },
+    #[error(
+        "archive entry {child:?} needs {file:?} to be a directory, but the archive also has a file named {file:?}"
+    )]
+    ParentIsFile { file: String, child: String },
+    #[error(
+        "archive entry {name:?} is a symbolic link; provider packages may contain only regular files and directories"
+    )]
+    Symlink { name: String },
+    #[error(
+        "archive entry {name:?} is a special file (mode {mode:o}); provider packages may contain only regular files and directories"
+    )]
+    SpecialFile { name: String, mode: u32 },
+    #[error("archive entry {name:?} is a directory but carries {size} bytes of data")]
+    DirectoryWithData { name: String, size: u64 },
+    #[error(
+        "archive entry {name:?} uses compression method {method}; only stored and deflated entries are supported"
+    )]
+    UnsupportedCompression { name: String, method: String },
+    #[error("archive entry {name:?} is encrypted; provider packages cannot be encrypted")]
+    Encrypted { name: String },
+    #[error("archive entry {name:?} is corrupt: {detail}")]
+    CorruptEntry { name: String, detail: String },
+    #[error(
+        "archive entry {name:?} is corrupt: its CRC-32 is {actual:08x} but its header says {expected:08x}"
+    )]
+    CrcMismatch {
+        name: String,
+        expected: u32,
+        actual: u32,
+    },
+    #[error(
+        "package unpacks to more than {limit} bytes, the limit for one provider package; the archive may be a zip bomb"
+    )]
+    TooLarge { limit: u64 },
+    #[error(
+        "archive entry {name:?} inflates to more than {limit} times its compressed size; the archive may be a zip bomb"
+    )]
+    RatioExceeded { name: String, limit: u64 },
+    #[error("cannot write {}: {source}", path.display())]
+    Write { path: PathBuf, source: io::Error },
+    #[error(
+        "provider binary not found: could not find executable file starting with terraform-provider-{provider_type}"
+    )]
+    ExecutableNotFound { provider_type: String },
+    #[error("provider binary not found: could not read package directory: {source}")]
+    ReadPackageDir { source: io::Error },
+}
+
+/// Extracts the provider package `zip` into `dest` and returns every regular
+/// file written, sorted byte-wise by name (the order `h1:` hashes them in).
+///
+/// `dest` must be a fresh, empty directory that the caller renames into place
+/// on success and deletes on error, so a failure part-way leaves partial
+/// output behind for the caller to remove. Every archive-level and per-name
+/// check runs before the first byte is written; only corrupt data, limit
+/// overruns and I/O errors can stop extraction midway. Nothing is ever written
+/// outside `dest`: every file and directory is created new, so a link planted
+/// in `dest` is never followed.
+pub fn extract_package(
+    zip: &Path,
+    dest: &Path,
+    provider_type: &str,
+    limits: &ExtractLimits,
+) -> Result<Vec<ExtractedFile>, ExtractError> {
+    let invalid = |err: ZipError| ExtractError::InvalidArchive {
+        path: zip.to_path_buf(),
+        detail: zip_error_detail(err),
+    };
+    let file = File::open(zip).map_err(|source| ExtractError::Open {
+        path: zip.to_path_buf(),
+        source,
+    })?;
+    let mut archive = ZipArchive::new(BufReader::new(file)).map_err(invalid)?;
+    if archive.is_empty() {
+        return Err(ExtractError::EmptyArchive(zip.to_path_buf()));
+    }
+    let count = u64::try_from(archive.len()).unwrap_or(u64::MAX);
+    if count > limits.max_entries {
+        return Err(ExtractError::TooManyEntries {
+            count,
+            limit: limits.max_entries,
+        });
+    }
+    if archive.has_duplicate_names() {
+        return Err(ExtractError::DuplicateEntries);
+    }
+    archive.validate_header_consistency().map_err(invalid)?;
+    let plan = plan_entries(&archive, provider_type)?;
+
+    let mut writer = PackageWriter {
+        dest,
+        limits,
+        created_dirs: HashSet::new(),
+        inflated_total: 0,
+    };
+    let mut files = Vec::new();
+    for entry in &plan {
+        match entry.kind {
+            EntryKind::Directory => writer.ensure_dir(&entry.path)?,
+            EntryKind::File { mode } => {
+                // The CRC is checked here rather than by the zip crate so that
+                // a mismatch gets its own error instead of a generic I/O one.
+                let options = ZipReadOptions::new().ignore_crc32(true);
+                let data = archive
+                    .by_index_with_options(entry.index, options)
+                    .map_err(|err| ExtractError::CorruptEntry {
+                        name: entry.name.clone(),
+                        detail: zip_error_detail(err),
+                    })?;
+                files.push(writer.write_file(entry, mode, data)?);
+            }
+        }
+    }
+    files.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(files)
+}
+
+/// Finds the provider executable in an unpacked package directory, by the
+/// rules of spec §9.4: the first non-directory entry, in byte-wise name
+/// order, whose name is `terraform-provider-TYPE` or continues it with `_` or
+/// `.`. Entries are not followed if they are links (Terraform uses Lstat).
+pub fn find_executable(dir: &Path, provider_type: &str) -> Result<PathBuf, ExtractError> {
+    let read_err = |source| ExtractError::ReadPackageDir { source };
+    let mut found: Option<std::ffi::OsString> = None;
+    for entry in fs::read_dir(dir).map_err(read_err)? {
+        let entry = entry.map_err(read_err)?;
+        let name = entry.file_name();
+        if !is_executable_name(name.as_encoded_bytes(), provider_type) {
+            continue;
+        }
+        if entry.file_type().map_err(read_err)?.is_dir() {
+            continue;
+        }
+        if found
+            .as_ref()
+            .is_none_or(|best| name.as_encoded_bytes() < best.as_encoded_bytes())
+        {
+            found = Some(name);
+        }
+    }
+    found
+        .map(|name| dir.join(name))
+        .ok_or_else(|| ExtractError::ExecutableNotFound {
+            provider_type: provider_type.to_owned(),
+        })
+}
+
+/// The zip crate's message without its "invalid Zip archive" prefix, which
+/// our own messages already say in words fit for the context.
+fn zip_error_detail(err: ZipError) -> String {
+    match err {
+        ZipError::InvalidArchive(detail) => detail.into_owned(),
+        ZipError::UnsupportedArchive(detail) => detail.to_owned(),
+        ZipError::Io(err) => err.to_string(),
+        other => other.to_string(),
+    }
+}
+
+fn is_executable_name(name: &[u8], provider_type: &str) -> bool {
+    let prefix = format!("terraform-provider-{provider_type}");
+    name.strip_prefix(prefix.as_bytes())
+        .is_some_and(|rest| matches!(rest.first(), None | Some(b'_' | b'.')))
+}
+
+struct PlannedEntry {
+    index: usize,
+    /// The entry name as stored, for messages.
+    name: String,
+    /// The validated relative path, without a directory's trailing `/`.
+    path: String,
+    kind: EntryKind,
+    compressed_size: u64,
+    declared_size: u64,
+    crc32: u32,
+}
+
+#[derive(Clone, Copy)]
+enum EntryKind {
+    Directory,
+    File { mode: u32 },
+}
+
+/// Checks every entry's metadata and decides what it becomes, so that an
+/// archive with one bad name is refused before anything is inflated.
+fn plan_entries<R: Read + Seek>(
+    archive: &ZipArchive<R>,
+    provider_type: &str,
+) -> Result<Vec<PlannedEntry>, ExtractError> {
+    let mut claims = PathClaims::default();
+    let mut plan = Vec::with_capacity(archive.len());
+    let mut has_executable = false;
+    for index in 0..archive.len() {
+        let entry = archive
+            .by_index_data(index)
+            .map_err(|err| ExtractError::CorruptEntry {
+                name: format!("#{index}"),
+                detail: zip_error_detail(err),
+            })?;
+        let name = String::from_utf8_lossy(entry.name_raw()).into_owned();
+        let (path, named_as_dir) =
+            validate_name(entry.name_raw()).map_err(|problem| ExtractError::UnsafeName {
+                name: name.clone(),
+                problem,
+            })?;
+        let unix_mode = entry.unix_mode();
+        let file_type = unix_mode.map_or(0, |mode| mode & S_IFMT);
+        match file_type {
+            0 | S_IFREG | S_IFDIR => {}
+            S_IFLNK => return Err(ExtractError::Symlink { name }),
+            _ => {
+                return Err(ExtractError::SpecialFile {
+                    name,
+                    mode: unix_mode.unwrap_or_default(),
+                });
+            }
+        }
+        let kind = if named_as_dir || file_type == S_IFDIR {
+            if entry.size() != 0 {
+                return Err(ExtractError::DirectoryWithData {
+                    name,
+                    size: entry.size(),
+                });
+            }
+            EntryKind::Directory
+        } else {
+            if entry.encrypted() {
+                return Err(ExtractError::Encrypted { name });
+            }
+            let method = entry.compression();
+            if !matches!(
+                method,
+                CompressionMethod::Stored | CompressionMethod::Deflated
+            ) {
+                return Err(ExtractError::UnsupportedCompression {
+                    name,
+                    method: method.to_string(),
+                });
+            }
+            let is_executable =
+                !path.contains('/') && is_executable_name(path.as_bytes(), provider_type);
+            has_executable |= is_executable;
+            let has_exec_bit = unix_mode.is_some_and(|mode| mode & 0o111 != 0);
+            let mode = if is_executable || has_exec_bit {
+                0o755
+            } else {
+                0o644
+            };
+            EntryKind::File { mode }
+        };
+        claims.claim_entry(path, &name, matches!(kind, EntryKind::Directory))?;
+        plan.push(PlannedEntry {
+            index,
+            path: path.to_owned(),
+            name,
+            kind,
+            compressed_size: entry.compressed_size(),
+            declared_size: entry.size(),
+            crc32: entry.crc32(),
+        });
+    }
+    if !has_executable {
+        return Err(ExtractError::ExecutableNotFound {
+            provider_type: provider_type.to_owned(),
+        });
+    }
+    Ok(plan)
+}
+
+/// Returns the relative path an entry name denotes, without a directory's
+/// trailing `/`, and whether the name marked a directory.
+fn validate_name(raw: &[u8]) -> Result<(&str, bool), NameProblem> {
+    if raw.is_empty() {
+        return Err(NameProblem::Empty);
+    }
+    if raw.contains(&0) {
+        return Err(NameProblem::Nul);
+    }
+    let name = std::str::from_utf8(raw).map_err(|_| NameProblem::NotUtf8)?;
+    if name.contains('\\') {
+        return Err(NameProblem::Backslash);
+    }
+    let has_drive_letter = matches!(raw, [letter, b':', ..] if letter.is_ascii_alphabetic());
+    if name.starts_with('/') || has_drive_letter {
+        return Err(NameProblem::Absolute);
+    }
+    if name.contains(':') {
+        return Err(NameProblem::Colon);
+    }
+    if name.len() > MAX_PATH_BYTES {
+        return Err(NameProblem::PathTooLong);
+    }
+    let (path, is_dir) = match name.strip_suffix('/') {
+        Some(path) => (path, true),
+        None => (name, false),
+    };
+    if path.split('/').any(|component| component == "..") {
+        return Err(NameProblem::DotDot);
+    }
+    for component in path.split('/') {
+        if component.is_empty() || component == "." {
+            return Err(NameProblem::EmptyOrDotComponent);
+        }
+        if component.len() > MAX_COMPONENT_BYTES {
+            return Err(NameProblem::ComponentTooLong);
+        }
+    }
+    Ok((path, is_dir))
+}
+
+/// Which entry owns each path, keyed by the case-folded path.
+#[derive(Default)]
+struct PathClaims(HashMap<String, Claim>);
+
+struct Claim {
+    spelled: String,
+    entry: String,
+    kind: ClaimKind,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ClaimKind {
+    File,
+    ExplicitDir,
+    ImplicitDir,
+}
+
+impl PathClaims {
+    fn claim_entry(&mut self, path: &str, entry: &str, is_dir: bool) -> Result<(), ExtractError> {
+        for (end, _) in path.match_indices('/') {
+            self.claim(&path[..end], entry, ClaimKind::ImplicitDir)?;
+        }
+        let kind = if is_dir {
+            ClaimKind::ExplicitDir
+        } else {
+            ClaimKind::File
+        };
+        self.claim(path, entry, kind)
+    }
+
+    fn claim(&mut self, path: &str, entry: &str, wanted: ClaimKind) -> Result<(), ExtractError> {
+        let existing = match self.0.entry(path.to_lowercase()) {
+            Entry::Vacant(vacant) => {
+                vacant.insert(Claim {
+                    spelled: path.to_owned(),
+                    entry: entry.to_owned(),
+                    kind: wanted,
+                });
+                return Ok(());
+            }
+            Entry::Occupied(occupied) => occupied.into_mut(),
+        };
+        if existing.spelled != path {
+            return Err(ExtractError::CaseConflict {
+                first: existing.entry.clone(),
+                second: entry.to_owned(),
+            });
+        }
+        match (existing.kind, wanted) {
+            (ClaimKind::ImplicitDir | ClaimKind::ExplicitDir, ClaimKind::ImplicitDir) => Ok(()),
+            (ClaimKind::ImplicitDir, ClaimKind::ExplicitDir) => {
+                existing.kind = ClaimKind::ExplicitDir;
+                Ok(())
+            }
+            (ClaimKind::ImplicitDir, ClaimKind::File) => Err(ExtractError::ParentIsFile {
+                file: entry.to_owned(),
+                child: existing.entry.clone(),
+            }),
+            (ClaimKind::File, ClaimKind::ImplicitDir) => Err(ExtractError::ParentIsFile {
+                file: existing.entry.clone(),
+                child: entry.to_owned(),
+            }),
+            (ClaimKind::File | ClaimKind::ExplicitDir, _) => Err(ExtractError::NameConflict {
+                first: existing.entry.clone(),
+                second: entry.to_owned(),
+            }),
+        }
+    }
+}
+
+struct PackageWriter<'a> {
+    dest: &'a Path,
+    limits: &'a ExtractLimits,
+    /// Relative paths of directories already created, so each is made once.
+    created_dirs: HashSet<String>,
+    inflated_total: u64,
+}
+
+impl PackageWriter<'_> {
+    /// Creates `path` and its missing ancestors below `dest`, each one new:
+    /// an existing entry, link or not, is an error rather than something to
+    /// reuse.
+    fn ensure_dir(&mut self, path: &str) -> Result<(), ExtractError> {
+        let ends = path
+            .match_indices('/')
+            .map(|(end, _)| end)
+            .chain(std::iter::once(path.len()));
+        for end in ends {
+            let prefix = &path[..end];
+            if self.created_dirs.contains(prefix) {
+                continue;
+            }
+            create_new_dir(&self.dest.join(prefix))?;
+            self.created_dirs.insert(prefix.to_owned());
+        }
+        Ok(())
+    }
+
+    fn write_file(
+        &mut self,
+        entry: &PlannedEntry,
+        mode: u32,
+        mut data: impl Read,
+    ) -> Result<ExtractedFile, ExtractError> {
+        if let Some((parent, _)) = entry.path.rsplit_once('/') {
+            self.ensure_dir(parent)?;
+        }
+        let path = self.dest.join(&entry.path);
+        let write_err = |source| ExtractError::Write {
+            path: path.clone(),
+            source,
+        };
+        let mut out = create_new_file(&path).map_err(write_err)?;
+        // The compressed size bounds what the zip crate reads from the
+        // archive for this entry, so it is a sound denominator even if the
+        // header lies about it.
+        let ratio_cap = entry
+            .compressed_size
+            .saturating_mul(self.limits.max_ratio)
+            .max(RATIO_GRACE_BYTES);
+        let mut sha256 = Sha256::new();
+        let mut crc32 = crc32fast::Hasher::new();
+        let mut size: u64 = 0;
+        let mut buffer = vec![0; COPY_BUFFER_BYTES];
+        loop {
+            let read = match data.read(&mut buffer) {
+                Ok(0) => break,
+                Ok(read) => read,
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+                Err(err) => {
+                    return Err(ExtractError::CorruptEntry {
+                        name: entry.name.clone(),
+                        detail: err.to_string(),
+                    });
+                }
+            };
+            let chunk = &buffer[..read.min(buffer.len())];
+            let chunk_len = u64::try_from(chunk.len()).unwrap_or(u64::MAX);
+            size = size.saturating_add(chunk_len);
+            self.inflated_total = self.inflated_total.saturating_add(chunk_len);
+            if self.inflated_total > self.limits.max_total_bytes {
+                return Err(ExtractError::TooLarge {
+                    limit: self.limits.max_total_bytes,
+                });
+            }
+            if size > ratio_cap {
+                return Err(ExtractError::RatioExceeded {
+                    name: entry.name.clone(),
+                    limit: self.limits.max_ratio,
+                });
+            }
+            sha256.update(chunk);
+            crc32.update(chunk);
+            out.write_all(chunk).map_err(write_err)?;
+        }
+        if size != entry.declared_size {
+            return Err(ExtractError::CorruptEntry {
+                name: entry.name.clone(),
+                detail: format!(
+                    "it inflates to {size} bytes but its header declares {}",
+                    entry.declared_size
+                ),
+            });
+        }
+        let actual = crc32.finalize();
+        if actual != entry.crc32 {
+            return Err(ExtractError::CrcMismatch {
+                name: entry.name.clone(),
+                expected: entry.crc32,
+                actual,
+            });
+        }
+        set_file_mode(&out, mode).map_err(write_err)?;
+        Ok(ExtractedFile {
+            name: entry.path.clone(),
+            sha256: sha256.finalize().into(),
+            size,
+        })
+    }
+}
+
+/// Creates a file that must not exist yet (`O_EXCL`, which also refuses to
+/// follow a link), readable only by us until its final mode is set.
+fn create_new_file(path: &Path) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options.open(path)
+}
+
+/// Sets the mode through the open handle, so it applies to the file we wrote
+/// even if its path were swapped meanwhile; the umask plays no part.
+#[cfg(unix)]
+fn set_file_mode(file: &File, mode: u32) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    file.set_permissions(fs::Permissions::from_mode(mode))
+}
+
+#[cfg(not(unix))]
+fn set_file_mode(_file: &File, _mode: u32) -> io::Result<()> {
+    Ok(())
+}
+
+fn create_new_dir(path: &Path) -> Result<(), ExtractError> {
+    let write_err = |source| ExtractError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    fs::create_dir(path).map_err(write_err)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(path, fs::Permissions::from_mode(0o755)).map_err(write_err)?;
+    }
+    Ok(())
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use std::io::Cursor;
+    use std::os::unix::fs::PermissionsExt;
+
+    use base64::Engine;
+    use tempfile::TempDir;
+    use zip::write::SimpleFileOptions;
+    use zip::{System, ZipWriter};
+
+    use super::*;
+
+    const TYPE: &str = "null";
+    const EXE: &str = "terraform-provider-null_v1.0.0_x5";
+    const EXE_DATA: &[u8] = b"#!/bin/sh\necho pretend to be a provider plugin\n";
+    const README_DATA: &[u8] = b"This provider does nothing at all.\n";
+
+    fn options() -> SimpleFileOptions {
+        SimpleFileOptions::default()
+    }
+
+    fn build(add_entries: impl FnOnce(&mut ZipWriter<Cursor<Vec<u8>>>)) -> Vec<u8> {
+        let mut writer = ZipWriter::new(Cursor::new(Vec::new()));
+        add_entries(&mut writer);
+        writer.finish().unwrap().into_inner()
+    }
+
+    fn add<W: Write + Seek>(
+        writer: &mut ZipWriter<W>,
+        name: &str,
+        data: &[u8],
+        options: SimpleFileOptions,
+    ) {
+        writer.start_file(name, options).unwrap();
+        writer.write_all(data).unwrap();
+    }
+
+    fn add_exe<W: Write + Seek>(writer: &mut ZipWriter<W>) {
+        add(writer, EXE, EXE_DATA, options().unix_permissions(0o755));
+    }
+
+    /// A package with the executable plus one more file named `name`.
+    fn package_with(name: &str) -> Vec<u8> {
+        build(|w| {
+            add_exe(w);
+            add(w, name, README_DATA, options());
+        })
+    }
+
+    fn sha256(data: &[u8]) -> [u8; 32] {
+        Sha256::digest(data).into()
+    }
+
+    /// A scratch directory holding `package.zip` and the `dest` directory.
+    struct Scratch {
+        dir: TempDir,
+    }
+
+    impl Scratch {
+        fn new() -> Self {
+            let scratch = Scratch {
+                dir: tempfile::tempdir().unwrap(),
+            };
+            fs::create_dir(scratch.dest()).unwrap();
+            scratch
+        }
+
+        fn zip_path(&self) -> PathBuf {
+            self.dir.path().join("package.zip")
+        }
+
+        fn dest(&self) -> PathBuf {
+            self.dir.path().join("dest")
+        }
+
+        fn extract(&self, archive: &[u8]) -> Result<Vec<ExtractedFile>, ExtractError> {
+            self.extract_with(archive, &ExtractLimits::default())
+        }
+
+        fn extract_with(
+            &self,
+            archive: &[u8],
+            limits: &ExtractLimits,
+        ) -> Result<Vec<ExtractedFile>, ExtractError> {
+            fs::write(self.zip_path(), archive).unwrap();
+            extract_package(&self.zip_path(), &self.dest(), TYPE, limits)
+        }
+
+        /// Every path in the scratch dir other than the archive is in `dest`.
+        fn assert_nothing_outside_dest(&self) {
+            let mut stack = vec![self.dir.path().to_path_buf()];
+            while let Some(dir) = stack.pop() {
+                for entry in fs::read_dir(&dir).unwrap() {
+                    let path = entry.unwrap().path();
+                    assert!(
+                        path == self.zip_path() || path.starts_with(self.dest()),
+                        "unexpected {}",
+                        path.display()
+                    );
+                    if fs::symlink_metadata(&path).unwrap().is_dir() {
+                        stack.push(path);
+                    }
+                }
+            }
+        }
+
+        fn assert_dest_empty(&self) {
+            assert_eq!(fs::read_dir(self.dest()).unwrap().count(), 0);
+        }
+
+        fn mode(&self, name: &str) -> u32 {
+            fs::symlink_metadata(self.dest().join(name))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o7777
+        }
+    }
+
+    /// Extracts an archive that must be refused before anything is written,
+    /// and returns the error message.
+    fn refused(archive: &[u8]) -> String {
+        refused_with(archive, &ExtractLimits::default())
+    }
+
+    fn refused_with(archive: &[u8], limits: &ExtractLimits) -> String {
+        let scratch = Scratch::new();
+        let err = scratch.extract_with(archive, limits).unwrap_err();
+        scratch.assert_nothing_outside_dest();
+        scratch.assert_dest_empty();
+        err.to_string()
+    }
+
+    /// Extracts an archive that may fail part-way (the caller then deletes
+    /// `dest`), and returns the error message.
+    fn failed_while_writing(archive: &[u8], limits: &ExtractLimits) -> String {
+        let scratch = Scratch::new();
+        let err = scratch.extract_with(archive, limits).unwrap_err();
+        scratch.assert_nothing_outside_dest();
+        err.to_string()
+    }
+
+    fn replace_all(bytes: &mut [u8], from: &[u8], to: &[u8]) -> usize {
+        assert_eq!(from.len(), to.len());
+        let mut count = 0;
+        let mut at = 0;
+        while let Some(found) = bytes[at..].windows(from.len()).position(|w| w == from) {
+            let start = at + found;
+            bytes[start..start + to.len()].copy_from_slice(to);
+            at = start + to.len();
+            count += 1;
+        }
+        count
+    }
+
+    fn find(bytes: &[u8], needle: &[u8]) -> usize {
+        bytes
+            .windows(needle.len())
+            .position(|w| w == needle)
+            .unwrap()
+    }
+
+    const LOCAL_HEADER: &[u8] = b"PK\x03\x04";
+    const CENTRAL_HEADER: &[u8] = b"PK\x01\x02";
+
+    fn set_u16(bytes: &mut [u8], at: usize, value: u16) {
+        bytes[at..at + 2].copy_from_slice(&value.to_le_bytes());
+    }
+
+    fn set_u32(bytes: &mut [u8], at: usize, value: u32) {
+        bytes[at..at + 4].copy_from_slice(&value.to_le_bytes());
+    }
+
+    fn get_u32(bytes: &[u8], at: usize) -> u32 {
+        u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap())
+    }
+
+    /// Offsets of the first entry's local and central headers.
+    fn first_headers(bytes: &[u8]) -> (usize, usize) {
+        (find(bytes, LOCAL_HEADER), find(bytes, CENTRAL_HEADER))
+    }
+
+    /// Go's dirhash Hash1 over the extracted files, as `h1:` is defined.
+    fn h1(files: &[ExtractedFile]) -> String {
+        let mut summary = String::new();
+        for file in files {
+            summary.push_str(&format!("{}  {}\n", hex::encode(file.sha256), file.name));
+        }
+        let digest = Sha256::digest(summary.as_bytes());
+        format!(
+            "h1:{}",
+            base64::engine::general_purpose::STANDARD.encode(digest)
+        )
+    }
+
+    // ---- benign archives install exactly ----
+
+    #[test]
+    fn plain_package_installs_with_digests_and_normalised_modes() {
+        let archive = build(|w| {
+            add(
+                w,
+                "README.md",
+                README_DATA,
+                options().unix_permissions(0o600),
+            );
+            add_exe(w);
+        });
+        let scratch = Scratch::new();
+        let files = scratch.extract(&archive).unwrap();
+        assert_eq!(
+            files,
+            vec![
+                ExtractedFile {
+                    name: "README.md".into(),
+                    sha256: sha256(README_DATA),
+                    size: README_DATA.len() as u64,
+                },
+                ExtractedFile {
+                    name: EXE.into(),
+                    sha256: sha256(EXE_DATA),
+                    size: EXE_DATA.len() as u64,
+                },
+            ]
+        );
+        assert_eq!(fs::read(scratch.dest().join(EXE)).unwrap(), EXE_DATA);
+        assert_eq!(
+            fs::read(scratch.dest().join("README.md")).unwrap(),
+            README_DATA
+        );
+        assert_eq!(scratch.mode(EXE), 0o755);
+        assert_eq!(scratch.mode("README.md"), 0o644);
+        assert_eq!(
+            find_executable(&scratch.dest(), TYPE).unwrap(),
+            scratch.dest().join(EXE)
+        );
+    }
+
+    #[test]
+    fn nested_and_explicit_directories_install() {
+        let archive = build(|w| {
+            add_exe(w);
+            w.add_directory("docs/", options()).unwrap();
+            w.add_directory("docs/guides/", options().unix_permissions(0o700))
+                .unwrap();
+            add(w, "docs/guides/intro.md", b"intro\n", options());
+            add(
+                w,
+                "implied/deeper/tool.sh",
+                b"#!/bin/sh\n",
+                options().unix_permissions(0o750),
+            );
+            w.add_directory("empty/", options()).unwrap();
+        });
+        let scratch = Scratch::new();
+        let files = scratch.extract(&archive).unwrap();
+        let names: Vec<_> = files.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["docs/guides/intro.md", "implied/deeper/tool.sh", EXE]
+        );
+        assert_eq!(files[0].sha256, sha256(b"intro\n"));
+        assert_eq!(
+            fs::read(scratch.dest().join("implied/deeper/tool.sh")).unwrap(),
+            b"#!/bin/sh\n"
+        );
+        for dir in ["docs", "docs/guides", "implied", "implied/deeper", "empty"] {
+            assert_eq!(scratch.mode(dir), 0o755, "{dir}");
+        }
+        assert_eq!(scratch.mode("docs/guides/intro.md"), 0o644);
+        assert_eq!(scratch.mode("implied/deeper/tool.sh"), 0o755);
+    }
+
+    #[test]
+    fn directory_entry_after_its_files_installs() {
+        let archive = build(|w| {
+            add_exe(w);
+            add(w, "docs/a.md", b"a", options());
+            w.add_directory("docs/", options()).unwrap();
+        });
+        let scratch = Scratch::new();
+        scratch.extract(&archive).unwrap();
+        assert_eq!(fs::read(scratch.dest().join("docs/a.md")).unwrap(), b"a");
+    }
+
+    #[test]
+    fn zip64_entries_install() {
+        let archive = build(|w| {
+            add(
+                w,
+                EXE,
+                EXE_DATA,
+                options().large_file(true).unix_permissions(0o755),
+            );
+            add(w, "README", README_DATA, options().large_file(true));
+        });
+        let (local, _) = first_headers(&archive);
+        assert_eq!(
+            archive[local + 4],
+            45,
+            "entry should need zip64 (version 4.5)"
+        );
+        let scratch = Scratch::new();
+        let files = scratch.extract(&archive).unwrap();
+        assert_eq!(files[1].sha256, sha256(EXE_DATA));
+        assert_eq!(
+            fs::read(scratch.dest().join("README")).unwrap(),
+            README_DATA
+        );
+    }
+
+    #[test]
+    fn data_descriptor_entries_install() {
+        let mut writer = ZipWriter::new_stream(Vec::new());
+        add(
+            &mut writer,
+            EXE,
+            EXE_DATA,
+            options().unix_permissions(0o755),
+        );
+        add(&mut writer, "README", README_DATA, options());
+        let archive = writer.finish().unwrap().into_inner();
+        let (local, _) = first_headers(&archive);
+        assert_ne!(
+            archive[local + 6] & 0x08,
+            0,
+            "entry should use a data descriptor"
+        );
+        let scratch = Scratch::new();
+        let files = scratch.extract(&archive).unwrap();
+        assert_eq!(files[0].sha256, sha256(README_DATA));
+        assert_eq!(fs::read(scratch.dest().join(EXE)).unwrap(), EXE_DATA);
+        assert_eq!(scratch.mode(EXE), 0o755);
+    }
+
+    #[test]
+    fn stored_entries_install() {
+        let stored = options().compression_method(CompressionMethod::Stored);
+        let archive = build(|w| {
+            add(w, EXE, EXE_DATA, stored.unix_permissions(0o755));
+            add(w, "empty", b"", stored);
+        });
+        let (local, _) = first_headers(&archive);
+        assert_eq!(archive[local + 8], 0, "entry should be stored");
+        let scratch = Scratch::new();
+        let files = scratch.extract(&archive).unwrap();
+        assert_eq!(files[0].sha256, sha256(b""));
+        assert_eq!(files[0].size, 0);
+        assert_eq!(fs::read(scratch.dest().join(EXE)).unwrap(), EXE_DATA);
+    }
+
+    #[test]
+    fn windows_made_archive_gets_exec_bit_on_the_provider_only() {
+        let dos = options().system(System::Dos);
+        let archive = build(|w| {
+            add(w, EXE, EXE_DATA, dos);
+            add(w, "helper.exe", b"MZ", dos);
+        });
+        let scratch = Scratch::new();
+        scratch.extract(&archive).unwrap();
+        assert_eq!(scratch.mode(EXE), 0o755);
+        assert_eq!(scratch.mode("helper.exe"), 0o644);
+    }
+
+    #[test]
+    fn special_mode_bits_are_dropped() {
+        let archive = build(|w| {
+            add(
+                w,
+                EXE,
+                EXE_DATA,
+                options().external_attributes(0o106_777 << 16),
+            );
+            add(
+                w,
+                "shared",
+                b"x",
+                options().external_attributes(0o100_666 << 16),
+            );
+            add(
+                w,
+                "sticky",
+                b"x",
+                options().external_attributes(0o101_775 << 16),
+            );
+            add(
+                w,
+                "private",
+                b"x",
+                options().external_attributes(0o100_400 << 16),
+            );
+            add(w, "no-mode", b"x", options().external_attributes(0));
+        });
+        let scratch = Scratch::new();
+        scratch.extract(&archive).unwrap();
+        assert_eq!(scratch.mode(EXE), 0o755);
+        assert_eq!(scratch.mode("shared"), 0o644);
+        assert_eq!(scratch.mode("sticky"), 0o755);
+        assert_eq!(scratch.mode("private"), 0o644);
+        assert_eq!(scratch.mode("no-mode"), 0o644);
+    }
+
+    #[test]
+    fn infozip_fixture_reproduces_its_recorded_h1() {
+        let archive =
+            fs::read("testdata/extract/infozip-terraform-provider-null_2.1.0_linux_amd64.zip")
+                .unwrap();
+        let scratch = Scratch::new();
+        let files = scratch.extract(&archive).unwrap();
+        assert_eq!(
+            h1(&files),
+            "h1:qjsREM4DqEWECD43FcPqddZ9oxCG+IaMTxvWPciS05g="
+        );
+        assert_eq!(scratch.mode("terraform-provider-null"), 0o755);
+    }
+
+    #[test]
+    fn go_made_fixture_passes_header_checks() {
+        let archive = fs::read("testdata/extract/go-sample_0.1.0_darwin_amd64.zip").unwrap();
+        let scratch = Scratch::new();
+        let err = scratch.extract(&archive).unwrap_err();
+        assert!(
+            matches!(err, ExtractError::ExecutableNotFound { .. }),
+            "{err}"
+        );
+    }
+
+    // ---- names ----
+
+    #[test]
+    fn dotdot_names_are_refused() {
+        for name in ["../escaped", "docs/../../escaped", ".."] {
+            assert_eq!(
+                refused(&package_with(name)),
+                format!(
+                    "archive entry {name:?} is not allowed: the name has a \"..\" component, \
+                     which would point outside the package directory"
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn absolute_names_are_refused() {
+        let scratch_target = tempfile::tempdir().unwrap();
+        let target = scratch_target.path().join("escaped");
+        let target = target.to_str().unwrap();
+        for name in [target, "/escaped", "C:/escaped", "c:escaped"] {
+            assert_eq!(
+                refused(&package_with(name)),
+                format!("archive entry {name:?} is not allowed: the name is an absolute path")
+            );
+        }
+        assert!(!Path::new(target).exists());
+    }
+
+    #[test]
+    fn backslash_names_are_refused() {
+        for name in ["..\\escaped", "docs\\a.md", "\\escaped"] {
+            assert_eq!(
+                refused(&package_with(name)),
+                format!(
+                    "archive entry {name:?} is not allowed: the name contains a backslash, \
+                     which Windows treats as a path separator"
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn colon_names_are_refused() {
+        assert_eq!(
+            refused(&package_with("README:stream")),
+            "archive entry \"README:stream\" is not allowed: the name contains ':', \
+             which Windows treats as a drive or stream separator"
+        );
+    }
+
+    #[test]
+    fn empty_and_dot_components_are_refused() {
+        for name in ["docs//a.md", "./README", "docs/./a.md", "docs//"] {
+            assert_eq!(
+                refused(&package_with(name)),
+                format!(
+                    "archive entry {name:?} is not allowed: the name has an empty or \".\" path component"
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn empty_name_is_refused() {
+        assert_eq!(
+            refused(&package_with("")),
+            "archive entry \"\" is not allowed: the name is empty"
+        );
+    }
+
+    #[test]
+    fn nul_names_are_refused() {
+        let mut archive = package_with("nul-X.txt");
+        assert_eq!(replace_all(&mut archive, b"nul-X", b"nul-\0"), 2);
+        assert_eq!(
+            refused(&archive),
+            "archive entry \"nul-\\0.txt\" is not allowed: the name contains a NUL byte"
+        );
+    }
+
+    #[test]
+    fn non_utf8_names_are_refused() {
+        let mut archive = package_with("bad-X.txt");
+        assert_eq!(replace_all(&mut archive, b"bad-X", b"bad-\xff"), 2);
+        assert_eq!(
+            refused(&archive),
+            "archive entry \"bad-\u{fffd}.txt\" is not allowed: the name is not valid UTF-8"
+        );
+    }
+
+    #[test]
+    fn over_long_names_are_refused() {
+        let component = "c".repeat(256);
+        assert_eq!(
+            refused(&package_with(&format!("docs/{component}"))),
+            format!(
+                "archive entry \"docs/{component}\" is not allowed: a path component is longer than 255 bytes"
+            )
+        );
+        let long_path = vec!["d".repeat(200); 21].join("/");
+        assert_eq!(
+            refused(&package_with(&long_path)),
+            format!(
+                "archive entry {long_path:?} is not allowed: the name is longer than 4096 bytes"
+            )
+        );
+    }
+
+    // ---- duplicates and collisions ----
+
+    #[test]
+    fn exact_duplicate_names_are_refused() {
+        let mut archive = build(|w| {
+            add_exe(w);
+            add(w, "a.txt", b"first", options());
+            add(w, "b.txt", b"second", options());
+        });
+        assert_eq!(replace_all(&mut archive, b"b.txt", b"a.txt"), 2);
+        assert_eq!(
+            refused(&archive),
+            "package archive has more than one entry with the same name"
+        );
+    }
+
+    #[test]
+    fn case_duplicate_names_are_refused() {
+        let archive = build(|w| {
+            add_exe(w);
+            add(w, "README", b"upper", options());
+            add(w, "readme", b"lower", options());
+        });
+        assert_eq!(
+            refused(&archive),
+            "archive entries \"README\" and \"readme\" have paths that differ only in letter case; \
+             they would collide on case-insensitive file systems such as those of macOS and Windows"
+        );
+        let archive = build(|w| {
+            add_exe(w);
+            add(w, "Docs/a.md", b"a", options());
+            add(w, "docs/b.md", b"b", options());
+        });
+        assert!(
+            refused(&archive)
+                .starts_with("archive entries \"Docs/a.md\" and \"docs/b.md\" have paths")
+        );
+    }
+
+    #[test]
+    fn file_and_directory_with_one_name_are_refused() {
+        let archive = build(|w| {
+            add_exe(w);
+            add(w, "docs", b"file", options());
+            w.add_directory("docs/", options()).unwrap();
+        });
+        assert_eq!(
+            refused(&archive),
+            "archive entries \"docs\" and \"docs/\" would both be written to the same path"
+        );
+        for files_first in [true, false] {
+            let archive = build(|w| {
+                add_exe(w);
+                if files_first {
+                    add(w, "docs", b"file", options());
+                    add(w, "docs/a.md", b"a", options());
+                } else {
+                    add(w, "docs/a.md", b"a", options());
+                    add(w, "docs", b"file", options());
+                }
+            });
+            assert_eq!(
+                refused(&archive),
+                "archive entry \"docs/a.md\" needs \"docs\" to be a directory, \
+                 but the archive also has a file named \"docs\""
+            );
+        }
+    }
+
+    #[test]
+    fn mismatched_local_and_central_names_are_refused() {
+        let mut archive = package_with("README.txt");
+        let local = find(&archive, b"README.txt");
+        archive[local] = b'X';
+        let message = refused(&archive);
+        assert!(
+            message.ends_with(
+                "package.zip is not a valid zip archive: header inconsistency detected: \
+                 Local file header filename mismatch (does not match central directory)"
+            ),
+            "{message}"
+        );
+    }
+
+    // ---- entry types ----
+
+    #[test]
+    fn symlinks_are_refused() {
+        let archive = build(|w| {
+            add_exe(w);
+            w.add_symlink("link", "/etc/passwd", options()).unwrap();
+        });
+        assert_eq!(
+            refused(&archive),
+            "archive entry \"link\" is a symbolic link; provider packages may contain only \
+             regular files and directories"
+        );
+    }
+
+    #[test]
+    fn special_files_are_refused() {
+        let archive = build(|w| {
+            add_exe(w);
+            add(
+                w,
+                "fifo",
+                b"",
+                options().external_attributes(0o010_644 << 16),
+            );
+        });
+        assert_eq!(
+            refused(&archive),
+            "archive entry \"fifo\" is a special file (mode 10644); provider packages may \
+             contain only regular files and directories"
+        );
+    }
+
+    #[test]
+    fn directories_with_data_are_refused() {
+        let archive = build(|w| {
+            add_exe(w);
+            add(w, "docs/", b"hidden", options());
+        });
+        assert_eq!(
+            refused(&archive),
+            "archive entry \"docs/\" is a directory but carries 6 bytes of data"
+        );
+    }
+
+    // ---- encodings ----
+
+    #[test]
+    fn unsupported_compression_is_refused() {
+        let mut archive = package_with("README");
+        let (local, central) = first_headers(&archive);
+        set_u16(&mut archive, local + 8, 12);
+        set_u16(&mut archive, central + 10, 12);
+        assert_eq!(
+            refused(&archive),
+            format!(
+                "archive entry {EXE:?} uses compression method Bzip2; \
+                 only stored and deflated entries are supported"
+            )
+        );
+    }
+
+    #[test]
+    fn encrypted_entries_are_refused() {
+        let mut archive = package_with("README");
+        let (local, central) = first_headers(&archive);
+        archive[local + 6] |= 1;
+        archive[central + 8] |= 1;
+        assert_eq!(
+            refused(&archive),
+            format!("archive entry {EXE:?} is encrypted; provider packages cannot be encrypted")
+        );
+    }
+
+    // ---- damaged archives ----
+
+    #[test]
+    fn empty_archive_is_refused() {
+        let archive = build(|_| {});
+        let scratch = Scratch::new();
+        let err = scratch.extract(&archive).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("empty archive: {}", scratch.zip_path().display())
+        );
+        scratch.assert_dest_empty();
+    }
+
+    #[test]
+    fn truncated_archive_is_refused() {
+        let archive = package_with("README");
+        for keep in [archive.len() - 10, archive.len() / 2, 0] {
+            let message = refused(&archive[..keep]);
+            assert!(
+                message.contains("is not a valid zip archive: "),
+                "{message}"
+            );
+        }
+    }
+
+    #[test]
+    fn not_a_zip_is_refused() {
+        let message = refused(b"this is not a zip file at all\n");
+        assert!(
+            message.ends_with("package.zip is not a valid zip archive: Could not find EOCD"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn missing_archive_is_reported() {
+        let scratch = Scratch::new();
+        let err = extract_package(
+            &scratch.dir.path().join("absent.zip"),
+            &scratch.dest(),
+            TYPE,
+            &ExtractLimits::default(),
+        )
+        .unwrap_err();
+        assert!(
+            err.to_string().starts_with("cannot open package archive "),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn corrupt_deflate_data_is_refused() {
+        let mut archive = build(add_exe);
+        let (local, _) = first_headers(&archive);
+        let name_len = usize::from(u16::from_le_bytes([
+            archive[local + 26],
+            archive[local + 27],
+        ]));
+        let extra_len = usize::from(u16::from_le_bytes([
+            archive[local + 28],
+            archive[local + 29],
+        ]));
+        // 0xff starts a final block of the reserved type 3.
+        archive[local + 30 + name_len + extra_len] = 0xff;
+        assert_eq!(
+            failed_while_writing(&archive, &ExtractLimits::default()),
+            format!("archive entry {EXE:?} is corrupt: corrupt deflate stream")
+        );
+    }
+
+    #[test]
+    fn crc_mismatch_is_refused() {
+        let mut archive = build(|w| {
+            add(
+                w,
+                EXE,
+                EXE_DATA,
+                options().compression_method(CompressionMethod::Stored),
+            );
+        });
+        let (local, central) = first_headers(&archive);
+        let real = get_u32(&archive, local + 14);
+        set_u32(&mut archive, local + 14, real ^ 1);
+        set_u32(&mut archive, central + 16, real ^ 1);
+        assert_eq!(
+            failed_while_writing(&archive, &ExtractLimits::default()),
+            format!(
+                "archive entry {EXE:?} is corrupt: its CRC-32 is {real:08x} but its header says {:08x}",
+                real ^ 1
+            )
+        );
+    }
+
+    #[test]
+    fn lying_uncompressed_size_is_refused() {
+        let real = EXE_DATA.len() as u32;
+        let cases = [
+            (
+                real - 1,
+                "File is larger than its declared uncompressed size".to_owned(),
+            ),
+            (
+                real + 1,
+                format!(
+                    "it inflates to {real} bytes but its header declares {}",
+                    real + 1
+                ),
+            ),
+        ];
+        for (declared, detail) in cases {
+            let mut archive = build(add_exe);
+            let (local, central) = first_headers(&archive);
+            set_u32(&mut archive, local + 22, declared);
+            set_u32(&mut archive, central + 24, declared);
+            assert_eq!(
+                failed_while_writing(&archive, &ExtractLimits::default()),
+                format!("archive entry {EXE:?} is corrupt: {detail}")
+            );
+        }
+    }
+
+    // ---- limits ----
+
+    #[test]
+    fn total_size_limit_is_enforced() {
+        let limits = ExtractLimits {
+            max_total_bytes: 60,
+            ..ExtractLimits::default()
+        };
+        let archive = build(|w| {
+            add_exe(w);
+            add(w, "README", README_DATA, options());
+        });
+        assert_eq!(
+            failed_while_writing(&archive, &limits),
+            "package unpacks to more than 60 bytes, the limit for one provider package; \
+             the archive may be a zip bomb"
+        );
+    }
+
+    #[test]
+    fn entry_count_limit_is_enforced() {
+        let limits = ExtractLimits {
+            max_entries: 2,
+            ..ExtractLimits::default()
+        };
+        let archive = build(|w| {
+            add_exe(w);
+            add(w, "a", b"a", options());
+            add(w, "b", b"b", options());
+        });
+        assert_eq!(
+            refused_with(&archive, &limits),
+            "package archive has 3 entries, more than the limit of 2"
+        );
+    }
+
+    #[test]
+    fn compression_ratio_limit_is_enforced() {
+        let zeros = vec![0u8; 8 << 20];
+        let archive = build(|w| {
+            add_exe(w);
+            add(w, "bomb", &zeros, options());
+        });
+        assert_eq!(
+            failed_while_writing(&archive, &ExtractLimits::default()),
+            "archive entry \"bomb\" inflates to more than 200 times its compressed size; \
+             the archive may be a zip bomb"
+        );
+        let small = vec![0u8; 512 << 10];
+        let archive = build(|w| {
+            add_exe(w);
+            add(w, "small", &small, options());
+        });
+        Scratch::new().extract(&archive).unwrap();
+    }
+
+    // ---- the executable ----
+
+    #[test]
+    fn package_without_executable_is_refused() {
+        let archive = build(|w| {
+            add(w, "terraform-provider-nullx", b"other provider", options());
+            add(w, "docs/terraform-provider-null", b"nested", options());
+            w.add_directory("terraform-provider-null_dir/", options())
+                .unwrap();
+            add(w, "README", README_DATA, options());
+        });
+        assert_eq!(
+            refused(&archive),
+            "provider binary not found: could not find executable file starting with \
+             terraform-provider-null"
+        );
+    }
+
+    #[test]
+    fn find_executable_follows_terraform_rules() {
+        let dir = tempfile::tempdir().unwrap();
+        let touch = |name: &str| fs::write(dir.path().join(name), b"").unwrap();
+        touch("terraform-provider-nullx");
+        fs::create_dir(dir.path().join("terraform-provider-null.d")).unwrap();
+        let err = find_executable(dir.path(), TYPE).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "provider binary not found: could not find executable file starting with \
+             terraform-provider-null"
+        );
+        touch("terraform-provider-null_v2.0.0_x5");
+        assert_eq!(
+            find_executable(dir.path(), TYPE).unwrap(),
+            dir.path().join("terraform-provider-null_v2.0.0_x5")
+        );
+        touch("terraform-provider-null.exe");
+        assert_eq!(
+            find_executable(dir.path(), TYPE).unwrap(),
+            dir.path().join("terraform-provider-null.exe")
+        );
+        std::os::unix::fs::symlink("nowhere", dir.path().join("terraform-provider-null")).unwrap();
+        assert_eq!(
+            find_executable(dir.path(), TYPE).unwrap(),
+            dir.path().join("terraform-provider-null")
+        );
+    }
+
+    #[test]
+    fn find_executable_reports_unreadable_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = find_executable(&dir.path().join("absent"), TYPE).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("provider binary not found: could not read package directory: "),
+            "{err}"
+        );
+    }
+
+    // ---- the destination ----
+
+    #[test]
+    fn planted_symlinks_in_dest_are_not_followed() {
+        let with_docs = build(|w| {
+            add(w, "docs/a.md", b"a", options());
+            add_exe(w);
+        });
+        let exe_only = build(add_exe);
+        for (planted, archive) in [("docs", with_docs), (EXE, exe_only)] {
+            let scratch = Scratch::new();
+            let outside = tempfile::tempdir().unwrap();
+            std::os::unix::fs::symlink(outside.path(), scratch.dest().join(planted)).unwrap();
+            let err = scratch.extract(&archive).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "cannot write {}: File exists (os error 17)",
+                    scratch.dest().join(planted).display()
+                )
+            );
+            assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0);
+        }
+    }
+}
