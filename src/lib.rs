@@ -9,3 +9,4 @@ pub mod diag;
 pub mod install;
 pub mod lockfile;
 pub mod source;
+pub mod version;
