@@ -4,4 +4,5 @@
 //! requirements → sources → version selection → fetch and verify → cache →
 //! install → lock file.
 
+pub mod cliconfig;
 pub mod diag;
