@@ -5,6 +5,7 @@
 //! install → lock file.
 
 pub mod addr;
+pub mod cliconfig;
 pub mod diag;
 pub mod install;
 pub mod lockfile;
