@@ -10,4 +10,5 @@ pub mod diag;
 pub mod install;
 pub mod lockfile;
 pub mod source;
+pub mod verify;
 pub mod version;

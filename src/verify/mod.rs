@@ -1,0 +1,107 @@
+//! Package verification: hashes (§6), the signed SHA256SUMS document and its
+//! signature (§7). The outcome feeds both the UI (what was verified and by
+//! whom) and the lock file (which hashes may be trusted).
+
+pub mod hash;
+pub mod signature;
+pub mod sums;
+
+use std::fmt;
+
+pub use hash::{HashError, LocalPackage, PackageHash};
+pub use signature::{SignatureCheck, SigningKey, Trust, verify_sums_signature};
+pub use sums::{acceptable_hashes, checksum_for};
+
+/// How strongly a package was authenticated; `Display` gives Terraform's
+/// words for the "Installed ... (<result>)" line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AuthResult {
+    Unauthenticated,
+    VerifiedChecksum,
+    Signed(SignatureCheck),
+}
+
+impl AuthResult {
+    /// Partner and self-signed packages get their key ID shown and the
+    /// third-party footer printed.
+    pub fn is_third_party_signed(&self) -> bool {
+        matches!(
+            self,
+            AuthResult::Signed(SignatureCheck {
+                trust: Trust::Partner | Trust::SelfSigned,
+                ..
+            })
+        )
+    }
+
+    /// Only a signed SHA256SUMS vouches for the other platforms' hashes that
+    /// go into the lock file.
+    pub fn is_signed(&self) -> bool {
+        matches!(self, AuthResult::Signed(_))
+    }
+
+    pub fn key_id(&self) -> Option<&str> {
+        match self {
+            AuthResult::Signed(check) => Some(&check.key_id),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for AuthResult {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AuthResult::Unauthenticated => f.write_str("unauthenticated"),
+            AuthResult::VerifiedChecksum => f.write_str("verified checksum"),
+            AuthResult::Signed(check) => check.trust.fmt(f),
+        }
+    }
+}
+
+/// An authentication failure, worded exactly as Terraform words it because
+/// users search for these messages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuthError(pub String);
+
+impl fmt::Display for AuthError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for AuthError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn result_words() {
+        let signed = |trust| {
+            AuthResult::Signed(SignatureCheck {
+                trust,
+                key_id: "34365D9472D7468F".to_owned(),
+            })
+        };
+        assert_eq!(AuthResult::Unauthenticated.to_string(), "unauthenticated");
+        assert_eq!(
+            AuthResult::VerifiedChecksum.to_string(),
+            "verified checksum"
+        );
+        assert_eq!(signed(Trust::HashiCorp).to_string(), "signed by HashiCorp");
+        assert_eq!(
+            signed(Trust::Partner).to_string(),
+            "signed by a HashiCorp partner"
+        );
+        assert_eq!(signed(Trust::SelfSigned).to_string(), "self-signed");
+
+        assert!(!signed(Trust::HashiCorp).is_third_party_signed());
+        assert!(signed(Trust::Partner).is_third_party_signed());
+        assert!(signed(Trust::SelfSigned).is_third_party_signed());
+        assert!(!AuthResult::VerifiedChecksum.is_third_party_signed());
+        assert!(signed(Trust::HashiCorp).is_signed());
+        assert!(!AuthResult::VerifiedChecksum.is_signed());
+        assert_eq!(signed(Trust::Partner).key_id(), Some("34365D9472D7468F"));
+        assert_eq!(AuthResult::Unauthenticated.key_id(), None);
+    }
+}

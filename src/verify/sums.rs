@@ -1,0 +1,381 @@
+//! Reading a registry's SHA256SUMS document (§7.1 step 1, §7.3).
+//!
+//! Terraform parses this document twice with two different tokenizers
+//! (`bytes.Split` + `bytes.Fields` for the package's own line, `bufio.Scanner`
+//! for the list of acceptable hashes); both are reproduced because their edge
+//! cases decide which hashes end up in a lock file.
+
+use super::AuthError;
+use super::hash::PackageHash;
+
+/// The SHA-256 the document lists for `filename`: the first line whose second
+/// field is exactly `filename` wins.
+pub fn checksum_for(sums: &[u8], filename: &str) -> Result<[u8; 32], AuthError> {
+    let checksum = sums
+        .split(|&b| b == b'\n')
+        .map(go_fields)
+        .find(|parts| parts.len() > 1 && parts[1] == filename.as_bytes())
+        .map(|parts| parts[0])
+        .ok_or_else(|| {
+            AuthError(format!(
+                "checksum list has no SHA-256 hash for {}",
+                go_quote(filename.as_bytes())
+            ))
+        })?;
+    go_hex_decode_sha256(checksum).map_err(|err| {
+        AuthError(format!(
+            "checksum list has invalid SHA256 hash {}: {err}",
+            go_quote(checksum)
+        ))
+    })
+}
+
+/// The whole of §7.1 step 1: the document must list `filename` with the
+/// digest the registry announced for the download.
+pub fn matching_checksum(sums: &[u8], filename: &str, want: &[u8; 32]) -> Result<(), AuthError> {
+    let got = checksum_for(sums, filename)?;
+    if got != *want {
+        return Err(AuthError(format!(
+            "checksum list has unexpected SHA-256 hash {} (expected {})",
+            hex::encode(got),
+            hex::encode(want)
+        )));
+    }
+    Ok(())
+}
+
+/// Every hash a signed SHA256SUMS vouches for, as `zh:` hashes in document
+/// order. Anything that does not look like a sums file yields nothing at all,
+/// so a stray signed document can never put hashes into a lock file.
+pub fn acceptable_hashes(sums: &[u8]) -> Vec<PackageHash> {
+    // bufio.Scanner gives up on a line that does not fit its 64 KiB buffer
+    // and Terraform keeps whatever it collected until then.
+    const MAX_LINE: usize = 64 * 1024;
+    let mut hashes = Vec::new();
+    for line in scanner_lines(sums) {
+        if line.len() >= MAX_LINE {
+            break;
+        }
+        let parts = go_fields(line);
+        // An empty line crashes Terraform (it indexes the first field
+        // unconditionally); treating it as "not a sums file" is the safe
+        // reading.
+        if parts.len() < 2 || parts[0].len() != 64 {
+            return Vec::new();
+        }
+        match go_hex_decode_sha256(parts[0]) {
+            Ok(digest) => hashes.push(PackageHash::zh_of_digest(&digest)),
+            Err(_) => return Vec::new(),
+        }
+    }
+    hashes
+}
+
+/// Lines as `bufio.ScanLines` yields them: no trailing empty line after a
+/// final newline (the `\r` it strips is whitespace to `go_fields` anyway).
+fn scanner_lines(doc: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let body = doc.strip_suffix(b"\n").unwrap_or(doc);
+    let empty = doc.is_empty();
+    body.split(|&b| b == b'\n').filter(move |_| !empty)
+}
+
+/// `bytes.Fields`: split on runs of Unicode white space, reading the input as
+/// UTF-8 where it is valid (invalid bytes are never white space).
+fn go_fields(line: &[u8]) -> Vec<&[u8]> {
+    let mut fields = Vec::new();
+    let mut start: Option<usize> = None;
+    let mut pos = 0;
+    while pos < line.len() {
+        let (ch, len) = decode_utf8(&line[pos..]);
+        let is_space = ch.is_some_and(char::is_whitespace);
+        match (is_space, start) {
+            (true, Some(s)) => {
+                fields.push(&line[s..pos]);
+                start = None;
+            }
+            (false, None) => start = Some(pos),
+            _ => {}
+        }
+        pos += len;
+    }
+    if let Some(s) = start {
+        fields.push(&line[s..]);
+    }
+    fields
+}
+
+/// One UTF-8 sequence from the front of `bytes`; `None` and length 1 for an
+/// invalid byte, as Go's `utf8.DecodeRune` reports `RuneError`.
+fn decode_utf8(bytes: &[u8]) -> (Option<char>, usize) {
+    let max = bytes.len().min(4);
+    for len in 1..=max {
+        if let Ok(s) = std::str::from_utf8(&bytes[..len]) {
+            return (s.chars().next(), len);
+        }
+    }
+    (None, 1)
+}
+
+/// Go's `hex.Decode` into a 32-byte array: a short string leaves zeros behind
+/// (caught later as a mismatch), the first bad digit wins over a bad length.
+/// A string longer than 64 digits crashes Terraform; here it is an error.
+fn go_hex_decode_sha256(src: &[u8]) -> Result<[u8; 32], String> {
+    let mut out = [0u8; 32];
+    let mut pairs = src.chunks_exact(2);
+    for (written, pair) in pairs.by_ref().enumerate() {
+        let high = hex_value(pair[0]).ok_or_else(|| invalid_byte(pair[0]))?;
+        let low = hex_value(pair[1]).ok_or_else(|| invalid_byte(pair[1]))?;
+        let slot = out
+            .get_mut(written)
+            .ok_or_else(|| "encoding/hex: hash is longer than 32 bytes".to_owned())?;
+        *slot = (high << 4) | low;
+    }
+    if let [last] = pairs.remainder() {
+        if hex_value(*last).is_none() {
+            return Err(invalid_byte(*last));
+        }
+        return Err("encoding/hex: odd length hex string".to_owned());
+    }
+    Ok(out)
+}
+
+fn hex_value(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
+    }
+}
+
+/// `hex.InvalidByteError`, formatted with Go's `%#U` of the byte as a rune.
+fn invalid_byte(b: u8) -> String {
+    let ch = char::from(b);
+    if is_go_printable(ch) {
+        format!("encoding/hex: invalid byte: U+{:04X} '{ch}'", u32::from(b))
+    } else {
+        format!("encoding/hex: invalid byte: U+{:04X}", u32::from(b))
+    }
+}
+
+/// Go's `%q` (`strconv.Quote`) for bytes that may not be valid UTF-8.
+fn go_quote(bytes: &[u8]) -> String {
+    let mut out = String::from("\"");
+    let mut pos = 0;
+    while pos < bytes.len() {
+        let (ch, len) = decode_utf8(&bytes[pos..]);
+        match ch {
+            None => out.push_str(&format!("\\x{:02x}", bytes[pos])),
+            Some('"') => out.push_str("\\\""),
+            Some('\\') => out.push_str("\\\\"),
+            Some(c) if is_go_printable(c) => out.push(c),
+            Some('\u{7}') => out.push_str("\\a"),
+            Some('\u{8}') => out.push_str("\\b"),
+            Some('\u{c}') => out.push_str("\\f"),
+            Some('\n') => out.push_str("\\n"),
+            Some('\r') => out.push_str("\\r"),
+            Some('\t') => out.push_str("\\t"),
+            Some('\u{b}') => out.push_str("\\v"),
+            Some(c) if c < ' ' || c == '\u{7f}' => {
+                out.push_str(&format!("\\x{:02x}", u32::from(c)))
+            }
+            Some(c) if u32::from(c) < 0x10000 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            Some(c) => out.push_str(&format!("\\U{:08x}", u32::from(c))),
+        }
+        pos += len;
+    }
+    out.push('"');
+    out
+}
+
+/// An approximation of Go's `unicode.IsPrint` without Unicode category
+/// tables: exact for ASCII and Latin-1, and beyond that it excludes controls,
+/// spaces, the common format characters, private use and noncharacters.
+fn is_go_printable(c: char) -> bool {
+    if c.is_ascii() {
+        return (' '..='~').contains(&c);
+    }
+    let code = u32::from(c);
+    let format_or_private = matches!(
+        code,
+        0xAD | 0x600..=0x605
+            | 0x61C
+            | 0x6DD
+            | 0x70F
+            | 0x180E
+            | 0x200B..=0x200F
+            | 0x202A..=0x202E
+            | 0x2060..=0x206F
+            | 0xE000..=0xF8FF
+            | 0xFEFF
+            | 0xFFF9..=0xFFFB
+            | 0xFFFE..=0xFFFF
+            | 0xE0000..=0xE007F
+            | 0xF0000..
+    );
+    !c.is_control() && !c.is_whitespace() && !format_or_private
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WANT: [u8; 32] = {
+        let mut want = [0u8; 32];
+        want[0] = 0xde;
+        want[1] = 0xca;
+        want[2] = 0xde;
+        want
+    };
+    const WANT_HEX: &str = "decade0000000000000000000000000000000000000000000000000000000000";
+
+    fn vector(name: &str) -> Vec<u8> {
+        std::fs::read(format!(
+            "{}/testdata/vectors/hashicorp/terraform/extracted/internal/getproviders/package_authentication_test/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn matching_checksum_vectors() {
+        let doc = format!("{} README.txt\n{WANT_HEX} my-package.zip\n", "0".repeat(64));
+        assert_eq!(
+            checksum_for(doc.as_bytes(), "my-package.zip").unwrap(),
+            WANT
+        );
+        matching_checksum(doc.as_bytes(), "my-package.zip", &WANT).unwrap();
+
+        let missing = format!("{WANT_HEX} README.txt\n");
+        assert_eq!(
+            matching_checksum(missing.as_bytes(), "my-package.zip", &WANT)
+                .unwrap_err()
+                .to_string(),
+            "checksum list has no SHA-256 hash for \"my-package.zip\""
+        );
+
+        assert_eq!(
+            matching_checksum(
+                b"horses README.txt\nchickens my-package.zip",
+                "my-package.zip",
+                &WANT
+            )
+            .unwrap_err()
+            .to_string(),
+            "checksum list has invalid SHA256 hash \"chickens\": encoding/hex: invalid byte: U+0068 'h'"
+        );
+
+        let wrong = format!("c0ffee{} my-package.zip\n", "0".repeat(58));
+        assert_eq!(
+            matching_checksum(wrong.as_bytes(), "my-package.zip", &WANT)
+                .unwrap_err()
+                .to_string(),
+            format!(
+                "checksum list has unexpected SHA-256 hash c0ffee{} (expected {WANT_HEX})",
+                "0".repeat(58)
+            )
+        );
+    }
+
+    #[test]
+    fn checksum_line_edge_cases() {
+        // The first matching line wins, fields may be separated by any white
+        // space, and a CRLF document still matches.
+        let doc = format!(
+            "{WANT_HEX}\t my-package.zip\r\n{} my-package.zip\n",
+            "1".repeat(64)
+        );
+        assert_eq!(
+            checksum_for(doc.as_bytes(), "my-package.zip").unwrap(),
+            WANT
+        );
+
+        assert_eq!(
+            checksum_for(b"abc my-package.zip", "my-package.zip")
+                .unwrap_err()
+                .to_string(),
+            "checksum list has invalid SHA256 hash \"abc\": encoding/hex: odd length hex string"
+        );
+        assert_eq!(
+            checksum_for(b"abz my-package.zip", "my-package.zip")
+                .unwrap_err()
+                .to_string(),
+            "checksum list has invalid SHA256 hash \"abz\": encoding/hex: invalid byte: U+007A 'z'"
+        );
+        // A short hash decodes into the front of the digest, like Go.
+        let mut short = [0u8; 32];
+        short[0] = 0xab;
+        assert_eq!(
+            checksum_for(b"ab my-package.zip", "my-package.zip").unwrap(),
+            short
+        );
+        let long = format!("{}00 my-package.zip", "0".repeat(64));
+        assert!(checksum_for(long.as_bytes(), "my-package.zip").is_err());
+        assert_eq!(
+            checksum_for(b"\x01\xff my-package.zip", "my-package.zip")
+                .unwrap_err()
+                .to_string(),
+            "checksum list has invalid SHA256 hash \"\\x01\\xff\": encoding/hex: invalid byte: U+0001"
+        );
+    }
+
+    #[test]
+    fn acceptable_hashes_vector() {
+        let got: Vec<String> =
+            acceptable_hashes(&vector("terraform_0.14.0-alpha20200923_SHA256SUMS"))
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+        let prefixes = [
+            "zh:7d7e888f",
+            "zh:f8b6cf9a",
+            "zh:a5ba9945",
+            "zh:df3a5a8d",
+            "zh:086119a2",
+            "zh:1e5f7a5f",
+            "zh:0e9fd0f3",
+            "zh:66a947e7",
+            "zh:def1b738",
+            "zh:48f1826e",
+            "zh:17e0b496",
+            "zh:2696c862",
+        ];
+        assert_eq!(got.len(), prefixes.len());
+        for (hash, prefix) in got.iter().zip(prefixes) {
+            assert!(hash.starts_with(prefix), "{hash} vs {prefix}");
+            assert_eq!(hash.len(), 3 + 64);
+        }
+        assert!(got[11].ends_with("4bcd"));
+        assert!(got[0].ends_with("d4ee"));
+    }
+
+    #[test]
+    fn acceptable_hashes_refuses_non_sums_documents() {
+        let line = |hex: &str| format!("{hex}  terraform-provider-x_1.0.0_linux_amd64.zip\n");
+        let good = line(&"A".repeat(64));
+        assert_eq!(
+            acceptable_hashes(good.as_bytes())[0].to_string(),
+            format!("zh:{}", "a".repeat(64))
+        );
+        assert!(acceptable_hashes(b"").is_empty());
+        assert!(acceptable_hashes(b"example shasums data").is_empty());
+        assert!(acceptable_hashes(format!("{good}lonely\n").as_bytes()).is_empty());
+        assert!(acceptable_hashes(line(&"a".repeat(63)).as_bytes()).is_empty());
+        assert!(acceptable_hashes(line(&"g".repeat(64)).as_bytes()).is_empty());
+        assert!(acceptable_hashes(format!("{good}\n{good}").as_bytes()).is_empty());
+        assert_eq!(
+            acceptable_hashes(format!("{good}{good}").as_bytes()).len(),
+            2
+        );
+        // An over-long line stops the scan but keeps what came before it.
+        let long = format!("{good}{}\n{good}", "x".repeat(70_000));
+        assert_eq!(acceptable_hashes(long.as_bytes()).len(), 1);
+    }
+
+    #[test]
+    fn go_quote_escapes_like_strconv() {
+        assert_eq!(go_quote(b"a\"b\\c"), "\"a\\\"b\\\\c\"");
+        assert_eq!(go_quote("é\u{200b}".as_bytes()), "\"é\\u200b\"");
+        assert_eq!(go_quote(b"\x7f\n"), "\"\\x7f\\n\"");
+    }
+}
