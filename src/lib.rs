@@ -5,3 +5,4 @@
 //! install → lock file.
 
 pub mod diag;
+pub mod module;
