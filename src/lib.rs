@@ -9,6 +9,7 @@ pub mod cliconfig;
 pub mod diag;
 pub mod install;
 pub mod lockfile;
+pub mod module;
 pub mod source;
 pub mod verify;
 pub mod version;

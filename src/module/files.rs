@@ -1,0 +1,180 @@
+//! Finding and reading a module directory's configuration files in
+//! Terraform's order (parser_config_dir.go).
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::diag::{Diagnostic, Diagnostics};
+
+use super::decode::{FileDecls, decode_file};
+use super::range::LineIndex;
+use super::syntax::TOP_LEVEL;
+use super::{json, native};
+
+/// A module directory's files, each by the name Terraform shows for it
+/// (the module's display directory joined with the file name).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(super) struct ConfigFiles {
+    pub primary: Vec<PathBuf>,
+    pub overrides: Vec<PathBuf>,
+}
+
+/// Editor backups, swap files and hidden files are never configuration.
+pub(super) fn is_ignored(name: &str) -> bool {
+    name.starts_with('.') || name.ends_with('~') || (name.starts_with('#') && name.ends_with('#'))
+}
+
+fn stem_of_config_file(name: &str) -> Option<&str> {
+    name.strip_suffix(".tf.json")
+        .or_else(|| name.strip_suffix(".tf"))
+}
+
+fn is_override(stem: &str) -> bool {
+    stem == "override" || stem.ends_with("_override")
+}
+
+/// Lists `.tf` and `.tf.json` files (not subdirectories) sorted by name,
+/// as Go's ReadDir does; `.tf` and `.tf.json` files interleave.
+pub(super) fn config_files(fs_dir: &Path, display_dir: &Path) -> io::Result<ConfigFiles> {
+    let mut names = Vec::new();
+    for entry in fs::read_dir(fs_dir)? {
+        let entry = entry?;
+        // The entry's own type, not its target's: a symlink counts as a file.
+        if entry.file_type()?.is_dir() {
+            continue;
+        }
+        names.push(entry.file_name());
+    }
+    names.sort_by(|a, b| a.as_encoded_bytes().cmp(b.as_encoded_bytes()));
+
+    let mut files = ConfigFiles::default();
+    for name in names {
+        let Some(name) = name.to_str() else {
+            continue;
+        };
+        if is_ignored(name) {
+            continue;
+        }
+        let Some(stem) = stem_of_config_file(name) else {
+            continue;
+        };
+        let path = display_dir.join(name);
+        if is_override(stem) {
+            files.overrides.push(path);
+        } else {
+            files.primary.push(path);
+        }
+    }
+    Ok(files)
+}
+
+/// Reads and decodes one file. `root_dir` turns the display path into a
+/// filesystem path.
+pub(super) fn load_file(
+    root_dir: &Path,
+    display_path: &Path,
+    is_override: bool,
+    diags: &mut Diagnostics,
+) -> Option<FileDecls> {
+    let bytes = match fs::read(root_dir.join(display_path)) {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            diags.push(Diagnostic::error(
+                "Failed to read file",
+                format!(
+                    "The file {:?} could not be read.",
+                    display_path.display().to_string()
+                ),
+            ));
+            return None;
+        }
+    };
+    let Ok(text) = String::from_utf8(bytes) else {
+        diags.push(
+            Diagnostic::error(
+                "Invalid character encoding",
+                "All input files must be UTF-8 encoded. Ensure that UTF-8 encoding is selected in your editor.",
+            )
+            .at(display_path, 1, 1),
+        );
+        return None;
+    };
+    let src = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let index = LineIndex::new(display_path, src);
+    let is_json = display_path
+        .file_name()
+        .and_then(|name| name.to_str())
+        .is_some_and(|name| name.ends_with(".tf.json"));
+    let body = if is_json {
+        json::parse_file(src, &index, &TOP_LEVEL, diags)
+    } else {
+        native::parse_file(src, &index, &TOP_LEVEL, diags)
+    }?;
+    Some(decode_file(&body, is_override, diags))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ignores_editor_and_hidden_files() {
+        assert!(is_ignored(".main.tf.swp"));
+        assert!(is_ignored(".hidden.tf"));
+        assert!(is_ignored("main.tf~"));
+        assert!(is_ignored("#main.tf#"));
+        assert!(!is_ignored("#main.tf"));
+        assert!(!is_ignored("main.tf"));
+    }
+
+    #[test]
+    fn sorts_and_splits_primary_and_override_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for name in [
+            "b.tf",
+            "a.tf.json",
+            "override.tf",
+            "z_override.tf.json",
+            "notes.txt",
+            "main.tf~",
+            ".x.tf",
+            "overrides.tf",
+            "c.tf.json.bak",
+        ] {
+            fs::write(dir.path().join(name), "").expect("write");
+        }
+        fs::create_dir(dir.path().join("sub.tf")).expect("mkdir");
+        let files = config_files(dir.path(), Path::new("mod")).expect("listed");
+        assert_eq!(
+            files,
+            ConfigFiles {
+                primary: vec![
+                    "mod/a.tf.json".into(),
+                    "mod/b.tf".into(),
+                    "mod/overrides.tf".into()
+                ],
+                overrides: vec!["mod/override.tf".into(), "mod/z_override.tf.json".into()],
+            }
+        );
+    }
+
+    #[test]
+    fn rejects_non_utf8_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        fs::write(dir.path().join("bad.tf"), b"provider \"\xff\" {}").expect("write");
+        let mut diags = Diagnostics::new();
+        assert!(load_file(dir.path(), Path::new("bad.tf"), false, &mut diags).is_none());
+        assert_eq!(diags.0[0].summary, "Invalid character encoding");
+    }
+
+    #[test]
+    fn accepts_a_byte_order_mark() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        fs::write(dir.path().join("bom.tf"), "\u{feff}provider \"aws\" {}\n").expect("write");
+        let mut diags = Diagnostics::new();
+        let decls = load_file(dir.path(), Path::new("bom.tf"), false, &mut diags).expect("parsed");
+        assert!(diags.is_empty(), "{diags}");
+        assert_eq!(decls.provider_configs.len(), 1);
+    }
+}

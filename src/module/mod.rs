@@ -1,0 +1,383 @@
+//! Provider requirements of a configuration: what `terraform init` must
+//! install, gathered from the root module and every child module the way
+//! Terraform's `Config.ProviderRequirements` does (spec §2.1–§2.2).
+//!
+//! Each requirement remembers where it came from, so `providers`-style
+//! output can show the module tree and errors can point at a line.
+
+mod assemble;
+mod decode;
+mod files;
+mod json;
+mod manifest;
+mod native;
+mod range;
+mod syntax;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Component, Path, PathBuf};
+
+use crate::addr::ProviderAddr;
+use crate::diag::{Diagnostic, Diagnostics, SourcePos};
+use crate::version::VersionConstraints;
+
+use assemble::{ModuleConfig, assemble};
+use files::{config_files, load_file};
+use manifest::Manifest;
+use range::{DiagnosticExt, SrcRange};
+
+/// Every provider the configuration needs, with the intersection of all
+/// version constraints written for it (kept as a concatenated list).
+#[derive(Clone, Debug, Default)]
+pub struct Requirements(pub BTreeMap<ProviderAddr, Requirement>);
+
+#[derive(Clone, Debug)]
+pub struct Requirement {
+    pub constraints: VersionConstraints,
+    /// In discovery order: root module first, then children by name,
+    /// depth first.
+    pub declared_in: Vec<RequirementOrigin>,
+}
+
+#[derive(Clone, Debug)]
+pub struct RequirementOrigin {
+    /// `""` for the root module, else like `module.child.module.grandchild`.
+    pub module_path: String,
+    pub pos: Option<SourcePos>,
+    pub kind: OriginKind,
+}
+
+/// What in a module made the provider required. Resources and imports are
+/// recorded once per module and provider (the first one found), since they
+/// add no constraints; declarations that carry constraints are all kept,
+/// with the constraints each one contributed.
+#[derive(Clone, Debug)]
+pub enum OriginKind {
+    RequiredProviders {
+        local_name: String,
+        constraints: VersionConstraints,
+    },
+    /// A `provider` block; `constraints` come from its deprecated `version`
+    /// argument.
+    ProviderConfig {
+        local_name: String,
+        alias: Option<String>,
+        constraints: VersionConstraints,
+    },
+    /// A managed, data or ephemeral resource, by address
+    /// (`aws_instance.web`, `data.aws_ami.ubuntu`, ...).
+    Resource { address: String },
+    /// An `import` block that generates configuration, by target address.
+    Import { to: String },
+}
+
+/// Collects the provider requirements of the configuration rooted at
+/// `root_dir`. Remote child modules are found through the module manifest
+/// in `data_dir` (normally `<root_dir>/.terraform`); they must already be
+/// installed.
+///
+/// File names in diagnostics are relative to `root_dir`, as Terraform
+/// shows them when run there. `Err` carries every diagnostic (warnings
+/// too) when at least one is an error.
+pub fn load_requirements(
+    root_dir: &Path,
+    data_dir: &Path,
+) -> Result<(Requirements, Diagnostics), Diagnostics> {
+    let mut diags = Diagnostics::new();
+    let manifest = Manifest::load(data_dir, &mut diags);
+    let mut walker = Walker {
+        root_dir,
+        manifest,
+        requirements: Requirements::default(),
+        diags,
+        ancestors: Vec::new(),
+    };
+    walker.visit(&[], Path::new(""), None);
+    walker.reject_legacy_addresses();
+    if walker.diags.has_errors() {
+        Err(walker.diags)
+    } else {
+        Ok((walker.requirements, walker.diags))
+    }
+}
+
+/// How a child module was reached, for diagnostics about its directory.
+struct ModuleCallSite<'a> {
+    range: &'a SrcRange,
+    remote: bool,
+}
+
+struct Walker<'a> {
+    root_dir: &'a Path,
+    manifest: Manifest,
+    requirements: Requirements,
+    diags: Diagnostics,
+    /// Canonical directories of the modules being visited, to stop a
+    /// module that (indirectly) calls itself.
+    ancestors: Vec<PathBuf>,
+}
+
+impl Walker<'_> {
+    fn visit(&mut self, names: &[String], display_dir: &Path, call: Option<ModuleCallSite<'_>>) {
+        let fs_dir = self.root_dir.join(display_dir);
+        let shown_dir = if display_dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            display_dir
+        };
+        let files = match config_files(&fs_dir, display_dir) {
+            Ok(files) => files,
+            Err(_) => {
+                self.diags
+                    .push(unreadable_module_dir(shown_dir, call.as_ref()));
+                return;
+            }
+        };
+        let canonical = fs::canonicalize(&fs_dir).unwrap_or_else(|_| fs_dir.clone());
+        if self.ancestors.contains(&canonical) {
+            let mut diag = Diagnostic::error(
+                "Module calls itself",
+                format!(
+                    "The module at {} is already being loaded higher up in this configuration, so loading it again here would never end.",
+                    shown_dir.display()
+                ),
+            );
+            if let Some(call) = &call {
+                diag = diag.with_range(call.range);
+            }
+            self.diags.push(diag);
+            return;
+        }
+
+        let mut module_diags = Diagnostics::new();
+        let load = |paths: &[PathBuf], is_override: bool, diags: &mut Diagnostics| {
+            paths
+                .iter()
+                .filter_map(|path| load_file(self.root_dir, path, is_override, diags))
+                .collect::<Vec<_>>()
+        };
+        let primary = load(&files.primary, false, &mut module_diags);
+        let overrides = load(&files.overrides, true, &mut module_diags);
+        let module = assemble(primary, overrides, &mut module_diags);
+        self.record(&module_path(names), &module);
+
+        // As in Terraform, a root module with errors is not descended into
+        // (its calls may be what is broken); broken children still are.
+        let stop_here = names.is_empty() && module_diags.has_errors();
+        self.diags.extend(module_diags);
+        if stop_here {
+            return;
+        }
+
+        let mut calls: Vec<_> = module.module_calls.iter().collect();
+        calls.sort_by(|a, b| a.name.cmp(&b.name));
+        self.ancestors.push(canonical);
+        for call in calls {
+            let Some(source) = &call.source else {
+                continue;
+            };
+            let range = call.source_range.as_ref().unwrap_or(&call.def_range);
+            let mut child_names = names.to_vec();
+            child_names.push(call.name.clone());
+            if is_local_source(source) {
+                let dir = join_clean(display_dir, source);
+                let site = ModuleCallSite {
+                    range,
+                    remote: false,
+                };
+                self.visit(&child_names, &dir, Some(site));
+                continue;
+            }
+            let key = child_names.join(".");
+            let Some(record) = self.manifest.get(&key) else {
+                self.diags.push(
+                    Diagnostic::error(
+                        "Module not installed",
+                        format!(
+                            "Module \"{}\" (source {source:?}) is not yet installed. Run \"terraform init\" or \"terraform get\" to install all modules required by this configuration.",
+                            module_path(&child_names)
+                        ),
+                    )
+                    .with_range(range),
+                );
+                continue;
+            };
+            let dir = clean_manifest_dir(&record.dir);
+            let site = ModuleCallSite {
+                range,
+                remote: true,
+            };
+            self.visit(&child_names, &dir, Some(site));
+        }
+        self.ancestors.pop();
+    }
+
+    /// Terraform's addProviderRequirements for one module.
+    fn record(&mut self, module_path: &str, module: &ModuleConfig) {
+        let mut recorded_here = BTreeSet::new();
+        let mut add = |addr: ProviderAddr,
+                       constraints: Option<&VersionConstraints>,
+                       range: &SrcRange,
+                       kind: OriginKind| {
+            let requirement =
+                self.requirements
+                    .0
+                    .entry(addr.clone())
+                    .or_insert_with(|| Requirement {
+                        constraints: VersionConstraints::empty(),
+                        declared_in: Vec::new(),
+                    });
+            if let Some(constraints) = constraints {
+                requirement.constraints.extend(constraints);
+            }
+            let implied_only = matches!(
+                kind,
+                OriginKind::Resource { .. } | OriginKind::Import { .. }
+            );
+            if !implied_only || !recorded_here.contains(&addr) {
+                requirement.declared_in.push(RequirementOrigin {
+                    module_path: module_path.to_string(),
+                    pos: Some(range.source_pos()),
+                    kind,
+                });
+                recorded_here.insert(addr);
+            }
+        };
+
+        for entry in module.required.values() {
+            add(
+                entry.addr.clone(),
+                Some(&entry.constraints),
+                &entry.range,
+                OriginKind::RequiredProviders {
+                    local_name: entry.local_name.clone(),
+                    constraints: entry.constraints.clone(),
+                },
+            );
+        }
+        for (resource, provider) in &module.resources {
+            if let Some(provider) = provider {
+                let kind = OriginKind::Resource {
+                    address: resource.address(),
+                };
+                add(provider.clone(), None, &resource.def_range, kind);
+            }
+        }
+        for (import, provider) in &module.imports {
+            if let Some((type_name, name)) = &import.target {
+                let kind = OriginKind::Import {
+                    to: format!("{type_name}.{name}"),
+                };
+                add(provider.clone(), None, &import.def_range, kind);
+            }
+        }
+        for config in &module.provider_configs {
+            if let Some(provider) = module.provider_for_local_name(&config.name) {
+                let kind = OriginKind::ProviderConfig {
+                    local_name: config.name.clone(),
+                    alias: config.alias.clone(),
+                    constraints: config
+                        .version
+                        .clone()
+                        .unwrap_or_else(VersionConstraints::empty),
+                };
+                add(provider, config.version.as_ref(), &config.def_range, kind);
+            }
+        }
+    }
+
+    /// Pre-0.13 unqualified addresses (`-/aws`) cannot be installed; the
+    /// user must finish the 0.13 upgrade first.
+    fn reject_legacy_addresses(&mut self) {
+        for (addr, requirement) in &self.requirements.0 {
+            if !addr.is_legacy() {
+                continue;
+            }
+            let mut diag = Diagnostic::error(
+                "Invalid legacy provider address",
+                format!(
+                    "This configuration or its associated state refers to the unqualified provider {:?}.\n\nYou must complete the Terraform 0.13 upgrade process before upgrading to later versions.",
+                    addr.type_name
+                ),
+            );
+            diag.subject = requirement
+                .declared_in
+                .iter()
+                .find_map(|origin| origin.pos.clone());
+            self.diags.push(diag);
+        }
+    }
+}
+
+fn unreadable_module_dir(dir: &Path, call: Option<&ModuleCallSite<'_>>) -> Diagnostic {
+    match call {
+        Some(call) if call.remote => Diagnostic::error(
+            "Module not installed",
+            format!(
+                "This module's local cache directory {} could not be read. Run \"terraform init\" or \"terraform get\" to install all modules required by this configuration.",
+                dir.display()
+            ),
+        )
+        .with_range(call.range),
+        Some(call) => Diagnostic::error(
+            "Failed to read module directory",
+            format!("Module directory {} does not exist or cannot be read.", dir.display()),
+        )
+        .with_range(call.range),
+        None => Diagnostic::error(
+            "Failed to read module directory",
+            format!("Module directory {} does not exist or cannot be read.", dir.display()),
+        ),
+    }
+}
+
+fn module_path(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|name| format!("module.{name}"))
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// Local module sources are paths starting with `./` or `../` (either
+/// slash), per Terraform's module source rules; anything else is
+/// installed by `terraform init` and listed in the manifest.
+fn is_local_source(source: &str) -> bool {
+    ["./", "../", ".\\", "..\\"]
+        .iter()
+        .any(|prefix| source.starts_with(prefix))
+}
+
+/// Lexical join-and-clean like Go's filepath.Join, so module directories
+/// are named as Terraform names them (`modules/app/../shared` →
+/// `modules/shared`) without touching the filesystem.
+fn join_clean(base: &Path, relative: &str) -> PathBuf {
+    let separators: &[char] = if cfg!(windows) { &['/', '\\'] } else { &['/'] };
+    let mut out = base.to_path_buf();
+    for segment in relative.split(separators) {
+        match segment {
+            "" | "." => {}
+            ".." => match out.components().next_back() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
+                }
+                Some(Component::RootDir | Component::Prefix(_)) => {}
+                _ => out.push(".."),
+            },
+            name => out.push(name),
+        }
+    }
+    out
+}
+
+fn clean_manifest_dir(dir: &str) -> PathBuf {
+    if Path::new(dir).is_absolute() {
+        PathBuf::from(dir)
+    } else {
+        join_clean(Path::new(""), dir)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,153 @@
+//! Source ranges in Terraform's notation, because several of Terraform's
+//! messages embed a range (`versions.tf:3,3-21`) and users jump to it.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::diag::{Diagnostic, SourcePos};
+
+/// A one-based line/column position; columns count characters, as HCL does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Pos {
+    pub line: usize,
+    pub column: usize,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct SrcRange {
+    pub file: PathBuf,
+    pub start: Pos,
+    pub end: Pos,
+}
+
+impl SrcRange {
+    pub fn source_pos(&self) -> SourcePos {
+        SourcePos {
+            file: self.file.clone(),
+            line: self.start.line,
+            column: self.start.column,
+        }
+    }
+
+    /// The smallest range covering both, for constructs whose parts were
+    /// located separately (a block's type name through its last label).
+    pub fn to(&self, other: &SrcRange) -> SrcRange {
+        SrcRange {
+            file: self.file.clone(),
+            start: self.start,
+            end: other.end,
+        }
+    }
+}
+
+/// Renders like hcl.Range.String(), which Terraform prints inside details.
+impl fmt::Display for SrcRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let file = self.file.display();
+        if self.start.line == self.end.line {
+            write!(
+                f,
+                "{file}:{},{}-{}",
+                self.start.line, self.start.column, self.end.column
+            )
+        } else {
+            write!(
+                f,
+                "{file}:{},{}-{},{}",
+                self.start.line, self.start.column, self.end.line, self.end.column
+            )
+        }
+    }
+}
+
+pub(super) trait DiagnosticExt {
+    fn with_range(self, range: &SrcRange) -> Diagnostic;
+}
+
+impl DiagnosticExt for Diagnostic {
+    fn with_range(self, range: &SrcRange) -> Diagnostic {
+        self.at(range.file.clone(), range.start.line, range.start.column)
+    }
+}
+
+/// Maps byte offsets (what hcl-edit spans and our JSON scanner produce) to
+/// line/column positions.
+pub(super) struct LineIndex<'a> {
+    file: &'a Path,
+    src: &'a str,
+    line_starts: Vec<usize>,
+}
+
+impl<'a> LineIndex<'a> {
+    pub fn new(file: &'a Path, src: &'a str) -> Self {
+        let mut line_starts = vec![0];
+        line_starts.extend(src.match_indices('\n').map(|(i, _)| i + 1));
+        LineIndex {
+            file,
+            src,
+            line_starts,
+        }
+    }
+
+    pub fn pos(&self, offset: usize) -> Pos {
+        let offset = offset.min(self.src.len());
+        let line = self.line_starts.partition_point(|&start| start <= offset);
+        let line_start = self.line_starts[line - 1];
+        let column = self
+            .src
+            .get(line_start..offset)
+            .map_or(offset - line_start, |text| text.chars().count())
+            + 1;
+        Pos { line, column }
+    }
+
+    pub fn range(&self, span: std::ops::Range<usize>) -> SrcRange {
+        SrcRange {
+            file: self.file.to_path_buf(),
+            start: self.pos(span.start),
+            end: self.pos(span.end),
+        }
+    }
+
+    /// A zero-width range at the start of the file, for constructs the parser
+    /// gave no span (should not happen for parsed input, but never panic).
+    pub fn file_start(&self) -> SrcRange {
+        self.range(0..0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn positions_count_characters_and_lines() {
+        let src = "a = 1\r\nbé = \"x\"\n";
+        let index = LineIndex::new(Path::new("main.tf"), src);
+        assert_eq!(index.pos(0), Pos { line: 1, column: 1 });
+        let offset = src
+            .find('=')
+            .map(|_| src.rfind('=').unwrap_or(0))
+            .unwrap_or(0);
+        assert_eq!(index.pos(offset), Pos { line: 2, column: 4 });
+        assert_eq!(index.pos(src.len()), Pos { line: 3, column: 1 });
+    }
+
+    #[test]
+    fn renders_like_hcl_ranges() {
+        let one_line = SrcRange {
+            file: PathBuf::from("versions.tf"),
+            start: Pos { line: 3, column: 3 },
+            end: Pos {
+                line: 3,
+                column: 21,
+            },
+        };
+        assert_eq!(one_line.to_string(), "versions.tf:3,3-21");
+        let multi = SrcRange {
+            end: Pos { line: 5, column: 2 },
+            ..one_line
+        };
+        assert_eq!(multi.to_string(), "versions.tf:3,3-5,2");
+    }
+}
