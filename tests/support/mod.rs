@@ -1,0 +1,132 @@
+// Each integration test compiles this module on its own and uses only part of it.
+#![allow(dead_code)]
+
+//! Shared toolkit for integration tests: real HTTPS servers with a CA made at
+//! test time, real zips, real OpenPGP signatures and on-disk registry and
+//! mirror trees, so that tests exercise the same code paths as production.
+//!
+//! Include it with `mod support;` and use the re-exports below.
+
+pub mod fixtures;
+pub mod openpgp;
+pub mod server;
+pub mod tls;
+pub mod zips;
+
+use std::path::Path;
+
+use base64::Engine as _;
+use sha2::{Digest, Sha256};
+
+// A test that uses only some of these would otherwise warn about the rest.
+#[allow(unused_imports)]
+pub use self::{
+    fixtures::{
+        FsMirror, Layout, MirrorHashes, NetworkMirror, PackageInfo, Payload, ProviderSpec,
+        PublishedTree, Registry, UrlStyle, edit_json,
+    },
+    openpgp::PgpKey,
+    server::{Fault, LoggedRequest, Response, TestServer},
+    tls::TestCa,
+    zips::{Compression, RawZip, ZipEntry, build_zip},
+};
+
+/// The platform the binary under test installs for, spelled the way Go (and so
+/// Terraform's package names) spells it, so fixtures can publish a package the
+/// installer will actually pick.
+pub fn current_platform() -> String {
+    let os = match std::env::consts::OS {
+        "macos" => "darwin",
+        other => other,
+    };
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        "x86" => "386",
+        other => other,
+    };
+    format!("{os}_{arch}")
+}
+
+pub fn sha256(data: &[u8]) -> [u8; 32] {
+    Sha256::digest(data).into()
+}
+
+pub fn sha256_hex(data: &[u8]) -> String {
+    hex::encode(sha256(data))
+}
+
+/// Terraform's legacy `zh:` hash: the SHA-256 of the zip file's bytes.
+pub fn zh_hash(zip_bytes: &[u8]) -> String {
+    format!("zh:{}", sha256_hex(zip_bytes))
+}
+
+/// Terraform's `h1:` hash (Go's dirhash "Hash1") over (name, content) pairs.
+///
+/// Written independently of the crate's own implementation so that a bug
+/// there cannot hide behind a fixture that computes the same wrong value.
+pub fn h1_hash<N: AsRef<str>, C: AsRef<[u8]>>(files: &[(N, C)]) -> String {
+    let mut entries: Vec<(&str, String)> = files
+        .iter()
+        .map(|(name, content)| (name.as_ref(), sha256_hex(content.as_ref())))
+        .collect();
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    let summary: String = entries
+        .iter()
+        .map(|(name, digest)| format!("{digest}  {name}\n"))
+        .collect();
+    format!(
+        "h1:{}",
+        base64::engine::general_purpose::STANDARD.encode(Sha256::digest(summary.as_bytes()))
+    )
+}
+
+/// The `h1:` hash of a zip's contents, read back with the zip crate, the way
+/// Terraform hashes an archive: every central-directory entry, raw names.
+pub fn h1_of_zip(zip_bytes: &[u8]) -> String {
+    use std::io::Read as _;
+    let mut archive =
+        zip::ZipArchive::new(std::io::Cursor::new(zip_bytes)).expect("fixture zip must be valid");
+    let mut files = Vec::new();
+    for index in 0..archive.len() {
+        let mut entry = archive.by_index(index).expect("fixture zip entry");
+        let mut content = Vec::new();
+        entry.read_to_end(&mut content).expect("fixture zip entry");
+        files.push((
+            String::from_utf8_lossy(entry.name_raw()).into_owned(),
+            content,
+        ));
+    }
+    h1_hash(&files)
+}
+
+/// A `tfinstall` command that sees none of the developer's or CI's own
+/// Terraform settings, so tests behave the same everywhere.
+///
+/// This workplace sets `SSL_CERT_FILE`, `SSL_CERT_DIR` and
+/// `TF_CLI_CONFIG_FILE` globally; any of them leaking in would silently change
+/// which CAs are trusted or which CLI config is read. `home` becomes `HOME`
+/// and the root of the XDG directories; proxy variables are dropped so that
+/// loopback servers are reached directly. Trust a test CA with
+/// [`TestCa::configure`].
+pub fn tfinstall_command(home: &Path) -> assert_cmd::Command {
+    let mut command = assert_cmd::Command::new(env!("CARGO_BIN_EXE_tfinstall"));
+    for (name, _) in std::env::vars_os() {
+        let Some(name) = name.to_str() else { continue };
+        let upper = name.to_ascii_uppercase();
+        if upper.starts_with("TF_")
+            || upper.starts_with("XDG_")
+            || upper.starts_with("SSL_CERT_")
+            || upper.ends_with("_PROXY")
+            || upper.starts_with("RUST_")
+        {
+            command.env_remove(name);
+        }
+    }
+    command
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("XDG_DATA_HOME", home.join(".local/share"))
+        .env("XDG_CACHE_HOME", home.join(".cache"));
+    command
+}

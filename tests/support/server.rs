@@ -1,0 +1,674 @@
+//! A real HTTP(S) server on 127.0.0.1 for integration tests.
+//!
+//! It runs on its own thread with its own tokio runtime so plain `#[test]`
+//! functions (and the binary under test, in another process) can use it.
+//! Routes, the served directory and faults can all be changed while it runs,
+//! which lets fixtures embed the server's URL (known only after binding) into
+//! the files it then serves.
+
+use std::collections::{HashMap, VecDeque};
+use std::convert::Infallible;
+use std::future::Future as _;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use bytes::Bytes;
+use hyper::body::{Body, Frame, Incoming, SizeHint};
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::oneshot;
+use tokio_rustls::TlsAcceptor;
+
+use super::tls::TestCa;
+
+/// Body bytes per frame; small enough that "stall after N bytes" is exact
+/// and large bodies stream instead of going out in one write.
+const CHUNK: usize = 16 * 1024;
+
+/// How long a truncating response waits before failing; see `ServedBody`.
+const ABORT_FLUSH_DELAY: Duration = Duration::from_millis(50);
+
+/// A canned response for an exact path, or what a [`Fault`] answers with.
+#[derive(Clone, Debug)]
+pub struct Response {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Bytes,
+}
+
+impl Response {
+    /// An empty response with `status`.
+    pub fn new(status: u16) -> Self {
+        Response {
+            status,
+            headers: Vec::new(),
+            body: Bytes::new(),
+        }
+    }
+
+    /// A 200 `application/json` response.
+    pub fn json(body: impl Into<String>) -> Self {
+        Self::bytes("application/json", body.into())
+    }
+
+    /// A 200 `text/plain` response.
+    pub fn text(body: impl Into<String>) -> Self {
+        Self::bytes("text/plain; charset=utf-8", body.into())
+    }
+
+    /// A 200 response with an explicit content type.
+    pub fn bytes(content_type: &str, body: impl Into<Bytes>) -> Self {
+        Response::new(200)
+            .header("content-type", content_type)
+            .body(body)
+    }
+
+    pub fn status(mut self, status: u16) -> Self {
+        self.status = status;
+        self
+    }
+
+    /// Adds a header; repeat the name to send it more than once.
+    pub fn header(mut self, name: &str, value: impl Into<String>) -> Self {
+        self.headers.push((name.to_ascii_lowercase(), value.into()));
+        self
+    }
+
+    pub fn body(mut self, body: impl Into<Bytes>) -> Self {
+        self.body = body.into();
+        self
+    }
+
+    fn header_value(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(header, _)| header.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
+}
+
+/// What goes wrong for one request to a path.
+#[derive(Clone, Debug)]
+pub enum Fault {
+    /// Serve normally; useful inside a sequence ("fail once, then work").
+    Pass,
+    /// Answer with this status and a short text body.
+    Status(u16),
+    /// Answer with this response instead of the real one.
+    Respond(Response),
+    /// Wait this long before sending the response headers, then serve normally.
+    Latency(Duration),
+    /// Send headers (with the full `Content-Length`) and this many body bytes,
+    /// then hang until the client gives up.
+    StallAfter(usize),
+    /// Send headers (with the full `Content-Length`) and this many body bytes,
+    /// then drop the connection (HTTP/2: reset the stream). The reset waits
+    /// 50 ms so the bytes get out first; a client that reads slower than that
+    /// over HTTP/2 may see fewer, so resume from what was actually received.
+    TruncateAfter(usize),
+    /// Redirect with this 3xx status to `location` (absolute or relative).
+    Redirect { status: u16, location: String },
+}
+
+/// One request as the server saw it.
+#[derive(Clone, Debug)]
+pub struct LoggedRequest {
+    pub method: String,
+    pub path: String,
+    pub query: Option<String>,
+    /// `"HTTP/1.1"` or `"HTTP/2.0"`.
+    pub version: String,
+    /// Names are lower-case, in arrival order, repeats kept.
+    pub headers: Vec<(String, String)>,
+}
+
+impl LoggedRequest {
+    /// The first value of header `name` (case-insensitive).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(header, _)| header.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
+
+    fn from_request(request: &hyper::Request<Incoming>) -> Self {
+        LoggedRequest {
+            method: request.method().to_string(),
+            path: request.uri().path().to_owned(),
+            query: request.uri().query().map(str::to_owned),
+            version: format!("{:?}", request.version()),
+            headers: request
+                .headers()
+                .iter()
+                .map(|(name, value)| {
+                    (
+                        name.as_str().to_owned(),
+                        String::from_utf8_lossy(value.as_bytes()).into_owned(),
+                    )
+                })
+                .collect(),
+        }
+    }
+}
+
+enum FaultPlan {
+    Always(Fault),
+    Sequence(VecDeque<Fault>),
+}
+
+#[derive(Default)]
+struct State {
+    routes: HashMap<String, Response>,
+    root: Option<PathBuf>,
+    faults: HashMap<String, FaultPlan>,
+    ranges: bool,
+    log: Vec<LoggedRequest>,
+}
+
+impl State {
+    /// The fault for this request: the path's own plan, else the `"*"` plan.
+    fn next_fault(&mut self, path: &str) -> Fault {
+        let key = if self.faults.contains_key(path) {
+            path
+        } else {
+            "*"
+        };
+        match self.faults.get_mut(key) {
+            Some(FaultPlan::Always(fault)) => fault.clone(),
+            Some(FaultPlan::Sequence(queue)) => queue.pop_front().unwrap_or(Fault::Pass),
+            None => Fault::Pass,
+        }
+    }
+}
+
+pub struct TestServer {
+    addr: SocketAddr,
+    scheme: &'static str,
+    state: Arc<Mutex<State>>,
+    shutdown: Option<oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl TestServer {
+    /// HTTPS with the CA's leaf certificate, offering HTTP/2 and HTTP/1.1 by ALPN.
+    pub fn https(ca: &TestCa) -> Self {
+        let config = ca.server_config(&[b"h2", b"http/1.1"]);
+        Self::start(Some(TlsAcceptor::from(Arc::new(config))), false)
+    }
+
+    /// HTTPS that speaks only HTTP/1.1, to cover clients on the older protocol.
+    pub fn https_http1_only(ca: &TestCa) -> Self {
+        let config = ca.server_config(&[b"http/1.1"]);
+        Self::start(Some(TlsAcceptor::from(Arc::new(config))), true)
+    }
+
+    /// Plain HTTP, for checking that `http://` URLs are refused.
+    pub fn http() -> Self {
+        Self::start(None, false)
+    }
+
+    fn start(tls: Option<TlsAcceptor>, http1_only: bool) -> Self {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1:0");
+        listener
+            .set_nonblocking(true)
+            .expect("non-blocking listener");
+        let addr = listener.local_addr().expect("listener address");
+        let scheme = if tls.is_some() { "https" } else { "http" };
+        let state = Arc::new(Mutex::new(State::default()));
+        let (shutdown, shutdown_signal) = oneshot::channel();
+        let thread_state = Arc::clone(&state);
+        let thread = std::thread::Builder::new()
+            .name(format!("test-server-{}", addr.port()))
+            .spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("test server runtime");
+                runtime.block_on(accept_loop(
+                    listener,
+                    tls,
+                    http1_only,
+                    thread_state,
+                    shutdown_signal,
+                ));
+                // Dropping the runtime here cancels every connection task,
+                // including ones parked in a stalled body.
+            })
+            .expect("spawn test server thread");
+        TestServer {
+            addr,
+            scheme,
+            state,
+            shutdown: Some(shutdown),
+            thread: Some(thread),
+        }
+    }
+
+    /// The origin with a trailing slash, e.g. `https://127.0.0.1:40123/`,
+    /// ready to be a mirror base URL or a fixture's `base_url`.
+    pub fn url(&self) -> String {
+        format!("{}://{}/", self.scheme, self.host())
+    }
+
+    /// The absolute URL of `path` (which starts with `/`) on this server.
+    pub fn url_for(&self, path: &str) -> String {
+        format!("{}://{}{}", self.scheme, self.host(), path)
+    }
+
+    /// `127.0.0.1:PORT`: the host part of URLs and of provider addresses.
+    pub fn host(&self) -> String {
+        self.addr.to_string()
+    }
+
+    /// `localhost:PORT`, the same server under a DNS name (also in the cert).
+    pub fn localhost_host(&self) -> String {
+        format!("localhost:{}", self.addr.port())
+    }
+
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// Serves files below `root` for paths with no exact route; the
+    /// directory is read at request time, so it may be filled in later.
+    pub fn serve_dir(&self, root: &Path) {
+        self.state().root = Some(root.to_path_buf());
+    }
+
+    /// Answers requests for exactly `path` (query ignored, any method).
+    pub fn route(&self, path: &str, response: Response) {
+        self.state().routes.insert(path.to_owned(), response);
+    }
+
+    /// Applies `fault` to every request for `path` (`"*"`: any path without
+    /// a fault of its own).
+    pub fn fault(&self, path: &str, fault: Fault) {
+        self.state()
+            .faults
+            .insert(path.to_owned(), FaultPlan::Always(fault));
+    }
+
+    /// Applies the faults to successive requests for `path`, one each;
+    /// later requests are served normally.
+    pub fn fault_sequence(&self, path: &str, faults: impl IntoIterator<Item = Fault>) {
+        self.state().faults.insert(
+            path.to_owned(),
+            FaultPlan::Sequence(faults.into_iter().collect()),
+        );
+    }
+
+    /// Successive requests for `path` get these statuses; `200` means "serve
+    /// normally", e.g. `&[500, 200]`.
+    pub fn status_sequence(&self, path: &str, statuses: &[u16]) {
+        self.fault_sequence(
+            path,
+            statuses.iter().map(|&status| match status {
+                200 => Fault::Pass,
+                other => Fault::Status(other),
+            }),
+        );
+    }
+
+    pub fn clear_faults(&self) {
+        self.state().faults.clear();
+    }
+
+    /// Honours single `Range: bytes=…` requests with 206 (or 416) on every
+    /// 200 response; off by default, like servers without range support.
+    pub fn enable_ranges(&self) {
+        self.state().ranges = true;
+    }
+
+    /// Every request so far, in arrival order.
+    pub fn requests(&self) -> Vec<LoggedRequest> {
+        self.state().log.clone()
+    }
+
+    /// The requests for exactly `path`.
+    pub fn requests_to(&self, path: &str) -> Vec<LoggedRequest> {
+        self.state()
+            .log
+            .iter()
+            .filter(|request| request.path == path)
+            .cloned()
+            .collect()
+    }
+
+    /// How many requests arrived for exactly `path`.
+    pub fn count(&self, path: &str) -> usize {
+        self.state()
+            .log
+            .iter()
+            .filter(|request| request.path == path)
+            .count()
+    }
+
+    pub fn clear_log(&self) {
+        self.state().log.clear();
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().expect("test server state")
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(shutdown) = self.shutdown.take() {
+            let _ = shutdown.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+async fn accept_loop(
+    listener: std::net::TcpListener,
+    tls: Option<TlsAcceptor>,
+    http1_only: bool,
+    state: Arc<Mutex<State>>,
+    mut shutdown: oneshot::Receiver<()>,
+) {
+    let listener = TcpListener::from_std(listener).expect("register listener with tokio");
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => {
+                if let Ok((stream, _)) = accepted {
+                    tokio::spawn(serve_connection(stream, tls.clone(), http1_only, Arc::clone(&state)));
+                }
+            }
+        }
+    }
+}
+
+async fn serve_connection(
+    stream: TcpStream,
+    tls: Option<TlsAcceptor>,
+    http1_only: bool,
+    state: Arc<Mutex<State>>,
+) {
+    let service = service_fn(move |request| handle(request, Arc::clone(&state)));
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    if http1_only {
+        builder = builder.http1_only();
+    }
+    // Connection errors are what fault injection provokes; nothing to report.
+    match tls {
+        Some(acceptor) => {
+            if let Ok(stream) = acceptor.accept(stream).await {
+                let _ = builder
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            }
+        }
+        None => {
+            let _ = builder
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        }
+    }
+}
+
+async fn handle(
+    request: hyper::Request<Incoming>,
+    state: Arc<Mutex<State>>,
+) -> Result<hyper::Response<ServedBody>, Infallible> {
+    let path = request.uri().path().to_owned();
+    let head_only = request.method() == hyper::Method::HEAD;
+    let (fault, ranges, route, root) = {
+        let mut state = state.lock().expect("test server state");
+        state.log.push(LoggedRequest::from_request(&request));
+        let fault = state.next_fault(&path);
+        (
+            fault,
+            state.ranges,
+            state.routes.get(&path).cloned(),
+            state.root.clone(),
+        )
+    };
+
+    let mut cut = None;
+    match fault {
+        Fault::Pass => {}
+        Fault::Status(status) => {
+            let response = Response::text(format!("injected status {status}\n")).status(status);
+            return Ok(finish(response, None, head_only));
+        }
+        Fault::Respond(response) => return Ok(finish(response, None, head_only)),
+        Fault::Latency(delay) => tokio::time::sleep(delay).await,
+        Fault::StallAfter(at) => {
+            cut = Some(Cut {
+                at,
+                ending: Ending::Stall,
+            })
+        }
+        Fault::TruncateAfter(at) => {
+            cut = Some(Cut {
+                at,
+                ending: Ending::Abort,
+            })
+        }
+        Fault::Redirect { status, location } => {
+            let response = Response::new(status).header("location", location);
+            return Ok(finish(response, None, head_only));
+        }
+    }
+
+    let mut response = route
+        .or_else(|| root.and_then(|root| file_response(&root, &path)))
+        .unwrap_or_else(|| Response::text("not found\n").status(404));
+    if ranges && response.status == 200 {
+        response = response.header("accept-ranges", "bytes");
+        if let Some(range) = request.headers().get(hyper::header::RANGE) {
+            response = apply_range(response, range.to_str().unwrap_or(""));
+        }
+    }
+    Ok(finish(response, cut, head_only))
+}
+
+fn finish(response: Response, cut: Option<Cut>, head_only: bool) -> hyper::Response<ServedBody> {
+    let mut builder = hyper::Response::builder().status(response.status);
+    for (name, value) in &response.headers {
+        builder = builder.header(name, value);
+    }
+    // Always explicit so truncation and stalls are visible as a short body.
+    if response.header_value("content-length").is_none() {
+        builder = builder.header("content-length", response.body.len());
+    }
+    let body = if head_only {
+        Bytes::new()
+    } else {
+        response.body
+    };
+    builder
+        .body(ServedBody::new(body, cut))
+        .expect("fixture responses have valid status and headers")
+}
+
+/// Applies a single `bytes=` range per RFC 9110; anything else is ignored
+/// and the full body served, as real servers do.
+fn apply_range(response: Response, range: &str) -> Response {
+    let len = response.body.len();
+    let Some(spec) = range.trim().strip_prefix("bytes=") else {
+        return response;
+    };
+    if spec.contains(',') {
+        return response;
+    }
+    let Some((start, end)) = spec.split_once('-') else {
+        return response;
+    };
+    let (start, end) = match (start.trim(), end.trim()) {
+        ("", suffix) => match suffix.parse::<usize>() {
+            Ok(suffix) if suffix > 0 => (len.saturating_sub(suffix), len.saturating_sub(1)),
+            _ => return response,
+        },
+        (start, "") => match start.parse::<usize>() {
+            Ok(start) => (start, len.saturating_sub(1)),
+            Err(_) => return response,
+        },
+        (start, end) => match (start.parse::<usize>(), end.parse::<usize>()) {
+            (Ok(start), Ok(end)) if start <= end => (start, end.min(len.saturating_sub(1))),
+            _ => return response,
+        },
+    };
+    if start >= len {
+        return Response::new(416)
+            .header("content-range", format!("bytes */{len}"))
+            .header("accept-ranges", "bytes");
+    }
+    let body = response.body.slice(start..=end);
+    let mut partial = Response::new(206).body(body);
+    partial.headers = response
+        .headers
+        .into_iter()
+        .filter(|(name, _)| name != "content-length")
+        .collect();
+    partial.header("content-range", format!("bytes {start}-{end}/{len}"))
+}
+
+/// A file below `root` for a URL path, or `None` if there is none or the
+/// path tries to leave `root`.
+fn file_response(root: &Path, url_path: &str) -> Option<Response> {
+    let decoded = percent_decode(url_path)?;
+    let mut path = root.to_path_buf();
+    for segment in decoded.split('/').filter(|segment| !segment.is_empty()) {
+        if segment == "." || segment == ".." || segment.contains(['\\', '\0']) {
+            return None;
+        }
+        path.push(segment);
+    }
+    if !path.is_file() {
+        return None;
+    }
+    let body = std::fs::read(&path).ok()?;
+    Some(Response::bytes(content_type_for(&path, &body), body))
+}
+
+/// Content types a static web host would send. Registry endpoints such as
+/// `…/versions` have no extension, so JSON is recognised by content too.
+fn content_type_for(path: &Path, body: &[u8]) -> &'static str {
+    let name = path
+        .file_name()
+        .map(|name| name.to_string_lossy())
+        .unwrap_or_default();
+    match path.extension().and_then(|extension| extension.to_str()) {
+        Some("json") => "application/json",
+        Some("zip") => "application/zip",
+        Some("sig") => "application/pgp-signature",
+        _ if name.ends_with("SHA256SUMS") => "text/plain; charset=utf-8",
+        _ if body.first() == Some(&b'{')
+            && serde_json::from_slice::<serde_json::Value>(body).is_ok() =>
+        {
+            "application/json"
+        }
+        _ => "application/octet-stream",
+    }
+}
+
+fn percent_decode(path: &str) -> Option<String> {
+    let bytes = path.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        if bytes[index] == b'%' {
+            let hex = path.get(index + 1..index + 3)?;
+            decoded.push(u8::from_str_radix(hex, 16).ok()?);
+            index += 3;
+        } else {
+            decoded.push(bytes[index]);
+            index += 1;
+        }
+    }
+    String::from_utf8(decoded).ok()
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Ending {
+    Stall,
+    Abort,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Cut {
+    at: usize,
+    ending: Ending,
+}
+
+/// A response body that can stop early, either hanging or failing, after
+/// the headers promised the full length.
+pub struct ServedBody {
+    data: Bytes,
+    sent: usize,
+    cut: Option<Cut>,
+    /// Delays the injected failure so the bytes before it reach the client:
+    /// HTTP/2 discards a stream's queued frames when it is reset.
+    abort_delay: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl ServedBody {
+    fn new(data: Bytes, cut: Option<Cut>) -> Self {
+        ServedBody {
+            data,
+            sent: 0,
+            cut,
+            abort_delay: None,
+        }
+    }
+}
+
+impl Body for ServedBody {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        context: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        let len = self.data.len();
+        let stop = self.cut.map_or(len, |cut| cut.at.min(len));
+        if self.sent < stop {
+            let start = self.sent;
+            let end = (start + CHUNK).min(stop);
+            self.sent = end;
+            return Poll::Ready(Some(Ok(Frame::data(self.data.slice(start..end)))));
+        }
+        match self.cut {
+            Some(cut) if cut.at < len => match cut.ending {
+                // Never woken: the connection hangs until the client or the
+                // server's shutdown drops it.
+                Ending::Stall => Poll::Pending,
+                Ending::Abort => {
+                    let delay = self
+                        .abort_delay
+                        .get_or_insert_with(|| Box::pin(tokio::time::sleep(ABORT_FLUSH_DELAY)));
+                    match delay.as_mut().poll(context) {
+                        Poll::Pending => Poll::Pending,
+                        Poll::Ready(()) => Poll::Ready(Some(Err(std::io::Error::new(
+                            std::io::ErrorKind::ConnectionAborted,
+                            "injected truncation",
+                        )))),
+                    }
+                }
+            },
+            _ => Poll::Ready(None),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.cut.is_none() && self.sent >= self.data.len()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::with_exact((self.data.len() - self.sent) as u64)
+    }
+}
