@@ -1,1 +1,176 @@
+//! Where provider packages come from. Every installation method (filesystem
+//! mirror, network mirror, origin registry) answers the same three questions,
+//! so the installer never knows which kind it talks to; the multi-source that
+//! applies the CLI configuration's include/exclude rules is one more `Source`.
+
+pub mod configured;
+pub mod discovery;
+pub mod filesystem;
+pub mod multi;
+pub mod network_mirror;
+pub mod registry;
 pub mod selector;
+
+use std::fmt;
+use std::path::PathBuf;
+
+use async_trait::async_trait;
+use url::Url;
+
+use crate::addr::{Platform, ProviderAddr};
+use crate::verify::hash::PackageHash;
+use crate::verify::signature::SigningKey;
+use crate::version::Version;
+
+#[async_trait]
+pub trait Source: Send + Sync {
+    /// Every version this source can offer for `provider`, ascending, plus
+    /// warnings the source wants shown (registries send some).
+    async fn available_versions(
+        &self,
+        provider: &ProviderAddr,
+    ) -> Result<AvailableVersions, SourceError>;
+
+    /// Where the package for one version and platform is, and what vouches for it.
+    async fn package_meta(
+        &self,
+        provider: &ProviderAddr,
+        version: &Version,
+        platform: &Platform,
+    ) -> Result<PackageMeta, SourceError>;
+
+    /// How Terraform names this source, for `provider`, in "was not found in
+    /// any of the search locations" lists.
+    fn for_display(&self, provider: &ProviderAddr) -> String;
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AvailableVersions {
+    pub versions: Vec<Version>,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Clone, Debug)]
+pub struct PackageMeta {
+    pub provider: ProviderAddr,
+    pub version: Version,
+    pub platform: Platform,
+    pub filename: String,
+    pub location: PackageLocation,
+    pub authentication: PackageAuthentication,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PackageLocation {
+    LocalArchive(PathBuf),
+    LocalDir(PathBuf),
+    Http(Url),
+}
+
+impl fmt::Display for PackageLocation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PackageLocation::LocalArchive(p) | PackageLocation::LocalDir(p) => {
+                write!(f, "{}", p.display())
+            }
+            PackageLocation::Http(u) => write!(f, "{u}"),
+        }
+    }
+}
+
+/// What the source says about the package before it is fetched. The checks
+/// themselves run in the installer, so every source shares one verified path.
+#[derive(Clone, Debug)]
+pub enum PackageAuthentication {
+    /// Filesystem mirrors and hash-less network mirrors vouch for nothing.
+    None,
+    /// A network mirror's listed `h1:`/`zh:` hashes (§7.4).
+    Hashes(Vec<PackageHash>),
+    /// A registry's signed checksum list (§7.1–§7.3).
+    Signed(Box<SignedChecksums>),
+}
+
+#[derive(Clone, Debug)]
+pub struct SignedChecksums {
+    /// The registry's `shasum` for the archive.
+    pub shasum: [u8; 32],
+    pub sha256sums: Vec<u8>,
+    pub signature: Vec<u8>,
+    pub keys: Vec<SigningKey>,
+}
+
+/// Source failures, split the way Terraform's multi-source needs them: the
+/// "not here" kinds let the next method try, everything else stops the query.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SourceError {
+    #[error("provider {provider} was not found in any of the search locations")]
+    ProviderNotFound {
+        provider: ProviderAddr,
+        sources: Vec<String>,
+    },
+    #[error("provider registry {} does not have a provider named {provider}", provider.hostname.for_display())]
+    RegistryProviderNotKnown { provider: ProviderAddr },
+    #[error("provider {} {} is not available for {}", .0.provider, .0.version, .0.platform)]
+    PlatformNotSupported(Box<MissingPlatform>),
+    #[error("{message}")]
+    HostNoProviders {
+        provider: ProviderAddr,
+        message: String,
+        /// The host answers discovery, but with another protocol version.
+        other_version: bool,
+    },
+    #[error("{message}")]
+    Unauthorized { message: String },
+    #[error(
+        "provider {} {} is not supported by this version of tfinstall (plugin protocols {})",
+        .0.provider, .0.version, .0.protocols
+    )]
+    ProtocolNotSupported(Box<IncompatibleProtocol>),
+    #[error("{0}")]
+    Other(String),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MissingPlatform {
+    pub provider: ProviderAddr,
+    pub version: Version,
+    pub platform: Platform,
+    /// Set when a network mirror is the one missing it, for Terraform's
+    /// mirror-specific message.
+    pub mirror_url: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IncompatibleProtocol {
+    pub provider: ProviderAddr,
+    pub version: Version,
+    pub protocols: String,
+    /// The newest version that speaks a supported protocol, if any.
+    pub suggestion: Option<Version>,
+}
+
+impl SourceError {
+    pub fn platform_not_supported(
+        provider: &ProviderAddr,
+        version: &Version,
+        platform: &Platform,
+        mirror_url: Option<String>,
+    ) -> Self {
+        SourceError::PlatformNotSupported(Box::new(MissingPlatform {
+            provider: provider.clone(),
+            version: version.clone(),
+            platform: platform.clone(),
+            mirror_url,
+        }))
+    }
+
+    /// Terraform's `ErrIsNotExist`: the multi-source moves on to the next method.
+    pub fn is_not_exist(&self) -> bool {
+        matches!(
+            self,
+            SourceError::ProviderNotFound { .. }
+                | SourceError::RegistryProviderNotKnown { .. }
+                | SourceError::PlatformNotSupported(_)
+        )
+    }
+}

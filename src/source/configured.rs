@@ -1,0 +1,155 @@
+//! Builds the one source the installer talks to from the CLI configuration
+//! and flags: `-plugin-dir` replaces everything (§4.5); an explicit
+//! `provider_installation` block lists its methods in order (§4.2); with
+//! neither, the implied local directories come first and the registry gets
+//! every provider they do not hold (§4.4).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use url::Url;
+
+use crate::addr::{Hostname, ProviderAddr};
+use crate::cliconfig::{CliConfig, CliEnv, MethodLocation};
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::http::ApiClient;
+use crate::source::Source;
+use crate::source::discovery::{Discovery, TokenLookup};
+use crate::source::filesystem::FilesystemMirror;
+use crate::source::multi::{MultiSource, MultiSourceMethod};
+use crate::source::network_mirror::NetworkMirror;
+use crate::source::registry::RegistrySource;
+use crate::source::selector::{ProviderPattern, ProviderSelector};
+
+pub struct SourceOptions<'a> {
+    pub plugin_dirs: &'a [PathBuf],
+    pub cli_config: &'a CliConfig,
+    pub env: &'a CliEnv,
+    /// Where tfinstall was started (before -chdir): the implied
+    /// `terraform.d/plugins` directory is relative to it.
+    pub launch_dir: &'a Path,
+    pub client: reqwest::Client,
+}
+
+pub fn build_source(opts: &SourceOptions<'_>) -> (Arc<MultiSource>, Diagnostics) {
+    let mut diags = Diagnostics::new();
+    if !opts.plugin_dirs.is_empty() {
+        let methods = opts
+            .plugin_dirs
+            .iter()
+            .map(|dir| MultiSourceMethod {
+                source: Arc::new(FilesystemMirror::new(dir.clone())),
+                selector: ProviderSelector::default(),
+            })
+            .collect();
+        return (Arc::new(MultiSource::new(methods)), diags);
+    }
+
+    let api = ApiClient::from_env(opts.client.clone());
+    let tokens: TokenLookup = {
+        let config = opts.cli_config.clone();
+        let env = opts.env.clone();
+        Arc::new(move |host: &Hostname| config.token_for(host, &env))
+    };
+    let discovery = Arc::new(Discovery::new(
+        &api,
+        tokens.clone(),
+        opts.cli_config.hosts.clone(),
+    ));
+    let registry =
+        || -> Arc<dyn Source> { Arc::new(RegistrySource::new(discovery.clone(), api.clone())) };
+
+    let Some(installation) = &opts.cli_config.provider_installation else {
+        return (Arc::new(implied_source(opts, registry())), diags);
+    };
+    let mut methods = Vec::new();
+    for method in &installation.methods {
+        let selector = match ProviderSelector::parse(&method.include, &method.exclude) {
+            Ok(s) => s,
+            Err(err) => {
+                diags.push(Diagnostic::warning(
+                    err.summary().unwrap_or("Invalid provider source patterns"),
+                    err.detail(),
+                ));
+                continue;
+            }
+        };
+        let source: Arc<dyn Source> = match &method.location {
+            MethodLocation::FilesystemMirror(path) => Arc::new(FilesystemMirror::new(path.clone())),
+            MethodLocation::Direct => registry(),
+            MethodLocation::NetworkMirror(raw) => match Url::parse(raw) {
+                Ok(url) if url.scheme() == "https" && url.host_str().is_some() => {
+                    Arc::new(NetworkMirror::new(url, api.clone(), tokens.clone()))
+                }
+                _ => {
+                    diags.push(Diagnostic::error(
+                        "Invalid URL for provider installation source",
+                        format!(
+                            "Cannot use {raw:?} as a URL for a network provider mirror: the mirror must be at an https: URL."
+                        ),
+                    ));
+                    continue;
+                }
+            },
+        };
+        methods.push(MultiSourceMethod { source, selector });
+    }
+    (Arc::new(MultiSource::new(methods)), diags)
+}
+
+/// The local directories Terraform searches when the CLI configuration has
+/// no `provider_installation` block, in its order.
+pub fn implied_mirror_dirs(env: &CliEnv, launch_dir: &Path) -> Vec<PathBuf> {
+    let mut dirs = vec![launch_dir.join("terraform.d").join("plugins")];
+    if let Some(config_dir) = env.config_dir() {
+        dirs.push(config_dir.join("plugins"));
+    }
+    let data_home = env
+        .var("XDG_DATA_HOME")
+        .filter(|v| Path::new(v).is_absolute())
+        .map(PathBuf::from)
+        .or_else(|| {
+            env.profile_dir
+                .as_ref()
+                .map(|h| h.join(".local").join("share"))
+        });
+    if let Some(data_home) = data_home {
+        dirs.push(data_home.join("terraform").join("plugins"));
+    }
+    let data_dirs = env
+        .var("XDG_DATA_DIRS")
+        .filter(|v| !v.is_empty())
+        .unwrap_or("/usr/local/share/:/usr/share/");
+    dirs.extend(
+        data_dirs
+            .split(':')
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .map(|p| p.join("terraform").join("plugins")),
+    );
+    dirs.into_iter().filter(|d| d.is_dir()).collect()
+}
+
+fn implied_source(opts: &SourceOptions<'_>, registry: Arc<dyn Source>) -> MultiSource {
+    let mut methods = Vec::new();
+    let mut found_locally: BTreeSet<ProviderAddr> = BTreeSet::new();
+    for dir in implied_mirror_dirs(opts.env, opts.launch_dir) {
+        let mirror = FilesystemMirror::new(dir);
+        found_locally.extend(mirror.packages().keys().cloned());
+        methods.push(MultiSourceMethod {
+            source: Arc::new(mirror),
+            selector: ProviderSelector::default(),
+        });
+    }
+    // A provider present in any local directory is never fetched from its
+    // registry, even when the version or platform it needs is missing there.
+    methods.push(MultiSourceMethod {
+        source: registry,
+        selector: ProviderSelector {
+            include: Vec::new(),
+            exclude: found_locally.iter().map(ProviderPattern::from).collect(),
+        },
+    });
+    MultiSource::new(methods)
+}

@@ -1,0 +1,225 @@
+//! The provider network mirror protocol (seed 000, §5.5): `index.json` lists
+//! versions, `VERSION.json` lists archives per platform with their hashes.
+//! A static web server can serve it, which is what `providers mirror` writes.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use url::Url;
+
+use crate::addr::{Hostname, Platform, ProviderAddr};
+use crate::http::{ApiClient, ApiResponse, TERRAFORM_COMPAT_VERSION};
+use crate::source::discovery::TokenLookup;
+use crate::source::{
+    AvailableVersions, PackageAuthentication, PackageLocation, PackageMeta, Source, SourceError,
+};
+use crate::verify::hash::PackageHash;
+use crate::version::Version;
+
+#[derive(Deserialize)]
+struct IndexDoc {
+    #[serde(default)]
+    versions: BTreeMap<String, serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+struct VersionDoc {
+    #[serde(default)]
+    archives: BTreeMap<String, ArchiveDoc>,
+}
+
+#[derive(Deserialize)]
+struct ArchiveDoc {
+    url: String,
+    #[serde(default)]
+    hashes: Vec<String>,
+}
+
+pub struct NetworkMirror {
+    base: Url,
+    api: ApiClient,
+    tokens: TokenLookup,
+}
+
+impl NetworkMirror {
+    /// `base` must be an `https:` URL; the caller has checked that with
+    /// Terraform's message.
+    pub fn new(base: Url, api: ApiClient, tokens: TokenLookup) -> Self {
+        NetworkMirror { base, api, tokens }
+    }
+
+    fn token(&self) -> Option<String> {
+        let host = self.base.host_str()?;
+        let host = match self.base.port() {
+            Some(port) => format!("{host}:{port}"),
+            None => host.to_string(),
+        };
+        let host = Hostname::parse(&host).ok()?;
+        (self.tokens)(&host)
+    }
+
+    fn failed(&self, provider: &ProviderAddr, err: impl std::fmt::Display) -> SourceError {
+        SourceError::Other(format!(
+            "failed to query provider mirror {} for {provider}: {err}",
+            self.base
+        ))
+    }
+
+    fn provider_url(&self, provider: &ProviderAddr, file: &str) -> Result<Url, SourceError> {
+        let path = format!(
+            "{}/{}/{}/{file}",
+            provider.hostname.as_ascii(),
+            provider.namespace,
+            provider.type_name
+        );
+        self.base
+            .join(&path)
+            .map_err(|err| self.failed(provider, err))
+    }
+
+    /// Fetches a JSON document; `None` means 404.
+    async fn get_json(
+        &self,
+        provider: &ProviderAddr,
+        url: &Url,
+    ) -> Result<Option<ApiResponse>, SourceError> {
+        let response = self
+            .api
+            .get(
+                url,
+                self.token().as_deref(),
+                &[("X-Terraform-Version", TERRAFORM_COMPAT_VERSION)],
+            )
+            .await
+            .map_err(|err| self.failed(provider, err))?;
+        match response.status.as_u16() {
+            200 => {}
+            404 => return Ok(None),
+            401 | 403 => {
+                return Err(SourceError::Unauthorized {
+                    message: format!(
+                        "host {} rejected the given authentication credentials",
+                        response.url.host_str().unwrap_or_default()
+                    ),
+                });
+            }
+            code => {
+                return Err(self.failed(
+                    provider,
+                    format!("server returned unsuccessful status {code}"),
+                ));
+            }
+        }
+        if response.media_type().as_deref() != Some("application/json") {
+            return Err(self.failed(
+                provider,
+                format!(
+                    "response has invalid Content-Type: must be application/json (got {:?} from {})",
+                    response.content_type.clone().unwrap_or_default(),
+                    response.url
+                ),
+            ));
+        }
+        Ok(Some(response))
+    }
+}
+
+#[async_trait]
+impl Source for NetworkMirror {
+    async fn available_versions(
+        &self,
+        provider: &ProviderAddr,
+    ) -> Result<AvailableVersions, SourceError> {
+        let url = self.provider_url(provider, "index.json")?;
+        let Some(response) = self.get_json(provider, &url).await? else {
+            return Err(SourceError::ProviderNotFound {
+                provider: provider.clone(),
+                sources: vec![self.for_display(provider)],
+            });
+        };
+        let doc: IndexDoc = serde_json::from_slice(&response.body).map_err(|err| {
+            self.failed(
+                provider,
+                format!("invalid index.json at {}: {err}", response.url),
+            )
+        })?;
+        let mut versions: Vec<Version> = doc
+            .versions
+            .keys()
+            .filter_map(|v| Version::parse(v).ok())
+            .collect();
+        versions.sort();
+        Ok(AvailableVersions {
+            versions,
+            warnings: Vec::new(),
+        })
+    }
+
+    async fn package_meta(
+        &self,
+        provider: &ProviderAddr,
+        version: &Version,
+        platform: &Platform,
+    ) -> Result<PackageMeta, SourceError> {
+        let url = self.provider_url(provider, &format!("{version}.json"))?;
+        // Terraform treats a missing VERSION.json as a failed query rather
+        // than "not here", so a later installation method is not consulted;
+        // tfinstall keeps that quirk so both pick the same source (§5.5).
+        let Some(response) = self.get_json(provider, &url).await? else {
+            return Err(self.failed(
+                provider,
+                format!("provider mirror does not have archive index for previously-reported {provider} version {version}"),
+            ));
+        };
+        let doc: VersionDoc = serde_json::from_slice(&response.body).map_err(|err| {
+            self.failed(
+                provider,
+                format!("invalid {version}.json at {}: {err}", response.url),
+            )
+        })?;
+        let Some(archive) = doc.archives.get(&platform.to_string()) else {
+            return Err(SourceError::platform_not_supported(
+                provider,
+                version,
+                platform,
+                Some(self.base.to_string()),
+            ));
+        };
+        let location = response.url.join(&archive.url).map_err(|err| {
+            self.failed(
+                provider,
+                format!("invalid archive URL {:?}: {err}", archive.url),
+            )
+        })?;
+        let mut hashes = Vec::new();
+        for h in &archive.hashes {
+            hashes.push(PackageHash::parse(h).map_err(|err| {
+                self.failed(
+                    provider,
+                    format!("provider mirror returned invalid provider hash {h:?}: {err}"),
+                )
+            })?);
+        }
+        let filename = location
+            .path_segments()
+            .and_then(|mut s| s.next_back().map(str::to_string))
+            .unwrap_or_default();
+        Ok(PackageMeta {
+            provider: provider.clone(),
+            version: version.clone(),
+            platform: platform.clone(),
+            filename,
+            location: PackageLocation::Http(location),
+            authentication: if hashes.is_empty() {
+                PackageAuthentication::None
+            } else {
+                PackageAuthentication::Hashes(hashes)
+            },
+        })
+    }
+
+    fn for_display(&self, _provider: &ProviderAddr) -> String {
+        format!("provider mirror at {}", self.base)
+    }
+}

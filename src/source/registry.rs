@@ -1,0 +1,395 @@
+//! The origin registry protocol (`direct` installation, §5.4): version lists
+//! and package metadata from a host's `providers.v1` service, with the signed
+//! checksum list fetched up front so the installer can check the signature
+//! before it downloads the archive.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use tokio::sync::OnceCell;
+use url::Url;
+
+use crate::addr::{Platform, ProviderAddr};
+use crate::http::{ApiClient, ApiResponse, TERRAFORM_COMPAT_VERSION, status_line};
+use crate::source::discovery::{Discovery, ServiceLookup};
+use crate::source::{
+    AvailableVersions, IncompatibleProtocol, PackageAuthentication, PackageLocation, PackageMeta,
+    SignedChecksums, Source, SourceError,
+};
+use crate::verify::signature::SigningKey;
+use crate::version::Version;
+
+const SERVICE: &str = "providers.v1";
+
+/// Plugin protocol versions this installer's users can run: Terraform 1.1
+/// and later speak protocols 5 and 6.
+fn protocol_supported(protocol: &Version) -> bool {
+    protocol >= &Version::new(5, 0, 0) && protocol < &Version::new(7, 0, 0)
+}
+
+#[derive(Deserialize)]
+struct VersionsDoc {
+    #[serde(default)]
+    versions: Vec<VersionEntry>,
+    #[serde(default)]
+    warnings: Vec<String>,
+}
+
+#[derive(Clone, Deserialize)]
+struct VersionEntry {
+    version: String,
+    #[serde(default)]
+    protocols: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct DownloadDoc {
+    #[serde(default)]
+    protocols: Vec<String>,
+    os: String,
+    arch: String,
+    filename: String,
+    download_url: String,
+    shasum: String,
+    shasums_url: String,
+    shasums_signature_url: String,
+    #[serde(default)]
+    signing_keys: SigningKeysDoc,
+}
+
+#[derive(Default, Deserialize)]
+struct SigningKeysDoc {
+    #[serde(default)]
+    gpg_public_keys: Vec<GpgKeyDoc>,
+}
+
+#[derive(Deserialize)]
+struct GpgKeyDoc {
+    ascii_armor: String,
+    #[serde(default)]
+    trust_signature: String,
+}
+
+type VersionsResult = Result<(Vec<(Version, Vec<String>)>, Vec<String>), SourceError>;
+
+pub struct RegistrySource {
+    discovery: Arc<Discovery>,
+    api: ApiClient,
+    /// Terraform memoizes the direct source for the whole run, errors
+    /// included; the protocol suggestion reuses the list too.
+    versions: Mutex<HashMap<ProviderAddr, Arc<OnceCell<VersionsResult>>>>,
+}
+
+impl RegistrySource {
+    pub fn new(discovery: Arc<Discovery>, api: ApiClient) -> Self {
+        RegistrySource {
+            discovery,
+            api,
+            versions: Mutex::new(HashMap::new()),
+        }
+    }
+
+    async fn base_url(&self, provider: &ProviderAddr) -> Result<Url, SourceError> {
+        let host = &provider.hostname;
+        match self.discovery.service_url(host, SERVICE).await {
+            Ok(ServiceLookup::Found(url)) => Ok(url),
+            Ok(ServiceLookup::NotProvided) => Err(SourceError::HostNoProviders {
+                provider: provider.clone(),
+                message: format!(
+                    "host {} does not offer a Terraform provider registry",
+                    host.for_display()
+                ),
+                other_version: false,
+            }),
+            Ok(ServiceLookup::OtherVersion) => Err(SourceError::HostNoProviders {
+                provider: provider.clone(),
+                message: format!(
+                    "host {} does not support the provider registry protocol required by this Terraform version, but may be compatible with a different Terraform version",
+                    host.for_display()
+                ),
+                other_version: true,
+            }),
+            Err(err) => Err(SourceError::Other(format!(
+                "could not connect to {}: {err}",
+                host.for_display()
+            ))),
+        }
+    }
+
+    async fn api_get(
+        &self,
+        provider: &ProviderAddr,
+        url: &Url,
+    ) -> Result<ApiResponse, SourceError> {
+        let token = self.discovery.token(&provider.hostname);
+        let response = self
+            .api
+            .get(
+                url,
+                token.as_deref(),
+                &[("X-Terraform-Version", TERRAFORM_COMPAT_VERSION)],
+            )
+            .await
+            .map_err(|err| query_failed(provider, &err))?;
+        match response.status.as_u16() {
+            401 | 403 => Err(SourceError::Unauthorized {
+                message: if token.is_some() {
+                    format!(
+                        "host {} rejected the given authentication credentials",
+                        provider.hostname.as_ascii()
+                    )
+                } else {
+                    format!(
+                        "host {} requires authentication credentials; add a credentials block for it to the CLI configuration, or set {}",
+                        provider.hostname.as_ascii(),
+                        token_variable(provider)
+                    )
+                },
+            }),
+            _ => Ok(response),
+        }
+    }
+
+    async fn versions_with_protocols(&self, provider: &ProviderAddr) -> VersionsResult {
+        let cell = {
+            let mut cache = self.versions.lock().unwrap_or_else(|e| e.into_inner());
+            cache.entry(provider.clone()).or_default().clone()
+        };
+        cell.get_or_init(|| self.fetch_versions(provider))
+            .await
+            .clone()
+    }
+
+    async fn fetch_versions(&self, provider: &ProviderAddr) -> VersionsResult {
+        let base = self.base_url(provider).await?;
+        let url = join(
+            &base,
+            &format!("{}/{}/versions", provider.namespace, provider.type_name),
+        )
+        .map_err(|err| query_failed(provider, &err))?;
+        let response = self.api_get(provider, &url).await?;
+        match response.status.as_u16() {
+            200 => {}
+            404 => {
+                return Err(SourceError::RegistryProviderNotKnown {
+                    provider: provider.clone(),
+                });
+            }
+            _ => return Err(query_failed(provider, &status_line(response.status))),
+        }
+        let doc: VersionsDoc = decode(&response).map_err(|err| query_failed(provider, &err))?;
+        let versions = doc
+            .versions
+            .into_iter()
+            .filter_map(|entry| {
+                let version = Version::parse(&entry.version).ok()?;
+                Some((version, entry.protocols))
+            })
+            .collect();
+        Ok((versions, doc.warnings))
+    }
+
+    /// The newest version one of whose protocols is supported, for the
+    /// "You need to downgrade" advice.
+    async fn protocol_suggestion(&self, provider: &ProviderAddr) -> Option<Version> {
+        let (versions, _) = self.versions_with_protocols(provider).await.ok()?;
+        versions
+            .into_iter()
+            .filter(|(_, protocols)| {
+                protocols
+                    .iter()
+                    .filter_map(|p| Version::parse(p).ok())
+                    .any(|p| protocol_supported(&p))
+            })
+            .map(|(v, _)| v)
+            .max()
+    }
+
+    async fn fetch_document(
+        &self,
+        provider: &ProviderAddr,
+        url: &Url,
+        what: &str,
+    ) -> Result<Vec<u8>, SourceError> {
+        // Checksums and signatures are public release artefacts: no token and
+        // no Terraform headers go with them, as with Terraform.
+        let response = self.api.get(url, None, &[]).await.map_err(|err| {
+            query_failed(
+                provider,
+                &format!("failed to retrieve {what} for provider: {err}"),
+            )
+        })?;
+        if response.status != reqwest::StatusCode::OK {
+            return Err(query_failed(
+                provider,
+                &format!(
+                    "failed to retrieve {what} for provider: {} returned from {}",
+                    status_line(response.status),
+                    url.host_str().unwrap_or_default()
+                ),
+            ));
+        }
+        Ok(response.body)
+    }
+}
+
+#[async_trait]
+impl Source for RegistrySource {
+    async fn available_versions(
+        &self,
+        provider: &ProviderAddr,
+    ) -> Result<AvailableVersions, SourceError> {
+        let (entries, warnings) = self.versions_with_protocols(provider).await?;
+        let mut versions: Vec<Version> = entries.into_iter().map(|(v, _)| v).collect();
+        versions.sort();
+        Ok(AvailableVersions { versions, warnings })
+    }
+
+    async fn package_meta(
+        &self,
+        provider: &ProviderAddr,
+        version: &Version,
+        platform: &Platform,
+    ) -> Result<PackageMeta, SourceError> {
+        let base = self.base_url(provider).await?;
+        let path = format!(
+            "{}/{}/{}/download/{}/{}",
+            provider.namespace, provider.type_name, version, platform.os, platform.arch
+        );
+        let url = join(&base, &path).map_err(|err| query_failed(provider, &err))?;
+        let response = self.api_get(provider, &url).await?;
+        match response.status.as_u16() {
+            200 => {}
+            404 => {
+                return Err(SourceError::platform_not_supported(
+                    provider, version, platform, None,
+                ));
+            }
+            _ => return Err(query_failed(provider, &status_line(response.status))),
+        }
+        let doc: DownloadDoc = decode(&response).map_err(|err| query_failed(provider, &err))?;
+
+        let mut protocols = Vec::new();
+        for p in &doc.protocols {
+            protocols.push(Version::parse(p).map_err(|err| {
+                query_failed(
+                    provider,
+                    &format!("registry response includes invalid version string {p:?}: {err}"),
+                )
+            })?);
+        }
+        if !protocols.is_empty() && !protocols.iter().any(protocol_supported) {
+            return Err(SourceError::ProtocolNotSupported(Box::new(
+                IncompatibleProtocol {
+                    provider: provider.clone(),
+                    version: version.clone(),
+                    protocols: doc.protocols.join(", "),
+                    suggestion: self.protocol_suggestion(provider).await,
+                },
+            )));
+        }
+        if doc.os != platform.os || doc.arch != platform.arch {
+            return Err(query_failed(
+                provider,
+                &format!(
+                    "registry response to request for {platform} archive has incorrect target {}_{}",
+                    doc.os, doc.arch
+                ),
+            ));
+        }
+        let resolve = |what: &str, raw: &str| -> Result<Url, SourceError> {
+            match response.url.join(raw) {
+                Ok(u) if matches!(u.scheme(), "http" | "https") => Ok(u),
+                Ok(u) => Err(query_failed(
+                    provider,
+                    &format!(
+                        "registry response includes invalid {what} URL: must use http or https scheme, not {:?}",
+                        u.scheme()
+                    ),
+                )),
+                Err(err) => Err(query_failed(
+                    provider,
+                    &format!("registry response includes invalid {what} URL: {err}"),
+                )),
+            }
+        };
+        let download_url = resolve("download", &doc.download_url)?;
+        let shasums_url = resolve("SHASUMS", &doc.shasums_url)?;
+        let signature_url = resolve("SHASUMS signature", &doc.shasums_signature_url)?;
+        let shasum: [u8; 32] = hex::decode(&doc.shasum)
+            .ok()
+            .and_then(|b| b.try_into().ok())
+            .ok_or_else(|| {
+                query_failed(
+                    provider,
+                    &format!(
+                        "registry response includes invalid SHA256 hash {:?}",
+                        doc.shasum
+                    ),
+                )
+            })?;
+        let sha256sums = self
+            .fetch_document(provider, &shasums_url, "authentication checksums")
+            .await?;
+        let signature = self
+            .fetch_document(provider, &signature_url, "cryptographic signature")
+            .await?;
+        Ok(PackageMeta {
+            provider: provider.clone(),
+            version: version.clone(),
+            platform: platform.clone(),
+            filename: doc.filename,
+            location: PackageLocation::Http(download_url),
+            authentication: PackageAuthentication::Signed(Box::new(SignedChecksums {
+                shasum,
+                sha256sums,
+                signature,
+                keys: doc
+                    .signing_keys
+                    .gpg_public_keys
+                    .into_iter()
+                    .map(|k| SigningKey {
+                        ascii_armor: k.ascii_armor,
+                        trust_signature: k.trust_signature,
+                    })
+                    .collect(),
+            })),
+        })
+    }
+
+    fn for_display(&self, provider: &ProviderAddr) -> String {
+        format!("registry {}", provider.hostname.for_display())
+    }
+}
+
+fn query_failed(provider: &ProviderAddr, err: &str) -> SourceError {
+    SourceError::Other(format!(
+        "could not query provider registry for {provider}: {err}"
+    ))
+}
+
+/// RFC 3986 reference resolution, as Terraform does: a base URL without a
+/// trailing slash loses its last segment.
+fn join(base: &Url, path: &str) -> Result<Url, String> {
+    base.join(path)
+        .map_err(|err| format!("invalid registry URL {base}{path}: {err}"))
+}
+
+fn decode<T: serde::de::DeserializeOwned>(response: &ApiResponse) -> Result<T, String> {
+    serde_json::from_slice(&response.body).map_err(|err| {
+        format!(
+            "the response from {} is not a valid registry document ({err}); the registry or a proxy in front of it returned something unexpected",
+            response.url
+        )
+    })
+}
+
+/// The `TF_TOKEN_…` variable name for the provider's host, for the hint in
+/// authentication errors (dots become `_`, dashes `__`).
+fn token_variable(provider: &ProviderAddr) -> String {
+    let host = provider.hostname.as_ascii();
+    let host = host.split(':').next().unwrap_or(host);
+    format!("TF_TOKEN_{}", host.replace('-', "__").replace('.', "_"))
+}
