@@ -1,0 +1,223 @@
+//! Archive downloads: streamed to disk and hashed on the way, so memory stays
+//! flat whatever the package size and the `zh:` hash costs no second read.
+//! Unlike Terraform, downloads are retried with backoff, resumed with `Range`
+//! where the server allows it, and abandoned when the server stalls.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use reqwest::StatusCode;
+use reqwest::header::{ACCEPT_RANGES, CONTENT_RANGE, CONTENT_TYPE, RANGE};
+use sha2::{Digest, Sha256};
+use url::Url;
+
+#[derive(Clone, Debug)]
+pub struct DownloadSettings {
+    /// Attempts after the first one.
+    pub retries: u32,
+    /// Give up when no byte arrives for this long.
+    pub stall_timeout: Duration,
+    /// Delay before the first retry; doubled each time, capped at 30 s.
+    pub backoff: Duration,
+}
+
+impl Default for DownloadSettings {
+    fn default() -> Self {
+        DownloadSettings {
+            retries: 3,
+            stall_timeout: Duration::from_secs(30),
+            backoff: Duration::from_secs(1),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DownloadError {
+    #[error("{host}: bad response code: {status}")]
+    Status { host: String, status: u16 },
+    #[error(
+        "{host}: the server sent {content_type:?} instead of a provider package (a zip archive); it may be an error page from a proxy or a misconfigured mirror"
+    )]
+    NotAnArchive { host: String, content_type: String },
+    #[error(
+        "{host}: no data received for {secs} seconds; the server stalled (raise the limit with TFINSTALL_DOWNLOAD_STALL_TIMEOUT if it is just slow)"
+    )]
+    Stalled { host: String, secs: u64 },
+    #[error("{host}: {message}")]
+    Transport { host: String, message: String },
+    #[error("failed to write the downloaded package: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+impl DownloadError {
+    fn is_retryable(&self) -> bool {
+        match self {
+            DownloadError::Status { status, .. } => {
+                *status == 429 || (*status >= 500 && *status != 501)
+            }
+            DownloadError::Stalled { .. } | DownloadError::Transport { .. } => true,
+            DownloadError::NotAnArchive { .. } | DownloadError::Io(_) => false,
+        }
+    }
+}
+
+pub struct Downloader {
+    client: reqwest::Client,
+    settings: DownloadSettings,
+}
+
+/// Progress through one download, kept across attempts so a retry can resume.
+struct Partial {
+    file: std::fs::File,
+    hasher: Sha256,
+    written: u64,
+    resumable: bool,
+}
+
+impl Downloader {
+    pub fn new(client: reqwest::Client, settings: DownloadSettings) -> Self {
+        Downloader { client, settings }
+    }
+
+    /// Downloads `url` to `dest` (created new) and returns its SHA-256.
+    /// No Terraform credentials are ever sent with an archive request.
+    pub async fn download(&self, url: &Url, dest: &Path) -> Result<[u8; 32], DownloadError> {
+        let host = url.host_str().unwrap_or_default().to_string();
+        let mut partial = Partial {
+            file: std::fs::File::create_new(dest)?,
+            hasher: Sha256::new(),
+            written: 0,
+            resumable: false,
+        };
+        let mut delay = self.settings.backoff;
+        let mut attempt = 0;
+        loop {
+            match self.attempt(url, &host, &mut partial).await {
+                Ok(()) => {
+                    partial.file.sync_all()?;
+                    return Ok(partial.hasher.finalize().into());
+                }
+                Err(err) if err.is_retryable() && attempt < self.settings.retries => {
+                    attempt += 1;
+                    tracing::debug!("retrying {url} after: {err}");
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(Duration::from_secs(30));
+                    if !partial.resumable {
+                        partial.restart()?;
+                    }
+                }
+                Err(err) => return Err(err),
+            }
+        }
+    }
+
+    async fn attempt(
+        &self,
+        url: &Url,
+        host: &str,
+        partial: &mut Partial,
+    ) -> Result<(), DownloadError> {
+        let mut request = self.client.get(url.clone());
+        if partial.written > 0 {
+            request = request.header(RANGE, format!("bytes={}-", partial.written));
+        }
+        let transport = |err: reqwest::Error| DownloadError::Transport {
+            host: host.to_string(),
+            message: err.to_string(),
+        };
+        let response = self.with_stall_timeout(host, request.send()).await?;
+        let response = response.map_err(transport)?;
+        let status = response.status();
+        if partial.written > 0 && status == StatusCode::OK {
+            // The server ignored the range: start over from the first byte.
+            partial.restart()?;
+        } else if partial.written > 0 && status == StatusCode::PARTIAL_CONTENT {
+            let expected = format!("bytes {}-", partial.written);
+            let starts_right = response
+                .headers()
+                .get(CONTENT_RANGE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.starts_with(&expected));
+            if !starts_right {
+                partial.restart()?;
+                return Err(DownloadError::Transport {
+                    host: host.to_string(),
+                    message: "the server resumed the download at the wrong offset".to_string(),
+                });
+            }
+        } else if status != StatusCode::OK {
+            return Err(DownloadError::Status {
+                host: host.to_string(),
+                status: status.as_u16(),
+            });
+        }
+        if let Some(content_type) = response
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+        {
+            let media = content_type
+                .split(';')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase();
+            if media.starts_with("text/html") || media == "application/json" {
+                return Err(DownloadError::NotAnArchive {
+                    host: host.to_string(),
+                    content_type: content_type.to_string(),
+                });
+            }
+        }
+        partial.resumable = response
+            .headers()
+            .get(ACCEPT_RANGES)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.eq_ignore_ascii_case("bytes"))
+            || status == StatusCode::PARTIAL_CONTENT;
+        let expected_len = response.content_length();
+        let mut body = response.bytes_stream();
+        let mut received = 0u64;
+        while let Some(chunk) = self.with_stall_timeout(host, body.next()).await? {
+            let chunk = chunk.map_err(transport)?;
+            partial.file.write_all(&chunk)?;
+            partial.hasher.update(&chunk);
+            partial.written += chunk.len() as u64;
+            received += chunk.len() as u64;
+        }
+        if let Some(len) = expected_len
+            && received < len
+        {
+            return Err(DownloadError::Transport {
+                host: host.to_string(),
+                message: format!("the connection closed after {received} of {len} bytes"),
+            });
+        }
+        Ok(())
+    }
+
+    async fn with_stall_timeout<F: std::future::Future>(
+        &self,
+        host: &str,
+        fut: F,
+    ) -> Result<F::Output, DownloadError> {
+        tokio::time::timeout(self.settings.stall_timeout, fut)
+            .await
+            .map_err(|_| DownloadError::Stalled {
+                host: host.to_string(),
+                secs: self.settings.stall_timeout.as_secs(),
+            })
+    }
+}
+
+impl Partial {
+    fn restart(&mut self) -> std::io::Result<()> {
+        self.file.set_len(0)?;
+        std::io::Seek::rewind(&mut self.file)?;
+        self.hasher = Sha256::new();
+        self.written = 0;
+        Ok(())
+    }
+}

@@ -1,0 +1,226 @@
+//! The one HTTP client of a run: connection pooling and HTTP/2 across every
+//! registry, mirror and archive request. Credentials are never part of the
+//! client; callers add them per request, only where Terraform sends them.
+
+use std::time::Duration;
+
+/// The User-Agent Terraform's registry client sends, so registries that log
+/// or gate on it treat tfinstall like the Terraform it stands in for.
+pub fn user_agent() -> String {
+    let mut agent = format!(
+        "tfinstall/{} (+https://github.com/tfinstall/tfinstall)",
+        env!("CARGO_PKG_VERSION")
+    );
+    if let Ok(extra) = std::env::var("TF_APPEND_USER_AGENT") {
+        let extra = extra.trim();
+        if !extra.is_empty() {
+            agent.push(' ');
+            agent.push_str(extra);
+        }
+    }
+    agent
+}
+
+/// Builds the client. TLS roots come from the platform verifier, which on
+/// Linux honours `SSL_CERT_FILE`/`SSL_CERT_DIR` the way Go (and so
+/// Terraform) does; proxies come from the usual environment variables.
+pub fn build_client() -> Result<reqwest::Client, reqwest::Error> {
+    // reqwest is built without a default crypto provider (ring is half the
+    // build time of aws-lc); installing it twice is harmless.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .user_agent(user_agent())
+        .connect_timeout(Duration::from_secs(10))
+        .pool_idle_timeout(Duration::from_secs(30))
+        .build()
+}
+
+/// The Terraform version tfinstall presents itself as to registries
+/// (`X-Terraform-Version`) and in compatibility messages: the newest release
+/// whose installer behaviour it follows.
+pub const TERRAFORM_COMPAT_VERSION: &str = "1.16.0";
+
+/// Bodies of registry and mirror JSON documents are read through this limit,
+/// so a hostile server cannot make tfinstall buffer without end.
+const MAX_JSON_BODY: usize = 16 << 20;
+
+/// A JSON API response, read whole (they are small) with its final URL, the
+/// base that relative links in it resolve against.
+#[derive(Debug)]
+pub struct ApiResponse {
+    pub url: url::Url,
+    pub status: reqwest::StatusCode,
+    pub content_type: Option<String>,
+    pub body: Vec<u8>,
+}
+
+impl ApiResponse {
+    /// The media type without parameters, lower-cased.
+    pub fn media_type(&self) -> Option<String> {
+        self.content_type.as_deref().map(|ct| {
+            ct.split(';')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase()
+        })
+    }
+}
+
+/// Registry and network-mirror metadata requests, with Terraform's timeout
+/// and retry policy (go-retryablehttp as configured by Terraform, §5.4).
+#[derive(Clone)]
+pub struct ApiClient {
+    client: reqwest::Client,
+    pub timeout: Duration,
+    pub retries: u32,
+}
+
+impl ApiClient {
+    pub fn new(client: reqwest::Client, timeout: Duration, retries: u32) -> Self {
+        ApiClient {
+            client,
+            timeout,
+            retries,
+        }
+    }
+
+    /// Terraform's defaults: `TF_REGISTRY_CLIENT_TIMEOUT` seconds (10) per
+    /// request and `TF_REGISTRY_DISCOVERY_RETRY` retries (1); values that are
+    /// not positive integers are ignored, as Terraform ignores them.
+    pub fn from_env(client: reqwest::Client) -> Self {
+        let positive = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .filter(|v| *v > 0)
+        };
+        let timeout = positive("TF_REGISTRY_CLIENT_TIMEOUT").unwrap_or(10);
+        let retries = positive("TF_REGISTRY_DISCOVERY_RETRY").unwrap_or(1);
+        ApiClient::new(
+            client,
+            Duration::from_secs(timeout),
+            u32::try_from(retries).unwrap_or(u32::MAX),
+        )
+    }
+
+    pub fn with_policy(&self, timeout: Duration, retries: u32) -> ApiClient {
+        ApiClient::new(self.client.clone(), timeout, retries)
+    }
+
+    /// GETs `url`, retrying transport failures, 429 and 5xx (but 501) with
+    /// exponential backoff. The error text is Terraform's
+    /// (`the request failed after 2 attempts, please try again later: …`).
+    pub async fn get(
+        &self,
+        url: &url::Url,
+        token: Option<&str>,
+        headers: &[(&str, &str)],
+    ) -> Result<ApiResponse, String> {
+        let attempts = self.retries.saturating_add(1);
+        let mut last_error = String::new();
+        for attempt in 0..attempts {
+            if attempt > 0 {
+                let backoff = Duration::from_secs(1u64 << (attempt - 1).min(5));
+                tokio::time::sleep(backoff.min(Duration::from_secs(30))).await;
+            }
+            match self.get_once(url, token, headers).await {
+                Ok(response) => {
+                    let status = response.status.as_u16();
+                    if status == 429 || (status >= 500 && status != 501) {
+                        last_error = format!(
+                            "{} returned from {}",
+                            status_line(response.status),
+                            url.host_str().unwrap_or_default()
+                        );
+                        continue;
+                    }
+                    return Ok(response);
+                }
+                Err(err) => last_error = err,
+            }
+        }
+        Err(if attempts > 1 {
+            format!(
+                "the request failed after {attempts} attempts, please try again later: {last_error}"
+            )
+        } else {
+            format!("the request failed, please try again later: {last_error}")
+        })
+    }
+
+    async fn get_once(
+        &self,
+        url: &url::Url,
+        token: Option<&str>,
+        headers: &[(&str, &str)],
+    ) -> Result<ApiResponse, String> {
+        let mut request = self.client.get(url.clone()).timeout(self.timeout);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let describe = |err: reqwest::Error| {
+            if err.is_timeout() {
+                format!(
+                    "Get {:?}: request timed out after {} s (raise TF_REGISTRY_CLIENT_TIMEOUT if the server is just slow)",
+                    url.as_str(),
+                    self.timeout.as_secs()
+                )
+            } else {
+                format!("Get {:?}: {}", url.as_str(), error_chain(&err))
+            }
+        };
+        let mut response = request.send().await.map_err(describe)?;
+        let final_url = response.url().clone();
+        let status = response.status();
+        let content_type = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(describe)? {
+            if body.len() + chunk.len() > MAX_JSON_BODY {
+                return Err(format!(
+                    "Get {:?}: response is larger than {} MiB",
+                    url.as_str(),
+                    MAX_JSON_BODY >> 20
+                ));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(ApiResponse {
+            url: final_url,
+            status,
+            content_type,
+            body,
+        })
+    }
+}
+
+/// Go's `resp.Status`: "404 Not Found".
+pub fn status_line(status: reqwest::StatusCode) -> String {
+    match status.canonical_reason() {
+        Some(reason) => format!("{} {reason}", status.as_u16()),
+        None => status.as_u16().to_string(),
+    }
+}
+
+/// reqwest's top-level error text hides the cause ("error sending request");
+/// users need the innermost reason (certificate unknown, connection refused).
+pub fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
