@@ -1,0 +1,795 @@
+//! The installer: decides one version per provider, fetches and verifies the
+//! packages concurrently into a staging area, and computes the new lock
+//! entries. It reports progress as events and never prints; the command
+//! decides how to show them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use futures_util::StreamExt;
+use futures_util::stream;
+
+use crate::addr::{Platform, ProviderAddr};
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::fetch::Downloader;
+use crate::install::extract::{ExtractLimits, extract_package, find_executable};
+use crate::install::layout::InstallLayout;
+use crate::install::link::link_or_copy_tree;
+use crate::install::staging::Staging;
+use crate::lockfile::{LockedProvider, Locks};
+use crate::source::{
+    PackageAuthentication, PackageLocation, PackageMeta, SignedChecksums, Source, SourceError,
+};
+use crate::verify::hash::PackageHash;
+use crate::verify::signature::verify_sums_signature;
+use crate::verify::sums::{acceptable_hashes, checksum_for};
+use crate::verify::{AuthError, AuthResult};
+use crate::version::{Version, VersionConstraints};
+
+const CHECKSUM_DOCS: &str = "https://developer.hashicorp.com/terraform/language/files/dependency-lock#checksum-verification";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InstallMode {
+    /// The lock file decides the version when it has an entry.
+    Normal,
+    /// `-upgrade`: the newest acceptable version, lock entries notwithstanding.
+    Upgrade,
+}
+
+#[derive(Clone, Debug)]
+pub enum InstallEvent {
+    BuiltIn {
+        provider: ProviderAddr,
+    },
+    ReusingLocked {
+        provider: ProviderAddr,
+    },
+    FindingMatching {
+        provider: ProviderAddr,
+        constraints: String,
+    },
+    FindingLatest {
+        provider: ProviderAddr,
+    },
+    UsingInstalled {
+        provider: ProviderAddr,
+        version: Version,
+    },
+    Installing {
+        provider: ProviderAddr,
+        version: Version,
+    },
+    Installed {
+        provider: ProviderAddr,
+        version: Version,
+        auth: AuthResult,
+    },
+    Warning(Diagnostic),
+}
+
+pub type EventSink = Arc<dyn Fn(InstallEvent) + Send + Sync>;
+
+pub struct Installer {
+    pub source: Arc<dyn Source>,
+    pub layout: InstallLayout,
+    pub platform: Platform,
+    pub limits: ExtractLimits,
+    pub parallelism: usize,
+    pub downloader: Arc<Downloader>,
+    /// Providers the CLI configuration's `dev_overrides` replace: not
+    /// installed, and their lock entries left alone (Terraform 1.16).
+    pub dev_overrides: BTreeSet<ProviderAddr>,
+    pub events: EventSink,
+}
+
+/// What a successful run staged, ready to be committed by the command.
+pub struct InstallOutcome {
+    pub locks: Locks,
+    pub staging: Staging,
+    /// (staged directory, final directory) pairs.
+    pub moves: Vec<(PathBuf, PathBuf)>,
+    /// Every selected provider with the `h1:` hash of its installed package.
+    pub selections: BTreeMap<ProviderAddr, (Version, PackageHash)>,
+    /// Providers whose lock entry holds only locally computed hashes (§10.5).
+    pub incomplete: Vec<ProviderAddr>,
+    /// Whether any package was signed by a partner or its own author, which
+    /// is when Terraform prints its note on provider signing.
+    pub third_party_signed: bool,
+}
+
+struct Selected {
+    provider: ProviderAddr,
+    version: Version,
+    constraints: VersionConstraints,
+    /// Set when the fast path found the installed package matching the lock,
+    /// so no source was asked anything.
+    already_installed: Option<PackageHash>,
+}
+
+struct Fetched {
+    provider: ProviderAddr,
+    version: Version,
+    constraints: VersionConstraints,
+    staged: Option<PathBuf>,
+    installed_hash: PackageHash,
+    hashes: BTreeSet<PackageHash>,
+    signed: bool,
+    third_party: bool,
+}
+
+impl Installer {
+    pub async fn install(
+        &self,
+        requirements: &BTreeMap<ProviderAddr, VersionConstraints>,
+        previous: &Locks,
+        mode: InstallMode,
+    ) -> Result<InstallOutcome, Diagnostics> {
+        let mut diags = Diagnostics::new();
+        let mut wanted = Vec::new();
+        for (provider, constraints) in requirements {
+            if self.dev_overrides.contains(provider) {
+                continue;
+            }
+            if provider.is_builtin() {
+                if let Err(diag) = check_builtin(provider, constraints) {
+                    diags.push(diag);
+                } else {
+                    (self.events)(InstallEvent::BuiltIn {
+                        provider: provider.clone(),
+                    });
+                }
+            } else {
+                wanted.push((provider.clone(), constraints.clone()));
+            }
+        }
+        if diags.has_errors() {
+            return Err(diags);
+        }
+
+        let selected = self.select_versions(&wanted, previous, mode).await?;
+        let staging = Staging::create(&self.layout.data_dir).map_err(|err| {
+            Diagnostics::from(Diagnostic::error(
+                "Failed to prepare the provider installation directory",
+                format!(
+                    "Could not create a staging directory in {}: {err}.",
+                    self.layout.data_dir.display()
+                ),
+            ))
+        })?;
+        let fetched = self.fetch_all(selected, previous, &staging).await?;
+
+        // Providers no longer required leave the lock file (§8 step 4).
+        let mut locks = previous.clone();
+        let unused: Vec<ProviderAddr> = previous
+            .iter()
+            .map(|l| l.addr.clone())
+            .filter(|addr| !requirements.contains_key(addr) && !self.dev_overrides.contains(addr))
+            .collect();
+        for addr in &unused {
+            locks.remove(addr);
+        }
+        let mut outcome = InstallOutcome {
+            locks,
+            staging,
+            moves: Vec::new(),
+            selections: BTreeMap::new(),
+            incomplete: Vec::new(),
+            third_party_signed: false,
+        };
+        for f in fetched {
+            let prior = previous.get(&f.provider).map(|l| l.hashes.clone());
+            let only_local = !f.signed
+                && prior
+                    .as_ref()
+                    .is_none_or(|p| p.is_empty() || *p == f.hashes);
+            if only_local {
+                outcome.incomplete.push(f.provider.clone());
+            }
+            outcome.third_party_signed |= f.third_party;
+            if let Some(staged) = f.staged {
+                let target = self
+                    .layout
+                    .package_dir(&f.provider, &f.version, &self.platform);
+                outcome.moves.push((staged, target));
+            }
+            outcome.selections.insert(
+                f.provider.clone(),
+                (f.version.clone(), f.installed_hash.clone()),
+            );
+            outcome.locks.insert(LockedProvider {
+                addr: f.provider,
+                version: f.version,
+                constraints: f.constraints,
+                hashes: f.hashes,
+            });
+        }
+        Ok(outcome)
+    }
+
+    /// Steps 1 and 2 of Terraform's installer, for all providers at once.
+    async fn select_versions(
+        &self,
+        wanted: &[(ProviderAddr, VersionConstraints)],
+        previous: &Locks,
+        mode: InstallMode,
+    ) -> Result<Vec<Selected>, Diagnostics> {
+        for (provider, constraints) in wanted {
+            let locked = mode == InstallMode::Normal && previous.get(provider).is_some();
+            let provider = provider.clone();
+            (self.events)(if locked {
+                InstallEvent::ReusingLocked { provider }
+            } else if constraints.is_empty() {
+                InstallEvent::FindingLatest { provider }
+            } else {
+                InstallEvent::FindingMatching {
+                    provider,
+                    constraints: constraints.to_string(),
+                }
+            });
+        }
+        let results: Vec<Result<Selected, Diagnostic>> = stream::iter(wanted)
+            .map(|(provider, constraints)| self.select_one(provider, constraints, previous, mode))
+            .buffered(self.parallelism.max(1))
+            .collect()
+            .await;
+        let mut diags = Diagnostics::new();
+        let mut selected = Vec::new();
+        for result in results {
+            match result {
+                Ok(s) => selected.push(s),
+                Err(d) => diags.push(d),
+            }
+        }
+        if diags.has_errors() {
+            Err(diags)
+        } else {
+            Ok(selected)
+        }
+    }
+
+    async fn select_one(
+        &self,
+        provider: &ProviderAddr,
+        constraints: &VersionConstraints,
+        previous: &Locks,
+        mode: InstallMode,
+    ) -> Result<Selected, Diagnostic> {
+        let query_failed = |msg: String| {
+            Diagnostic::error(
+                "Failed to query available provider packages",
+                format!(
+                    "Could not retrieve the list of available versions for provider {}: {msg}",
+                    provider.for_display()
+                ),
+            )
+        };
+        let locked = match previous.get(provider) {
+            Some(lock) if mode == InstallMode::Normal => {
+                if !constraints.allows(&lock.version) {
+                    return Err(query_failed(format!(
+                        "locked provider {provider} {} does not match configured version constraint {constraints}; must use terraform init -upgrade to allow selection of new versions",
+                        lock.version
+                    )));
+                }
+                Some(lock)
+            }
+            _ => None,
+        };
+        if let Some(lock) = locked {
+            // Unlike Terraform 1.x, a provider whose installed package already
+            // matches the lock file needs no registry round-trip at all.
+            if let Some(hash) = self.installed_matching(provider, &lock.version, &lock.hashes) {
+                return Ok(Selected {
+                    provider: provider.clone(),
+                    version: lock.version.clone(),
+                    constraints: constraints.clone(),
+                    already_installed: Some(hash),
+                });
+            }
+        }
+        let available = self
+            .source
+            .available_versions(provider)
+            .await
+            .map_err(|err| query_failed(describe_query_error(&err)))?;
+        for warning in &available.warnings {
+            (self.events)(InstallEvent::Warning(Diagnostic::warning(
+                format!(
+                    "Additional provider information from registry\n\nThe remote registry returned warnings for {provider}"
+                ),
+                warning.clone(),
+            )));
+        }
+        let chosen = match locked {
+            Some(lock) => available.versions.iter().find(|v| **v == lock.version),
+            None => constraints.newest_allowed(&available.versions),
+        };
+        match chosen {
+            Some(version) => Ok(Selected {
+                provider: provider.clone(),
+                version: version.clone(),
+                constraints: constraints.clone(),
+                already_installed: None,
+            }),
+            None => Err(query_failed(match locked {
+                Some(lock) => format!(
+                    "the previously-selected version {} is no longer available",
+                    lock.version
+                ),
+                None => format!("no available releases match the given constraints {constraints}"),
+            })),
+        }
+    }
+
+    /// The `h1:` hash of the installed package when it matches one of the
+    /// given hashes (only `h1:` can match an unpacked directory).
+    fn installed_matching(
+        &self,
+        provider: &ProviderAddr,
+        version: &Version,
+        hashes: &BTreeSet<PackageHash>,
+    ) -> Option<PackageHash> {
+        if !hashes.iter().any(|h| h.scheme() == "h1") {
+            return None;
+        }
+        let dir = self.layout.package_dir(provider, version, &self.platform);
+        if !dir.is_dir() || find_executable(&dir, &provider.type_name).is_err() {
+            return None;
+        }
+        let hash = PackageHash::h1_of_dir(&dir).ok()?;
+        hashes.contains(&hash).then_some(hash)
+    }
+
+    async fn fetch_all(
+        &self,
+        selected: Vec<Selected>,
+        previous: &Locks,
+        staging: &Staging,
+    ) -> Result<Vec<Fetched>, Diagnostics> {
+        let order = Arc::new(OrderedEvents::new(selected.len(), self.events.clone()));
+        let results: Vec<Result<Fetched, Diagnostic>> =
+            stream::iter(selected.into_iter().enumerate())
+                .map(|(index, s)| {
+                    let order = order.clone();
+                    async move {
+                        let emit = |event| order.emit(index, event);
+                        let result = self.fetch_one(s, previous, staging, &emit).await;
+                        order.finish(index);
+                        result
+                    }
+                })
+                .buffered(self.parallelism.max(1))
+                .collect()
+                .await;
+        let mut diags = Diagnostics::new();
+        let mut fetched = Vec::new();
+        for result in results {
+            match result {
+                Ok(f) => fetched.push(f),
+                Err(d) => diags.push(d),
+            }
+        }
+        if diags.has_errors() {
+            Err(diags)
+        } else {
+            Ok(fetched)
+        }
+    }
+
+    async fn fetch_one(
+        &self,
+        s: Selected,
+        previous: &Locks,
+        staging: &Staging,
+        emit: &(dyn Fn(InstallEvent) + Sync),
+    ) -> Result<Fetched, Diagnostic> {
+        let lock = previous.get(&s.provider).filter(|l| l.version == s.version);
+        let preferred: BTreeSet<PackageHash> = lock
+            .map(|l| {
+                l.hashes
+                    .iter()
+                    .filter(|h| h.is_preferred())
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        let prior_hashes = lock.map(|l| l.hashes.clone()).unwrap_or_default();
+
+        let installed = match s.already_installed.clone() {
+            Some(hash) => Some(hash),
+            None => self.installed_matching(&s.provider, &s.version, &preferred),
+        };
+        if let Some(hash) = installed {
+            emit(InstallEvent::UsingInstalled {
+                provider: s.provider.clone(),
+                version: s.version.clone(),
+            });
+            return Ok(Fetched {
+                hashes: prior_hashes,
+                provider: s.provider,
+                version: s.version,
+                constraints: lock.map(|l| l.constraints.clone()).unwrap_or(s.constraints),
+                staged: None,
+                installed_hash: hash,
+                signed: false,
+                third_party: false,
+            });
+        }
+
+        let install_failed = |err: String| {
+            Diagnostic::error(
+                "Failed to install provider",
+                format!(
+                    "Error while installing {} v{}: {err}",
+                    s.provider.for_display(),
+                    s.version
+                ),
+            )
+        };
+        let meta = self
+            .source
+            .package_meta(&s.provider, &s.version, &self.platform)
+            .await
+            .map_err(|err| fetch_error_diagnostic(&s.provider, &s.version, &self.platform, err))?;
+        emit(InstallEvent::Installing {
+            provider: s.provider.clone(),
+            version: s.version.clone(),
+        });
+        let staged = staging.new_path(&format!("{}-{}", s.provider.type_name, s.version));
+        let package = self
+            .stage_package(&meta, &preferred, staging, &staged)
+            .await
+            .map_err(install_failed)?;
+
+        let mut hashes = preferred.clone();
+        hashes.insert(package.h1.clone());
+        let signed = matches!(package.auth, AuthResult::Signed(_));
+        if signed {
+            hashes.extend(package.signed_hashes);
+        }
+        let third_party = package.auth.is_third_party_signed();
+        emit(InstallEvent::Installed {
+            provider: s.provider.clone(),
+            version: s.version.clone(),
+            auth: package.auth,
+        });
+        Ok(Fetched {
+            provider: s.provider,
+            version: s.version,
+            constraints: s.constraints,
+            staged: Some(staged),
+            installed_hash: package.h1,
+            hashes,
+            signed,
+            third_party,
+        })
+    }
+
+    /// Obtains, authenticates and unpacks one package into `staged`.
+    async fn stage_package(
+        &self,
+        meta: &PackageMeta,
+        allowed: &BTreeSet<PackageHash>,
+        staging: &Staging,
+        staged: &Path,
+    ) -> Result<StagedPackage, String> {
+        match &meta.location {
+            PackageLocation::LocalDir(src) => {
+                stage_unpacked(src.clone(), staged.to_path_buf(), meta, allowed.clone()).await
+            }
+            PackageLocation::LocalArchive(path) => {
+                self.stage_archive(path.clone(), None, meta, allowed, staged)
+                    .await
+            }
+            PackageLocation::Http(url) => {
+                let dest = staging.new_path(&meta.filename);
+                let digest = self
+                    .downloader
+                    .download(url, &dest)
+                    .await
+                    .map_err(|err| err.to_string())?;
+                let result = self
+                    .stage_archive(dest.clone(), Some(digest), meta, allowed, staged)
+                    .await;
+                let _ = tokio::fs::remove_file(&dest).await;
+                result
+            }
+        }
+    }
+
+    async fn stage_archive(
+        &self,
+        archive: PathBuf,
+        known_digest: Option<[u8; 32]>,
+        meta: &PackageMeta,
+        allowed: &BTreeSet<PackageHash>,
+        staged: &Path,
+    ) -> Result<StagedPackage, String> {
+        let digest = match known_digest {
+            Some(d) => d,
+            None => {
+                let path = archive.clone();
+                let zh = blocking(move || PackageHash::zh_of_file(&path))
+                    .await
+                    .map_err(|err| {
+                        format!(
+                            "failed to compute checksum for {}: {err}",
+                            archive.display()
+                        )
+                    })?;
+                zh_digest(&zh).ok_or_else(|| "failed to compute checksum".to_string())?
+            }
+        };
+        let zh = PackageHash::zh_of_digest(&digest);
+        let (auth, signed_hashes) = authenticate_archive(meta, &digest, &zh)?;
+
+        let provider = meta.provider.clone();
+        let type_name = provider.type_name.clone();
+        let limits = self.limits.clone();
+        let dest = staged.to_path_buf();
+        let src = archive.clone();
+        let files = blocking(move || {
+            std::fs::create_dir_all(&dest)?;
+            extract_package(&src, &dest, &type_name, &limits).map_err(std::io::Error::other)
+        })
+        .await
+        .map_err(|err| err.to_string())?;
+        let entries: Vec<(String, [u8; 32])> =
+            files.iter().map(|f| (f.name.clone(), f.sha256)).collect();
+        let h1 = PackageHash::h1_of_files(&entries).map_err(|err| err.to_string())?;
+
+        if let PackageAuthentication::Hashes(listed) = &meta.authentication
+            && !listed.contains(&zh)
+            && !listed.contains(&h1)
+        {
+            return Err(mirror_mismatch(listed));
+        }
+        if !allowed.is_empty() && !allowed.contains(&zh) && !allowed.contains(&h1) {
+            return Err(format!(
+                "the current package for {provider} {} doesn't match any of the checksums previously recorded in the dependency lock file; for more information: {CHECKSUM_DOCS}",
+                meta.version
+            ));
+        }
+        Ok(StagedPackage {
+            h1,
+            auth,
+            signed_hashes,
+        })
+    }
+}
+
+struct StagedPackage {
+    h1: PackageHash,
+    auth: AuthResult,
+    signed_hashes: Vec<PackageHash>,
+}
+
+async fn stage_unpacked(
+    src: PathBuf,
+    staged: PathBuf,
+    meta: &PackageMeta,
+    allowed: BTreeSet<PackageHash>,
+) -> Result<StagedPackage, String> {
+    let provider = meta.provider.clone();
+    let version = meta.version.clone();
+    blocking(move || {
+        let h1 = PackageHash::h1_of_dir(&src)?;
+        let non_zh: Vec<&PackageHash> = allowed.iter().filter(|h| h.scheme() != "zh").collect();
+        if !non_zh.is_empty() && !non_zh.contains(&&h1) {
+            return Err(std::io::Error::other(format!(
+                "the local package for {provider} {version} doesn't match any of the checksums previously recorded in the dependency lock file (this might be because the available checksums are for packages targeting different platforms); for more information: {CHECKSUM_DOCS}"
+            )));
+        }
+        link_or_copy_tree(&src, &staged)?;
+        find_executable(&staged, &provider.type_name).map_err(std::io::Error::other)?;
+        Ok(StagedPackage {
+            h1,
+            auth: AuthResult::Unauthenticated,
+            signed_hashes: Vec::new(),
+        })
+    })
+    .await
+    .map_err(|err| err.to_string())
+}
+
+/// Runs the source's authentication for an archive whose SHA-256 is known
+/// (§7.1, §7.4). Registry signatures are checked before anything is unpacked.
+fn authenticate_archive(
+    meta: &PackageMeta,
+    digest: &[u8; 32],
+    zh: &PackageHash,
+) -> Result<(AuthResult, Vec<PackageHash>), String> {
+    match &meta.authentication {
+        PackageAuthentication::None => Ok((AuthResult::Unauthenticated, Vec::new())),
+        PackageAuthentication::Hashes(listed) => {
+            if !listed.iter().any(PackageHash::is_preferred) {
+                return Err("this version of Terraform does not support any of the checksum formats given for this provider".to_string());
+            }
+            let zh_listed = listed.iter().any(|h| h.scheme() == "zh");
+            let h1_listed = listed.iter().any(|h| h.scheme() == "h1");
+            if zh_listed && !h1_listed && !listed.contains(zh) {
+                return Err(mirror_mismatch(listed));
+            }
+            Ok((AuthResult::VerifiedChecksum, Vec::new()))
+        }
+        PackageAuthentication::Signed(signed) => {
+            let check = verify_signed(meta, signed, digest).map_err(|e| e.to_string())?;
+            Ok((
+                AuthResult::Signed(check),
+                acceptable_hashes(&signed.sha256sums),
+            ))
+        }
+    }
+}
+
+fn verify_signed(
+    meta: &PackageMeta,
+    signed: &SignedChecksums,
+    digest: &[u8; 32],
+) -> Result<crate::verify::signature::SignatureCheck, AuthError> {
+    let listed = checksum_for(&signed.sha256sums, &meta.filename)?;
+    if listed != signed.shasum {
+        return Err(AuthError(format!(
+            "checksum list has unexpected SHA-256 hash {} (expected {})",
+            hex::encode(listed),
+            hex::encode(signed.shasum)
+        )));
+    }
+    if *digest != signed.shasum {
+        return Err(AuthError(format!(
+            "archive has incorrect checksum zh:{} (expected zh:{})",
+            hex::encode(digest),
+            hex::encode(signed.shasum)
+        )));
+    }
+    verify_sums_signature(&signed.sha256sums, &signed.signature, &signed.keys)
+}
+
+fn mirror_mismatch(listed: &[PackageHash]) -> String {
+    let required: Vec<&PackageHash> = listed.iter().filter(|h| h.is_preferred()).collect();
+    if required.len() == 1 {
+        format!(
+            "provider package doesn't match the expected checksum \"{}\"",
+            required[0]
+        )
+    } else {
+        "provider package doesn't match the any of the expected checksums".to_string()
+    }
+}
+
+fn zh_digest(zh: &PackageHash) -> Option<[u8; 32]> {
+    let bytes = hex::decode(zh.to_string().strip_prefix("zh:")?).ok()?;
+    bytes.try_into().ok()
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+) -> std::io::Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(std::io::Error::other)?
+}
+
+fn check_builtin(
+    provider: &ProviderAddr,
+    constraints: &VersionConstraints,
+) -> Result<(), Diagnostic> {
+    let err = if provider.type_name != "terraform" {
+        format!(
+            "this Terraform release has no built-in provider named {:?}",
+            provider.type_name
+        )
+    } else if !constraints.is_empty() {
+        "built-in providers do not support explicit version constraints".to_string()
+    } else {
+        return Ok(());
+    };
+    Err(Diagnostic::error(
+        "Invalid dependency on built-in provider",
+        format!("Cannot use {provider}: {err}."),
+    ))
+}
+
+fn describe_query_error(err: &SourceError) -> String {
+    match err {
+        SourceError::ProviderNotFound { sources, .. } => {
+            let mut text = err.to_string();
+            if !sources.is_empty() {
+                text.push_str("\n\n");
+                text.push_str(
+                    &sources
+                        .iter()
+                        .map(|s| format!("  - {s}"))
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                );
+            }
+            text
+        }
+        _ => err.to_string(),
+    }
+}
+
+fn fetch_error_diagnostic(
+    provider: &ProviderAddr,
+    version: &Version,
+    platform: &Platform,
+    err: SourceError,
+) -> Diagnostic {
+    match err {
+        SourceError::PlatformNotSupported(missing) if missing.mirror_url.is_some() => {
+            Diagnostic::error(
+                "Incompatible provider version",
+                format!(
+                    "Your chosen provider mirror at {} does not have a {provider} v{version} package available for your current platform, {platform}.\n\nProvider releases are separate from Terraform CLI releases, so this provider might not support your current platform. Alternatively, the mirror itself might have only a subset of the plugin packages available in the origin registry, at {}.",
+                    missing.mirror_url.as_deref().unwrap_or_default(),
+                    provider.hostname.for_display()
+                ),
+            )
+        }
+        SourceError::PlatformNotSupported(_) => Diagnostic::error(
+            "Incompatible provider version",
+            format!(
+                "Provider {provider} v{version} does not have a package available for your current platform, {platform}.\n\nProvider releases are separate from Terraform CLI releases, so not all providers are available for all platforms. Other versions of this provider may have different platforms supported."
+            ),
+        ),
+        other => Diagnostic::error(
+            "Failed to install provider",
+            format!(
+                "Error while installing {} v{version}: {other}",
+                provider.for_display()
+            ),
+        ),
+    }
+}
+
+/// Concurrent installs report in a stable order: events of the provider at
+/// the head of the (sorted) list pass straight through; later providers'
+/// events wait until every provider before them has finished.
+struct OrderedEvents {
+    sink: EventSink,
+    state: Mutex<OrderState>,
+}
+
+struct OrderState {
+    head: usize,
+    finished: Vec<bool>,
+    buffered: Vec<Vec<InstallEvent>>,
+}
+
+impl OrderedEvents {
+    fn new(n: usize, sink: EventSink) -> Self {
+        OrderedEvents {
+            sink,
+            state: Mutex::new(OrderState {
+                head: 0,
+                finished: vec![false; n],
+                buffered: vec![Vec::new(); n],
+            }),
+        }
+    }
+
+    fn emit(&self, index: usize, event: InstallEvent) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if index == state.head {
+            (self.sink)(event);
+        } else {
+            state.buffered[index].push(event);
+        }
+    }
+
+    fn finish(&self, index: usize) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.finished[index] = true;
+        while state.head < state.finished.len() && state.finished[state.head] {
+            state.head += 1;
+            if state.head < state.finished.len() {
+                let head = state.head;
+                for event in std::mem::take(&mut state.buffered[head]) {
+                    (self.sink)(event);
+                }
+            }
+        }
+    }
+}
