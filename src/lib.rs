@@ -5,11 +5,17 @@
 //! install → lock file.
 
 pub mod addr;
+pub mod cli;
 pub mod cliconfig;
+pub mod commands;
 pub mod diag;
+pub mod fetch;
+pub mod fsutil;
+pub mod http;
 pub mod install;
 pub mod lockfile;
 pub mod module;
 pub mod source;
+pub mod ui;
 pub mod verify;
 pub mod version;

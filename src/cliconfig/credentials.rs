@@ -127,7 +127,7 @@ mod tests {
 
     #[test]
     fn invalid_names_are_ignored() {
-        let env = env_with("TF_TOKEN_a_", "x");
+        let env = env_with("TF_TOKEN_a__", "x");
         assert!(tokens_from_env(&env).is_empty());
         let env = env_with("TF_TOKEN_", "x");
         assert!(tokens_from_env(&env).is_empty());

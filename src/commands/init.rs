@@ -1,0 +1,271 @@
+//! `tfinstall init`: the provider half of `terraform init`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::addr::{Platform, ProviderAddr};
+use crate::cli::InitArgs;
+use crate::cliconfig::{self, CliEnv};
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::fetch::{DownloadSettings, Downloader};
+use crate::install::extract::ExtractLimits;
+use crate::install::installer::{InstallEvent, InstallMode, InstallOutcome, Installer};
+use crate::install::layout::InstallLayout;
+use crate::lockfile::Locks;
+use crate::module;
+use crate::source::configured::{SourceOptions, build_source};
+use crate::ui::Ui;
+use crate::version::VersionConstraints;
+
+pub const LOCK_FILE: &str = ".terraform.lock.hcl";
+
+pub async fn run(args: InitArgs, launch_dir: PathBuf) -> bool {
+    let ui = Ui::detect(args.no_color);
+    match init(&args, &launch_dir, &ui).await {
+        Ok(warnings) => {
+            ui.print_diagnostics(&warnings);
+            println!(
+                "\n{}",
+                ui.bold("tfinstall has installed the providers successfully!")
+            );
+            true
+        }
+        Err(diags) => {
+            ui.print_diagnostics(&diags);
+            false
+        }
+    }
+}
+
+/// Terraform's data directory: `TF_DATA_DIR` if set, else `.terraform`,
+/// relative to the working directory (after -chdir).
+pub fn data_dir() -> PathBuf {
+    match std::env::var_os("TF_DATA_DIR") {
+        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+        _ => PathBuf::from(".terraform"),
+    }
+}
+
+async fn init(args: &InitArgs, launch_dir: &Path, ui: &Ui) -> Result<Diagnostics, Diagnostics> {
+    let readonly = args.lockfile.as_deref() == Some("readonly");
+    if readonly && args.upgrade {
+        return Err(Diagnostic::error(
+            "Invalid command-line option",
+            "The -upgrade flag conflicts with -lockfile=readonly.",
+        )
+        .into());
+    }
+    let data_dir = data_dir();
+    let mut warnings = Diagnostics::new();
+
+    let (requirements, module_diags) = module::load_requirements(Path::new("."), &data_dir)?;
+    warnings.extend(module_diags);
+    let requirements: BTreeMap<ProviderAddr, VersionConstraints> = requirements
+        .0
+        .into_iter()
+        .map(|(addr, req)| (addr, req.constraints))
+        .collect();
+
+    let env = CliEnv::from_process();
+    let (cli_config, config_diags) = cliconfig::load(&env);
+    print_config_problems(ui, &config_diags);
+    let dev_overrides: BTreeSet<ProviderAddr> = cli_config
+        .provider_installation
+        .iter()
+        .flat_map(|p| p.dev_overrides.iter().map(|(addr, _)| addr.clone()))
+        .collect();
+    if let Some(installation) = &cli_config.provider_installation
+        && !installation.dev_overrides.is_empty()
+    {
+        warnings.push(dev_overrides_warning(&installation.dev_overrides));
+    }
+
+    let (previous, lock_diags) = Locks::load(Path::new(LOCK_FILE));
+    if lock_diags.has_errors() {
+        return Err(lock_diags);
+    }
+    warnings.extend(lock_diags);
+
+    let client = crate::http::build_client().map_err(|err| {
+        Diagnostics::from(Diagnostic::error(
+            "Failed to set up HTTPS",
+            format!("Could not create the HTTP client: {err}."),
+        ))
+    })?;
+    let (source, source_diags) = build_source(&SourceOptions {
+        plugin_dirs: &args.plugin_dirs,
+        cli_config: &cli_config,
+        env: &env,
+        launch_dir,
+        client: client.clone(),
+    });
+    if source_diags.has_errors() {
+        return Err(source_diags);
+    }
+    ui.print_diagnostics(&source_diags);
+
+    println!("\n{}", ui.heading("Initializing provider plugins..."));
+    let event_ui = *ui;
+    let installer = Installer {
+        source,
+        layout: InstallLayout::new(&data_dir, args.layout),
+        platform: Platform::current(),
+        limits: ExtractLimits::default(),
+        parallelism: args.parallelism,
+        downloader: Arc::new(Downloader::new(client, DownloadSettings::default())),
+        dev_overrides,
+        events: Arc::new(move |event: InstallEvent| {
+            if let Some(line) = event_ui.event_line(&event) {
+                println!("{line}");
+            }
+        }),
+    };
+    let mode = if args.upgrade {
+        InstallMode::Upgrade
+    } else {
+        InstallMode::Normal
+    };
+    let outcome = installer.install(&requirements, &previous, mode).await?;
+    finish(outcome, &installer, &previous, readonly, ui, warnings)
+}
+
+/// Commits the staged packages and records the result, in an order that
+/// keeps the previous state whenever something is refused.
+fn finish(
+    outcome: InstallOutcome,
+    installer: &Installer,
+    previous: &Locks,
+    readonly: bool,
+    ui: &Ui,
+    mut warnings: Diagnostics,
+) -> Result<Diagnostics, Diagnostics> {
+    let locks_changed = !outcome.locks.equivalent(previous);
+    if locks_changed && readonly {
+        if !outcome.locks.same_providers(previous) {
+            return Err(Diagnostic::error(
+                "Provider dependency changes detected",
+                "Changes to the required provider dependencies were detected, but the lock file is read-only. To use and record these requirements, run \"terraform init\" without the \"-lockfile=readonly\" flag.",
+            )
+            .into());
+        }
+        warnings.push(Diagnostic::warning(
+            "Provider lock file not updated",
+            "Changes to the provider selections were detected, but not saved in the .terraform.lock.hcl file. To record these selections, run \"terraform init\" without the \"-lockfile=readonly\" flag.",
+        ));
+    }
+
+    let write_failed = |what: &str, err: std::io::Error| {
+        Diagnostics::from(Diagnostic::error(
+            format!("Failed to write {what}"),
+            format!(
+                "{err}. Check the permissions of the working directory and run tfinstall init again."
+            ),
+        ))
+    };
+    let InstallOutcome {
+        locks,
+        staging,
+        moves,
+        selections,
+        incomplete,
+        third_party_signed,
+    } = outcome;
+    staging
+        .commit(&moves)
+        .map_err(|err| write_failed("the installed providers", err))?;
+    if let Some(path) = installer.layout.selections_file() {
+        write_selections(&path, &selections).map_err(|err| write_failed("selections.json", err))?;
+    }
+
+    if third_party_signed {
+        println!(
+            "\nPartner and community providers are signed by their developers.\nIf you'd like to know more about provider signing, you can read about it here:\nhttps://developer.hashicorp.com/terraform/cli/plugins/signing"
+        );
+    }
+    if locks_changed && !readonly {
+        if !incomplete.is_empty() {
+            warnings.push(incomplete_lock_warning(&incomplete, &installer.platform));
+        }
+        locks.save(Path::new(LOCK_FILE)).map_err(|err| {
+            Diagnostics::from(Diagnostic::error(
+                "Failed to update dependency lock file",
+                format!(
+                    "Error while writing new dependency lock information to {LOCK_FILE}: {err}."
+                ),
+            ))
+        })?;
+        if previous.is_empty() {
+            println!(
+                "\nTerraform has created a lock file {} to record the provider\nselections it made above. Include this file in your version control repository\nso that Terraform can guarantee to make the same selections by default when\nyou run \"terraform init\" in the future.",
+                ui.bold(LOCK_FILE)
+            );
+        } else {
+            println!(
+                "\nTerraform has made some changes to the provider dependency selections recorded\nin the .terraform.lock.hcl file. Review those changes and commit them to your\nversion control system if they represent changes you intended to make."
+            );
+        }
+    }
+    Ok(warnings)
+}
+
+/// Terraform reports CLI configuration errors but carries on, since most of
+/// the configuration is still usable.
+fn print_config_problems(ui: &Ui, diags: &Diagnostics) {
+    if diags.has_errors() {
+        eprintln!("There are some problems with the CLI configuration:");
+        ui.print_diagnostics(diags);
+        eprintln!("\nAs a result of the above problems, Terraform may not behave as intended.\n");
+    } else {
+        ui.print_diagnostics(diags);
+    }
+}
+
+fn dev_overrides_warning(overrides: &[(ProviderAddr, PathBuf)]) -> Diagnostic {
+    let list: String = overrides
+        .iter()
+        .map(|(addr, path)| format!("\n - {} in {}", addr.for_display(), path.display()))
+        .collect();
+    Diagnostic::warning(
+        "Provider development overrides are in effect",
+        format!(
+            "The following provider development overrides are set in the CLI configuration:{list}\n\nThese providers are not installed by tfinstall init, and their entries in the lock file are left as they are. The behavior may therefore not match any released version of the provider and applying changes may cause the state to become incompatible with published releases."
+        ),
+    )
+}
+
+fn incomplete_lock_warning(providers: &[ProviderAddr], platform: &Platform) -> Diagnostic {
+    let mut names: Vec<String> = providers.iter().map(ProviderAddr::for_display).collect();
+    names.sort();
+    let list: String = names.iter().map(|n| format!("\n  - {n}")).collect();
+    Diagnostic::warning(
+        "Incomplete lock file information for providers",
+        format!(
+            "Due to your customized provider installation methods, Terraform was forced to calculate lock file checksums locally for the following providers:{list}\n\nThe current .terraform.lock.hcl file only includes checksums for {platform}, so Terraform running on another platform will fail to install these providers.\n\nTo calculate additional checksums for another platform, run:\n  terraform providers lock -platform=linux_amd64\n(where linux_amd64 is the platform to generate)"
+        ),
+    )
+}
+
+/// `selections.json` as Terraform 0.13 writes it, so 0.13 accepts the
+/// `.terraform/plugins` tree without reinstalling.
+fn write_selections(
+    path: &Path,
+    selections: &BTreeMap<
+        ProviderAddr,
+        (crate::version::Version, crate::verify::hash::PackageHash),
+    >,
+) -> std::io::Result<()> {
+    let mut entries: Vec<(String, serde_json::Value)> = selections
+        .iter()
+        .map(|(addr, (version, hash))| {
+            (
+                addr.to_string(),
+                serde_json::json!({ "hash": hash.to_string(), "version": version.to_string() }),
+            )
+        })
+        .collect();
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    let map: serde_json::Map<String, serde_json::Value> = entries.into_iter().collect();
+    let text = serde_json::to_string_pretty(&map).map_err(std::io::Error::other)?;
+    crate::fsutil::write_atomic(path, text.as_bytes(), 0o644)
+}

@@ -1,0 +1,3 @@
+//! One file per subcommand: thin orchestration of the pipeline stages.
+
+pub mod init;

@@ -1,0 +1,162 @@
+//! Turns installer events and diagnostics into the lines Terraform users
+//! already know. It only renders; it never decides anything.
+
+use std::io::{IsTerminal, Write};
+
+use crate::diag::{Diagnostic, Diagnostics, Severity};
+use crate::install::installer::InstallEvent;
+use crate::verify::AuthResult;
+
+const RESET: &str = "\x1b[0m";
+const BOLD: &str = "\x1b[1m";
+const RED: &str = "\x1b[31m";
+const YELLOW: &str = "\x1b[33m";
+
+#[derive(Clone, Copy, Debug)]
+pub struct Ui {
+    pub color: bool,
+}
+
+impl Ui {
+    /// Colour only on a terminal, and never when the user asked for none
+    /// (`-no-color`, or the `NO_COLOR` convention).
+    pub fn detect(no_color_flag: bool) -> Ui {
+        let no_color_env = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        Ui {
+            color: !no_color_flag && !no_color_env && std::io::stdout().is_terminal(),
+        }
+    }
+
+    pub fn heading(&self, text: &str) -> String {
+        if self.color {
+            format!("{RESET}{BOLD}{text}{RESET}")
+        } else {
+            text.to_string()
+        }
+    }
+
+    pub fn bold(&self, text: &str) -> String {
+        if self.color {
+            format!("{BOLD}{text}{RESET}")
+        } else {
+            text.to_string()
+        }
+    }
+
+    pub fn event_line(&self, event: &InstallEvent) -> Option<String> {
+        Some(match event {
+            InstallEvent::BuiltIn { provider } => {
+                format!("- {provider} is built in to Terraform")
+            }
+            InstallEvent::ReusingLocked { provider } => format!(
+                "- Reusing previous version of {} from the dependency lock file",
+                provider.for_display()
+            ),
+            InstallEvent::FindingMatching {
+                provider,
+                constraints,
+            } => format!(
+                "- Finding {} versions matching \"{constraints}\"...",
+                provider.for_display()
+            ),
+            InstallEvent::FindingLatest { provider } => {
+                format!("- Finding latest version of {}...", provider.for_display())
+            }
+            InstallEvent::UsingInstalled { provider, version } => format!(
+                "- Using previously-installed {} v{version}",
+                provider.for_display()
+            ),
+            InstallEvent::Installing { provider, version } => {
+                format!("- Installing {} v{version}...", provider.for_display())
+            }
+            InstallEvent::Installed {
+                provider,
+                version,
+                auth,
+            } => format!(
+                "- Installed {} v{version} ({})",
+                provider.for_display(),
+                self.auth_words(auth)
+            ),
+            InstallEvent::Warning(_) => return None,
+        })
+    }
+
+    fn auth_words(&self, auth: &AuthResult) -> String {
+        match auth {
+            AuthResult::Signed(check) if auth.is_third_party_signed() => {
+                format!("{auth}, key ID {}", self.bold(&check.key_id))
+            }
+            _ => auth.to_string(),
+        }
+    }
+
+    /// Terraform's diagnostic layout: a framed block on a colour terminal,
+    /// plain paragraphs otherwise.
+    pub fn render_diagnostic(&self, diag: &Diagnostic) -> String {
+        let word = match diag.severity {
+            Severity::Error => "Error",
+            Severity::Warning => "Warning",
+        };
+        let mut body = Vec::new();
+        let title = if self.color {
+            let colour = match diag.severity {
+                Severity::Error => RED,
+                Severity::Warning => YELLOW,
+            };
+            format!("{colour}{BOLD}{word}: {RESET}{BOLD}{}{RESET}", diag.summary)
+        } else {
+            format!("{word}: {}", diag.summary)
+        };
+        body.push(title);
+        body.push(String::new());
+        if let Some(pos) = &diag.subject {
+            body.push(format!("  on {} line {}:", pos.file.display(), pos.line));
+            body.push(String::new());
+        }
+        if !diag.detail.is_empty() {
+            body.extend(diag.detail.lines().map(str::to_string));
+        }
+        while body.last().is_some_and(|l| l.is_empty()) {
+            body.pop();
+        }
+        if self.color {
+            let colour = match diag.severity {
+                Severity::Error => RED,
+                Severity::Warning => YELLOW,
+            };
+            let mut out = format!("{colour}╷{RESET}\n");
+            for line in body {
+                if line.is_empty() {
+                    out.push_str(&format!("{colour}│{RESET}\n"));
+                } else {
+                    out.push_str(&format!("{colour}│{RESET} {line}\n"));
+                }
+            }
+            out.push_str(&format!("{colour}╵{RESET}\n"));
+            out
+        } else {
+            format!("\n{}\n", body.join("\n"))
+        }
+    }
+
+    /// Warnings go to stdout and errors to stderr, warnings first, as
+    /// Terraform shows them.
+    pub fn print_diagnostics(&self, diags: &Diagnostics) {
+        let mut sorted: Vec<&Diagnostic> = diags.iter().collect();
+        sorted.sort_by_key(|d| d.severity);
+        for diag in sorted {
+            let text = self.render_diagnostic(diag);
+            match diag.severity {
+                Severity::Warning => {
+                    let mut out = std::io::stdout().lock();
+                    let _ = out.write_all(text.as_bytes());
+                }
+                Severity::Error => {
+                    let mut err = std::io::stderr().lock();
+                    let _ = err.write_all(text.as_bytes());
+                }
+            }
+        }
+    }
+}
