@@ -5,6 +5,7 @@
 //! install → lock file.
 
 pub mod addr;
+pub mod cache;
 pub mod cli;
 pub mod cliconfig;
 pub mod commands;

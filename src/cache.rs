@@ -1,0 +1,499 @@
+//! The global plugin cache (`plugin_cache_dir`, `TF_PLUGIN_CACHE_DIR`).
+//!
+//! Laid out like an unpacked mirror (`HOST/NS/TYPE/VERSION/OS_ARCH/`) so
+//! Terraform and tfinstall can share one cache. What Terraform's cache lacks
+//! (hashicorp/terraform#31964, #32915, #32129), this one has:
+//!
+//! * Entries are built in `.tmp/` inside the cache and renamed into place
+//!   whole, never written in place, so no reader sees a partial entry and no
+//!   running provider binary is ever overwritten ("text file busy").
+//! * A per-entry lock file (`.OS_ARCH.lock` beside the entry) makes every
+//!   package download at most once however many processes share the cache;
+//!   waiters reuse the result. Locks are `flock`-style and released by the
+//!   kernel when a process dies, so a killed process never wedges the rest.
+//!   Waiting polls `try_lock` from async code: no runtime thread blocks, and
+//!   two tasks of one process waiting on one entry cannot deadlock
+//!   (opentofu#2967, opentofu#4166).
+//! * Beside each entry, `.OS_ARCH.tfinstall.json` keeps its provenance: the
+//!   `h1:` of the files, the signed `zh:` list and who signed it, and where it
+//!   came from. A cache hit for a provider new to the lock file can then write
+//!   the same complete, verified lock entry a download would, without
+//!   downloading. Terraform ignores these dot-files when it scans the cache.
+//! * Files in an entry are made read-only. Installs hard-link them, so the
+//!   working directory shares the inode: the read-only mode makes an
+//!   accidental write fail instead of corrupting every project that links the
+//!   entry, and tfinstall itself only ever replaces installed packages by
+//!   rename. `tfinstall cache verify` re-hashes entries to find damage done
+//!   anyway (by root, or by a tool that changes modes first).
+
+use std::fs::{self, File};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::addr::{Platform, ProviderAddr};
+use crate::install::layout::unpacked_package_dir;
+use crate::source::PackageLocation;
+use crate::source::filesystem::scan_directory;
+use crate::verify::hash::PackageHash;
+use crate::verify::{AuthResult, SignatureCheck, Trust};
+use crate::version::Version;
+
+const TMP_DIR: &str = ".tmp";
+const CACHEDIR_TAG: &str = "CACHEDIR.TAG";
+const META_FORMAT: u32 = 1;
+
+/// How long a waiter polls before it says it is waiting; OpenTofu uses the
+/// same delay for its "Waiting for lock" line.
+pub const WAIT_NOTICE_AFTER: Duration = Duration::from_secs(5);
+
+#[derive(Clone, Debug)]
+pub struct PluginCache {
+    root: PathBuf,
+}
+
+/// Provenance of one cache entry, stored beside it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EntryMeta {
+    pub format: u32,
+    pub provider: String,
+    pub version: String,
+    pub platform: String,
+    /// `h1:` of the entry's files, as the lock file records it.
+    pub h1: String,
+    /// `zh:` of the archive the entry was unpacked from, when there was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zh: Option<String>,
+    /// Every `zh:` of the signed SHA256SUMS, when the package was signed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub signed_hashes: Vec<String>,
+    pub auth: AuthRecord,
+    /// Where the package came from (URL or path), for `cache verify` reports.
+    pub origin: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum AuthRecord {
+    Unauthenticated,
+    VerifiedChecksum,
+    Signed { trust: TrustRecord, key_id: String },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TrustRecord {
+    Hashicorp,
+    Partner,
+    SelfSigned,
+}
+
+impl From<&AuthResult> for AuthRecord {
+    fn from(auth: &AuthResult) -> Self {
+        match auth {
+            AuthResult::Unauthenticated => AuthRecord::Unauthenticated,
+            AuthResult::VerifiedChecksum => AuthRecord::VerifiedChecksum,
+            AuthResult::Signed(check) => AuthRecord::Signed {
+                trust: match check.trust {
+                    Trust::HashiCorp => TrustRecord::Hashicorp,
+                    Trust::Partner => TrustRecord::Partner,
+                    Trust::SelfSigned => TrustRecord::SelfSigned,
+                },
+                key_id: check.key_id.clone(),
+            },
+        }
+    }
+}
+
+impl From<&AuthRecord> for AuthResult {
+    fn from(record: &AuthRecord) -> Self {
+        match record {
+            AuthRecord::Unauthenticated => AuthResult::Unauthenticated,
+            AuthRecord::VerifiedChecksum => AuthResult::VerifiedChecksum,
+            AuthRecord::Signed { trust, key_id } => AuthResult::Signed(SignatureCheck {
+                trust: match trust {
+                    TrustRecord::Hashicorp => Trust::HashiCorp,
+                    TrustRecord::Partner => Trust::Partner,
+                    TrustRecord::SelfSigned => Trust::SelfSigned,
+                },
+                key_id: key_id.clone(),
+            }),
+        }
+    }
+}
+
+impl EntryMeta {
+    pub fn h1(&self) -> Option<PackageHash> {
+        PackageHash::parse(&self.h1).ok()
+    }
+
+    pub fn signed_hashes(&self) -> Vec<PackageHash> {
+        self.signed_hashes
+            .iter()
+            .filter_map(|h| PackageHash::parse(h).ok())
+            .collect()
+    }
+}
+
+/// A usable entry: the unpacked package, and its provenance when tfinstall
+/// made it (entries Terraform made have none).
+#[derive(Clone, Debug)]
+pub struct CacheEntry {
+    pub dir: PathBuf,
+    pub meta: Option<EntryMeta>,
+}
+
+/// Holding this keeps other processes from filling the same entry.
+#[derive(Debug)]
+pub struct EntryLock {
+    _file: File,
+}
+
+/// One problem `cache verify` found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Damage {
+    pub dir: PathBuf,
+    pub problem: String,
+}
+
+impl PluginCache {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        PluginCache { root: root.into() }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn entry_dir(
+        &self,
+        provider: &ProviderAddr,
+        version: &Version,
+        platform: &Platform,
+    ) -> PathBuf {
+        unpacked_package_dir(&self.root, provider, version, platform)
+    }
+
+    fn sidecar(&self, entry: &Path, suffix: &str) -> PathBuf {
+        let name = entry
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        entry.with_file_name(format!(".{name}{suffix}"))
+    }
+
+    fn meta_path(&self, entry: &Path) -> PathBuf {
+        self.sidecar(entry, ".tfinstall.json")
+    }
+
+    /// The entry for this exact package, if one is complete. Entries are
+    /// only ever renamed into place whole, so existence means complete.
+    pub fn lookup(
+        &self,
+        provider: &ProviderAddr,
+        version: &Version,
+        platform: &Platform,
+    ) -> Option<CacheEntry> {
+        let dir = self.entry_dir(provider, version, platform);
+        if !dir.is_dir() {
+            return None;
+        }
+        let meta = fs::read(self.meta_path(&dir))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<EntryMeta>(&bytes).ok())
+            .filter(|m| m.format == META_FORMAT);
+        Some(CacheEntry { dir, meta })
+    }
+
+    /// Takes the entry's lock, polling so the async runtime keeps running.
+    /// `on_wait` is called once if the lock is still held by someone else
+    /// after [`WAIT_NOTICE_AFTER`].
+    pub async fn lock_entry(
+        &self,
+        provider: &ProviderAddr,
+        version: &Version,
+        platform: &Platform,
+        on_wait: impl FnOnce(),
+    ) -> io::Result<EntryLock> {
+        let dir = self.entry_dir(provider, version, platform);
+        if let Some(parent) = dir.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        self.mark_cache_dir();
+        let file = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.sidecar(&dir, ".lock"))?;
+        let started = Instant::now();
+        let mut on_wait = Some(on_wait);
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(EntryLock { _file: file }),
+                Err(fs::TryLockError::WouldBlock) => {
+                    if started.elapsed() >= WAIT_NOTICE_AFTER
+                        && let Some(notify) = on_wait.take()
+                    {
+                        notify();
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(fs::TryLockError::Error(err)) => return Err(err),
+            }
+        }
+    }
+
+    /// A fresh directory on the cache's filesystem for building an entry.
+    pub fn temp_dir(&self) -> io::Result<tempfile::TempDir> {
+        let tmp = self.root.join(TMP_DIR);
+        fs::create_dir_all(&tmp)?;
+        tempfile::Builder::new().prefix("entry-").tempdir_in(tmp)
+    }
+
+    /// Moves a fully built and verified package into place, then records
+    /// its provenance. Must be called while holding the entry's lock. An
+    /// existing entry (for example one Terraform left that did not verify) is
+    /// moved aside first, so anything already linked to it keeps its files.
+    pub fn insert(
+        &self,
+        built: &Path,
+        provider: &ProviderAddr,
+        version: &Version,
+        platform: &Platform,
+        meta: &EntryMeta,
+    ) -> io::Result<PathBuf> {
+        let dir = self.entry_dir(provider, version, platform);
+        make_read_only(built)?;
+        if fs::symlink_metadata(&dir).is_ok() {
+            let aside = self.temp_dir()?.keep();
+            fs::rename(&dir, aside.join("replaced"))?;
+            let _ = make_writable(&aside);
+            let _ = fs::remove_dir_all(&aside);
+        }
+        if let Some(parent) = dir.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        fs::rename(built, &dir)?;
+        let json = serde_json::to_vec_pretty(meta).map_err(io::Error::other)?;
+        crate::fsutil::write_atomic(&self.meta_path(&dir), &json, 0o644)?;
+        Ok(dir)
+    }
+
+    /// Marks the directory as a cache so backup tools skip it
+    /// (https://bford.info/cachedir/).
+    fn mark_cache_dir(&self) {
+        let tag = self.root.join(CACHEDIR_TAG);
+        if !tag.exists() {
+            let _ = crate::fsutil::write_atomic(
+                &tag,
+                b"Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by tfinstall.\n",
+                0o644,
+            );
+        }
+    }
+
+    /// Every unpacked entry, for `cache verify`.
+    pub fn entries(&self) -> Vec<(ProviderAddr, Version, Platform, PathBuf)> {
+        let mut out = Vec::new();
+        for (provider, packages) in scan_directory(&self.root) {
+            for package in packages {
+                if let PackageLocation::LocalDir(dir) = package.location {
+                    out.push((provider.clone(), package.version, package.platform, dir));
+                }
+            }
+        }
+        out
+    }
+
+    /// Re-hashes every entry tfinstall made against its recorded `h1:`.
+    pub fn verify(&self) -> (usize, Vec<Damage>) {
+        let mut checked = 0;
+        let mut damage = Vec::new();
+        for (_, _, _, dir) in self.entries() {
+            let Some(meta) = fs::read(self.meta_path(&dir))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<EntryMeta>(&b).ok())
+            else {
+                continue;
+            };
+            checked += 1;
+            match PackageHash::h1_of_dir(&dir) {
+                Ok(actual) if actual.as_str() == meta.h1 => {}
+                Ok(actual) => damage.push(Damage {
+                    dir: dir.clone(),
+                    problem: format!("contents changed: expected {}, found {actual}", meta.h1),
+                }),
+                Err(err) => damage.push(Damage {
+                    dir: dir.clone(),
+                    problem: format!("cannot be read: {err}"),
+                }),
+            }
+        }
+        (checked, damage)
+    }
+}
+
+fn make_read_only(dir: &Path) -> io::Result<()> {
+    set_file_modes(dir, &|mode| mode & !0o222)
+}
+
+fn make_writable(dir: &Path) -> io::Result<()> {
+    set_file_modes(dir, &|mode| mode | 0o200)
+}
+
+#[cfg(unix)]
+fn set_file_modes(dir: &Path, change: &dyn Fn(u32) -> u32) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let meta = entry.metadata()?;
+        if meta.is_dir() {
+            set_file_modes(&entry.path(), change)?;
+        } else if meta.is_file() {
+            let mode = meta.permissions().mode();
+            fs::set_permissions(entry.path(), fs::Permissions::from_mode(change(mode)))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn set_file_modes(_dir: &Path, _change: &dyn Fn(u32) -> u32) -> io::Result<()> {
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::addr::Hostname;
+
+    fn provider() -> ProviderAddr {
+        ProviderAddr::new(Hostname::default_registry(), "hashicorp", "null")
+    }
+
+    fn meta(h1: &str) -> EntryMeta {
+        EntryMeta {
+            format: META_FORMAT,
+            provider: provider().to_string(),
+            version: "1.0.0".into(),
+            platform: "linux_amd64".into(),
+            h1: h1.into(),
+            zh: None,
+            signed_hashes: vec!["zh:00".into()],
+            auth: AuthRecord::Signed {
+                trust: TrustRecord::SelfSigned,
+                key_id: "ABCDEF0123456789".into(),
+            },
+            origin: "https://example.com/p.zip".into(),
+        }
+    }
+
+    fn build_entry(cache: &PluginCache, content: &[u8]) -> PathBuf {
+        let built = cache.temp_dir().unwrap().keep();
+        fs::write(built.join("terraform-provider-null"), content).unwrap();
+        built
+    }
+
+    #[test]
+    fn inserted_entries_are_found_with_provenance_and_read_only() {
+        let root = tempfile::tempdir().unwrap();
+        let cache = PluginCache::new(root.path());
+        let (p, v, plat) = (
+            provider(),
+            Version::new(1, 0, 0),
+            Platform::parse("linux_amd64").unwrap(),
+        );
+        assert!(cache.lookup(&p, &v, &plat).is_none());
+        let built = build_entry(&cache, b"binary");
+        let h1 = PackageHash::h1_of_dir(&built).unwrap();
+        let dir = cache
+            .insert(&built, &p, &v, &plat, &meta(h1.as_str()))
+            .unwrap();
+        assert_eq!(
+            dir,
+            root.path()
+                .join("registry.terraform.io/hashicorp/null/1.0.0/linux_amd64")
+        );
+        let entry = cache.lookup(&p, &v, &plat).unwrap();
+        let recorded = entry.meta.unwrap();
+        assert_eq!(recorded.h1(), Some(h1));
+        assert_eq!(AuthResult::from(&recorded.auth).to_string(), "self-signed");
+        let mode = fs::metadata(dir.join("terraform-provider-null"))
+            .unwrap()
+            .permissions();
+        assert!(mode.readonly());
+        assert_eq!(cache.verify(), (1, Vec::new()));
+    }
+
+    #[test]
+    fn replacing_an_entry_keeps_files_linked_to_the_old_one() {
+        let root = tempfile::tempdir().unwrap();
+        let cache = PluginCache::new(root.path());
+        let (p, v, plat) = (
+            provider(),
+            Version::new(1, 0, 0),
+            Platform::parse("linux_amd64").unwrap(),
+        );
+        let first = build_entry(&cache, b"old");
+        let dir = cache.insert(&first, &p, &v, &plat, &meta("h1:x")).unwrap();
+        let linked = root.path().join("linked");
+        fs::hard_link(dir.join("terraform-provider-null"), &linked).unwrap();
+        let second = build_entry(&cache, b"new");
+        cache.insert(&second, &p, &v, &plat, &meta("h1:y")).unwrap();
+        assert_eq!(fs::read(&linked).unwrap(), b"old");
+        assert_eq!(
+            fs::read(dir.join("terraform-provider-null")).unwrap(),
+            b"new"
+        );
+    }
+
+    #[test]
+    fn verify_reports_changed_entries() {
+        let root = tempfile::tempdir().unwrap();
+        let cache = PluginCache::new(root.path());
+        let (p, v, plat) = (
+            provider(),
+            Version::new(1, 0, 0),
+            Platform::parse("linux_amd64").unwrap(),
+        );
+        let built = build_entry(&cache, b"binary");
+        let h1 = PackageHash::h1_of_dir(&built).unwrap();
+        let dir = cache
+            .insert(&built, &p, &v, &plat, &meta(h1.as_str()))
+            .unwrap();
+        let file = dir.join("terraform-provider-null");
+        make_writable(&dir).unwrap();
+        fs::write(&file, b"tampered").unwrap();
+        let (checked, damage) = cache.verify();
+        assert_eq!(checked, 1);
+        assert_eq!(damage.len(), 1);
+        assert!(
+            damage[0].problem.starts_with("contents changed"),
+            "{damage:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_held_lock_makes_others_wait_until_released() {
+        let root = tempfile::tempdir().unwrap();
+        let cache = PluginCache::new(root.path());
+        let (p, v, plat) = (
+            provider(),
+            Version::new(1, 0, 0),
+            Platform::parse("linux_amd64").unwrap(),
+        );
+        let held = cache.lock_entry(&p, &v, &plat, || {}).await.unwrap();
+        let waiter = {
+            let cache = cache.clone();
+            let (p, v, plat) = (p.clone(), v.clone(), plat.clone());
+            tokio::spawn(async move { cache.lock_entry(&p, &v, &plat, || {}).await })
+        };
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(!waiter.is_finished());
+        drop(held);
+        waiter.await.unwrap().unwrap();
+        assert!(root.path().join(CACHEDIR_TAG).exists());
+    }
+}
