@@ -2,6 +2,7 @@
 //! extraction and the installer that drives them.
 
 pub mod extract;
+pub mod hash_memo;
 pub mod installer;
 pub mod layout;
 pub mod link;

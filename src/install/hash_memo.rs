@@ -1,0 +1,223 @@
+//! Remembered `h1:` hashes of installed packages.
+//!
+//! Deciding that a re-run of `init` has nothing to do means knowing that each
+//! installed package still matches the lock file, and hashing every file of
+//! every provider (hundreds of megabytes for the big clouds) on each run would
+//! make the no-op path slower than a download on a fast network. Like git's
+//! index, the hash is remembered together with each file's identity and
+//! change stamps (inode, size, modification and status-change times). Any
+//! write to a file moves its status-change time, which user space cannot set
+//! back, so an unchanged stamp means unchanged content; anything else is
+//! hashed again. As in git, a stamp taken within one clock tick of a file's
+//! last change proves nothing (a second write in the same tick leaves the
+//! times equal), so such "racy" entries are hashed again on the next run.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+use crate::verify::hash::PackageHash;
+
+const MEMO_FILE: &str = ".tfinstall-hashes.json";
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct FileStamp {
+    name: String,
+    size: u64,
+    inode: u64,
+    mtime: i128,
+    ctime: i128,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct Remembered {
+    h1: String,
+    /// When the stamps were taken, in nanoseconds since the Unix epoch.
+    recorded_at: i128,
+    files: Vec<FileStamp>,
+}
+
+/// Wider than the coarse kernel clock tick that file times come from.
+const RACY_NS: i128 = 20_000_000;
+
+impl Remembered {
+    fn trustworthy_for(&self, stamps: &[FileStamp]) -> bool {
+        self.files == stamps
+            && self
+                .files
+                .iter()
+                .all(|f| f.ctime < self.recorded_at - RACY_NS)
+    }
+}
+
+fn now_ns() -> i128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX))
+        .unwrap_or(0)
+}
+
+/// Kept in the data directory; Terraform ignores files it does not know there.
+#[derive(Debug, Default)]
+pub struct HashMemo {
+    path: PathBuf,
+    entries: Mutex<BTreeMap<String, Remembered>>,
+}
+
+impl HashMemo {
+    /// Loads the memo; a missing or unreadable one is simply empty.
+    pub fn load(data_dir: &Path) -> HashMemo {
+        let path = data_dir.join(MEMO_FILE);
+        let entries = fs::read(&path)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+            .unwrap_or_default();
+        HashMemo {
+            path,
+            entries: Mutex::new(entries),
+        }
+    }
+
+    /// The `h1:` of the package in `dir`, from memory when no file changed.
+    pub fn h1_of_dir(&self, dir: &Path) -> io::Result<PackageHash> {
+        let key = dir.to_string_lossy().into_owned();
+        let stamps = stamps_of(dir)?;
+        if let Some(stamps) = &stamps {
+            let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(known) = entries.get(&key)
+                && known.trustworthy_for(stamps)
+                && let Ok(hash) = PackageHash::parse(&known.h1)
+            {
+                return Ok(hash);
+            }
+        }
+        let hash = PackageHash::h1_of_dir(dir)?;
+        if let Some(files) = stamps {
+            self.remember(key, &hash, files);
+        }
+        Ok(hash)
+    }
+
+    /// Records the hash of a package just written to `dir`.
+    pub fn record(&self, dir: &Path, hash: &PackageHash) {
+        if let Ok(Some(files)) = stamps_of(dir) {
+            self.remember(dir.to_string_lossy().into_owned(), hash, files);
+        }
+    }
+
+    fn remember(&self, key: String, hash: &PackageHash, files: Vec<FileStamp>) {
+        let recorded_at = now_ns();
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries.insert(
+            key,
+            Remembered {
+                h1: hash.to_string(),
+                recorded_at,
+                files,
+            },
+        );
+    }
+
+    /// Writes the memo, keeping only packages that still exist. Failing to
+    /// save costs a re-hash next time, never correctness, so errors are
+    /// ignored.
+    pub fn save(&self) {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries.retain(|dir, _| Path::new(dir).is_dir());
+        if let Ok(json) = serde_json::to_vec(&*entries)
+            && self.path.parent().is_some_and(Path::is_dir)
+        {
+            let _ = crate::fsutil::write_atomic(&self.path, &json, 0o644);
+        }
+    }
+}
+
+/// Stamps of every file below `dir` in a stable order, or `None` where the
+/// platform gives no change times to trust (then the hash is always computed).
+#[cfg(unix)]
+fn stamps_of(dir: &Path) -> io::Result<Option<Vec<FileStamp>>> {
+    use std::os::unix::fs::MetadataExt;
+    fn walk(dir: &Path, prefix: &str, out: &mut Vec<FileStamp>) -> io::Result<()> {
+        let mut names: Vec<_> = fs::read_dir(dir)?.collect::<Result<_, _>>()?;
+        names.sort_by_key(|e| e.file_name());
+        for entry in names {
+            let name = format!("{prefix}{}", entry.file_name().to_string_lossy());
+            let meta = fs::metadata(entry.path())?;
+            if meta.is_dir() {
+                walk(&entry.path(), &format!("{name}/"), out)?;
+            } else {
+                out.push(FileStamp {
+                    name,
+                    size: meta.size(),
+                    inode: meta.ino(),
+                    mtime: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+                    ctime: i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()),
+                });
+            }
+        }
+        Ok(())
+    }
+    let mut out = Vec::new();
+    walk(&fs::canonicalize(dir)?, "", &mut out)?;
+    Ok(Some(out))
+}
+
+#[cfg(not(unix))]
+fn stamps_of(_dir: &Path) -> io::Result<Option<Vec<FileStamp>>> {
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remembered_hash_is_reused_until_a_file_changes() {
+        let data = tempfile::tempdir().unwrap();
+        let pkg = data.path().join("pkg");
+        fs::create_dir(&pkg).unwrap();
+        fs::write(pkg.join("terraform-provider-x"), b"one").unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let memo = HashMemo::load(data.path());
+        let first = memo.h1_of_dir(&pkg).unwrap();
+        memo.save();
+        // Prove the memo is used: a wrong remembered hash comes back as is
+        // while no file changes.
+        let reloaded = HashMemo::load(data.path());
+        reloaded
+            .entries
+            .lock()
+            .unwrap()
+            .values_mut()
+            .for_each(|r| r.h1 = "h1:remembered".into());
+        assert_eq!(reloaded.h1_of_dir(&pkg).unwrap().as_str(), "h1:remembered");
+
+        let reloaded = HashMemo::load(data.path());
+        assert_eq!(reloaded.h1_of_dir(&pkg).unwrap(), first);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+
+        fs::write(pkg.join("terraform-provider-x"), b"two").unwrap();
+        let changed = reloaded.h1_of_dir(&pkg).unwrap();
+        assert_ne!(changed, first);
+        assert_eq!(changed, PackageHash::h1_of_dir(&pkg).unwrap());
+    }
+
+    #[test]
+    fn a_stamp_taken_right_after_a_write_is_not_trusted() {
+        let data = tempfile::tempdir().unwrap();
+        let pkg = data.path().join("pkg");
+        fs::create_dir(&pkg).unwrap();
+        fs::write(pkg.join("a"), b"content").unwrap();
+        let memo = HashMemo::load(data.path());
+        memo.record(&pkg, &PackageHash::parse("h1:bogus").unwrap());
+        fs::write(pkg.join("a"), b"content").unwrap();
+        assert_eq!(
+            memo.h1_of_dir(&pkg).unwrap(),
+            PackageHash::h1_of_dir(&pkg).unwrap()
+        );
+    }
+}
