@@ -443,15 +443,15 @@ fn an_http_mirror_is_refused_with_a_clear_message() {
     let server = TestServer::http();
     let project = null_project();
     let url = server.url();
-    project.write_home(".terraformrc", &mirror_rc(&url));
+    let rc = project.write_home(".terraformrc", &mirror_rc(&url));
     let before = project.snapshot();
 
     project
         .init(None, &[])
         .assert_failure()
-        .assert_contains("Error: Invalid URL for provider installation source")
         .assert_contains(&format!(
-            "Cannot use \"{url}\" as a URL for a network provider mirror: the mirror must be at an https: URL."
+            "Error: Invalid URL for provider installation source\n\n  on {} line 2:\n\nCannot use \"{url}\" as a URL for a network provider mirror: the mirror must be at an https: URL.",
+            rc.display()
         ));
     assert!(
         server.requests().is_empty(),
