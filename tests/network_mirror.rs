@@ -16,7 +16,7 @@ const TOKEN: &str = "mirror-secret-token";
 struct Served {
     ca: TestCa,
     server: TestServer,
-    _root: TempDir,
+    root: TempDir,
     /// The mirror base URL, `https://127.0.0.1:PORT/mirror/`.
     base: String,
     tree: PublishedTree,
@@ -37,7 +37,7 @@ impl Served {
         Served {
             ca,
             server,
-            _root: root,
+            root,
             base,
             tree,
         }
@@ -61,6 +61,10 @@ impl Served {
 
     fn init(&self, project: &Project) -> Run {
         project.init(Some(&self.ca), &[])
+    }
+
+    fn upgrade(&self, project: &Project) -> Run {
+        project.init(Some(&self.ca), &["-upgrade"])
     }
 }
 
@@ -181,13 +185,13 @@ fn a_redirected_version_document_resolves_archive_urls_against_where_it_landed()
     // The archive index now lives elsewhere, next to its own copy of the zip
     // under a different name; a bare file name must resolve against the
     // redirect's target, not the URL first asked for.
-    let moved = served._root.path().join("moved");
+    let moved = served.root.path().join("moved");
     std::fs::create_dir_all(&moved).unwrap();
     let zip_name = "renamed-null.zip";
     std::fs::copy(&served.package("3.2.2").path, moved.join(zip_name)).unwrap();
     std::fs::copy(
         served
-            ._root
+            .root
             .path()
             .join("mirror/registry.terraform.io/hashicorp/null/3.2.2.json"),
         moved.join("3.2.2.json"),
@@ -299,7 +303,7 @@ fn a_missing_version_document_aborts_instead_of_falling_through() {
     let served = Served::new(null_mirror());
     std::fs::remove_file(
         served
-            ._root
+            .root
             .path()
             .join("mirror/registry.terraform.io/hashicorp/null/3.2.2.json"),
     )
@@ -309,7 +313,7 @@ fn a_missing_version_document_aborts_instead_of_falling_through() {
     let key = PgpKey::generate();
     Registry::new(&key)
         .provider(ProviderSpec::new("hashicorp", "null", "3.2.2"))
-        .write(served._root.path(), &served.server.url());
+        .write(served.root.path(), &served.server.url());
     let download = format!(
         "/{}",
         Registry::download_path("hashicorp", "null", "3.2.2", &current_platform())
@@ -465,7 +469,7 @@ fn a_json_document_with_the_wrong_content_type_is_refused() {
     let served = Served::new(null_mirror());
     let index = std::fs::read_to_string(
         served
-            ._root
+            .root
             .path()
             .join("mirror/registry.terraform.io/hashicorp/null/index.json"),
     )
@@ -637,4 +641,40 @@ fn a_provider_hostname_with_a_port_is_a_path_below_the_mirror_base() {
             &[&package.h1]
         )])
     );
+}
+
+#[test]
+fn a_refused_upgrade_leaves_the_previous_install_and_lock_alone() {
+    let ca = TestCa::new();
+    let server = TestServer::https(&ca);
+    let served = Served::on(
+        ca,
+        server,
+        NetworkMirror::new().provider(ProviderSpec::new("hashicorp", "null", "3.2.1")),
+    );
+    let project = null_project();
+    project.write_home(".terraformrc", &mirror_rc(&served.base));
+    served
+        .init(&project)
+        .assert_success()
+        .assert_contains("- Installed hashicorp/null v3.2.1 (verified checksum)");
+    let installed = project.snapshot();
+
+    // The mirror gains 3.2.2, but lists a hash its zip does not have.
+    let dir = served.root.path().join("mirror");
+    null_mirror().write(&dir, &served.base);
+    edit_json(
+        &dir.join("registry.terraform.io/hashicorp/null/3.2.2.json"),
+        |doc| {
+            for archive in doc["archives"].as_object_mut().unwrap().values_mut() {
+                archive["hashes"] = serde_json::json!([h1_hash(&[("x", b"y")])]);
+            }
+        },
+    );
+    served
+        .upgrade(&project)
+        .assert_failure()
+        .assert_contains("- Installing hashicorp/null v3.2.2...")
+        .assert_contains("provider package doesn't match the expected checksum");
+    assert_unchanged(&project, &installed);
 }

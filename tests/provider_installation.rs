@@ -18,6 +18,7 @@ const TOKEN: &str = "mirror-secret-token";
 struct World {
     ca: TestCa,
     server: TestServer,
+    /// Served by `server`; kept alive for the test.
     _root: TempDir,
     fs_dir: TempDir,
     key: PgpKey,
@@ -324,7 +325,10 @@ fn dev_overrides_skip_the_provider_and_keep_its_lock_entry() {
         ">= 3.0.0",
         &["h1:kept/as/it/was+AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA="],
     );
-    project.write(".terraform.lock.hcl", &lock_file(&[null_block.clone()]));
+    project.write(
+        ".terraform.lock.hcl",
+        &lock_file(std::slice::from_ref(&null_block)),
+    );
     // HCL 1 quoted keys, after a byte-order mark as Windows editors write it.
     project.write_home(
         ".terraformrc",
@@ -594,4 +598,29 @@ fn plugin_dir_replaces_the_configured_methods() {
         .assert_success()
         .assert_contains("- Installed hashicorp/null v3.2.1 (unauthenticated)")
         .assert_not_contains("Invalid URL");
+}
+
+#[test]
+fn a_credentials_helper_is_reported_as_unsupported() {
+    let world = World::new(
+        FsMirror::new().provider(spec("hashicorp", "null", "3.2.1"), Layout::Packed),
+        NetworkMirror::new(),
+        |registry| registry,
+    );
+    let project = Project::new(&main_tf(&[("null", "hashicorp/null", "~> 3.2")]));
+    let rc = project.write_home(
+        ".terraformrc",
+        &format!(
+            "credentials_helper \"vault\" {{\n  args = [\"--role\", \"ci\"]\n}}\n\nprovider_installation {{\n  filesystem_mirror {{\n    path = \"{}\"\n  }}\n}}\n",
+            world.fs_path()
+        ),
+    );
+    project
+        .init(None, &[])
+        .assert_success()
+        .assert_contains(&format!(
+            "Warning: Credentials helpers are not supported\n\n  on {0} line 1:\n\nThe CLI configuration declares the credentials helper \"vault\" at {0}:1",
+            rc.display()
+        ))
+        .assert_contains("- Installed hashicorp/null v3.2.1 (unauthenticated)");
 }
