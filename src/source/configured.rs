@@ -63,15 +63,23 @@ pub fn build_source(opts: &SourceOptions<'_>) -> (Arc<MultiSource>, Diagnostics)
     let Some(installation) = &opts.cli_config.provider_installation else {
         return (Arc::new(implied_source(opts, registry())), diags);
     };
+    // Terraform drops a method it cannot build and carries on with the rest,
+    // which quietly sends providers to another source (the registry, say,
+    // instead of an air-gapped mirror). tfinstall reports every such method
+    // and installs nothing until the configuration is fixed.
     let mut methods = Vec::new();
     for method in &installation.methods {
+        let pos = &method.pos;
         let selector = match ProviderSelector::parse(&method.include, &method.exclude) {
             Ok(s) => s,
             Err(err) => {
-                diags.push(Diagnostic::warning(
-                    err.summary().unwrap_or("Invalid provider source patterns"),
-                    err.detail(),
-                ));
+                diags.push(
+                    Diagnostic::error(
+                        err.summary().unwrap_or("Invalid provider source patterns"),
+                        err.detail(),
+                    )
+                    .at(&pos.file, pos.line, pos.column),
+                );
                 continue;
             }
         };
@@ -83,12 +91,15 @@ pub fn build_source(opts: &SourceOptions<'_>) -> (Arc<MultiSource>, Diagnostics)
                     Arc::new(NetworkMirror::new(url, api.clone(), tokens.clone()))
                 }
                 _ => {
-                    diags.push(Diagnostic::error(
-                        "Invalid URL for provider installation source",
-                        format!(
-                            "Cannot use {raw:?} as a URL for a network provider mirror: the mirror must be at an https: URL."
-                        ),
-                    ));
+                    diags.push(
+                        Diagnostic::error(
+                            "Invalid URL for provider installation source",
+                            format!(
+                                "Cannot use {raw:?} as a URL for a network provider mirror: the mirror must be at an https: URL."
+                            ),
+                        )
+                        .at(&pos.file, pos.line, pos.column),
+                    );
                     continue;
                 }
             },

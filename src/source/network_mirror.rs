@@ -50,12 +50,7 @@ impl NetworkMirror {
     }
 
     fn token(&self) -> Option<String> {
-        let host = self.base.host_str()?;
-        let host = match self.base.port() {
-            Some(port) => format!("{host}:{port}"),
-            None => host.to_string(),
-        };
-        let host = Hostname::parse(&host).ok()?;
+        let host = Hostname::parse(&host_and_port(&self.base)?).ok()?;
         (self.tokens)(&host)
     }
 
@@ -66,9 +61,12 @@ impl NetworkMirror {
         ))
     }
 
+    /// `BASE/HOST/NS/TYPE/FILE`. The leading `./` keeps a hostname with a
+    /// port (`example.com:8443`) from parsing as a URL scheme, which would
+    /// replace the base instead of extending it.
     fn provider_url(&self, provider: &ProviderAddr, file: &str) -> Result<Url, SourceError> {
         let path = format!(
-            "{}/{}/{}/{file}",
+            "./{}/{}/{}/{file}",
             provider.hostname.as_ascii(),
             provider.namespace,
             provider.type_name
@@ -97,11 +95,10 @@ impl NetworkMirror {
             200 => {}
             404 => return Ok(None),
             401 | 403 => {
+                // Terraform names the host that refused, port included.
+                let host = host_and_port(&response.url).unwrap_or_default();
                 return Err(SourceError::Unauthorized {
-                    message: format!(
-                        "host {} rejected the given authentication credentials",
-                        response.url.host_str().unwrap_or_default()
-                    ),
+                    message: format!("host {host} rejected the given authentication credentials"),
                 });
             }
             code => {
@@ -125,6 +122,15 @@ impl NetworkMirror {
     }
 }
 
+/// `host[:port]` of a URL, the form credentials are configured under.
+fn host_and_port(url: &Url) -> Option<String> {
+    let host = url.host_str()?;
+    Some(match url.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_string(),
+    })
+}
+
 #[async_trait]
 impl Source for NetworkMirror {
     async fn available_versions(
@@ -141,7 +147,10 @@ impl Source for NetworkMirror {
         let doc: IndexDoc = serde_json::from_slice(&response.body).map_err(|err| {
             self.failed(
                 provider,
-                format!("invalid index.json at {}: {err}", response.url),
+                format!(
+                    "invalid response content from mirror server at {}: {err}",
+                    response.url
+                ),
             )
         })?;
         let mut versions: Vec<Version> = doc
@@ -175,7 +184,10 @@ impl Source for NetworkMirror {
         let doc: VersionDoc = serde_json::from_slice(&response.body).map_err(|err| {
             self.failed(
                 provider,
-                format!("invalid {version}.json at {}: {err}", response.url),
+                format!(
+                    "invalid response content from mirror server at {}: {err}",
+                    response.url
+                ),
             )
         })?;
         let Some(archive) = doc.archives.get(&platform.to_string()) else {

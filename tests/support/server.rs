@@ -169,6 +169,8 @@ struct State {
     root: Option<PathBuf>,
     faults: HashMap<String, FaultPlan>,
     ranges: bool,
+    /// (path suffix, token): such paths answer 401 without that bearer token.
+    bearer: Vec<(String, String)>,
     log: Vec<LoggedRequest>,
 }
 
@@ -316,6 +318,15 @@ impl TestServer {
         );
     }
 
+    /// Answers 401 to requests for paths ending in `suffix` (e.g. `.json`)
+    /// unless they carry `Authorization: Bearer TOKEN`, as a private mirror
+    /// or registry does; other paths stay open.
+    pub fn require_bearer(&self, suffix: &str, token: &str) {
+        self.state()
+            .bearer
+            .push((suffix.to_owned(), token.to_owned()));
+    }
+
     pub fn clear_faults(&self) {
         self.state().faults.clear();
     }
@@ -427,6 +438,20 @@ async fn handle(
     let (fault, ranges, route, root) = {
         let mut state = state.lock().expect("test server state");
         state.log.push(LoggedRequest::from_request(&request));
+        let authorization = request
+            .headers()
+            .get(hyper::header::AUTHORIZATION)
+            .and_then(|value| value.to_str().ok());
+        let refused = state.bearer.iter().any(|(suffix, token)| {
+            path.ends_with(suffix.as_str())
+                && authorization.and_then(|value| value.strip_prefix("Bearer ")) != Some(token)
+        });
+        if refused {
+            let response = Response::text("unauthorized\n")
+                .status(401)
+                .header("www-authenticate", "Bearer");
+            return Ok(finish(response, None, head_only));
+        }
         let fault = state.next_fault(&path);
         (
             fault,
