@@ -999,3 +999,51 @@ fn upstream_package_trees_hash_to_the_spec_vectors() {
         .collect();
     assert_eq!(lock, lock_text(&rows));
 }
+
+/// The README's example: the bundled configuration and the mirror beside it.
+#[test]
+fn the_bundled_example_installs_offline() {
+    let case = Case::new();
+    copy_dir(
+        Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/example")),
+        &case.work.join("example"),
+    );
+    let run = |args: &[&str]| {
+        let mut command = support::tfinstall_command(&case.home);
+        command
+            .current_dir(&case.work)
+            .args(["-chdir=example", "init", "-plugin-dir=mirror"])
+            .args(args);
+        Run::from(command.output().unwrap())
+    };
+    let first = run(&[]);
+    first.success().stdout_has(CREATED);
+    assert_eq!(
+        first.progress(),
+        [
+            "- Finding example.com/acme/widget versions matching \">= 1.0.0\"...",
+            "- Finding latest version of hashicorp/null...",
+            "- Finding hashicorp/random versions matching \"~> 3.5, < 3.6.0\"...",
+            "- Installing example.com/acme/widget v1.4.0...",
+            "- Installed example.com/acme/widget v1.4.0 (unauthenticated)",
+            "- Installing hashicorp/null v3.2.2...",
+            "- Installed hashicorp/null v3.2.2 (unauthenticated)",
+            "- Installing hashicorp/random v3.5.1...",
+            "- Installed hashicorp/random v3.5.1 (unauthenticated)",
+        ]
+    );
+    let lock = std::fs::read_to_string(case.work.join("example/.terraform.lock.hcl")).unwrap();
+    for label in [
+        "provider \"example.com/acme/widget\" {\n  version     = \"1.4.0\"\n  constraints = \">= 1.0.0\"\n",
+        "provider \"registry.terraform.io/hashicorp/null\" {\n  version = \"3.2.2\"\n",
+        "provider \"registry.terraform.io/hashicorp/random\" {\n  version     = \"3.5.1\"\n  constraints = \"~> 3.5, < 3.6.0\"\n",
+    ] {
+        assert!(lock.contains(label), "{label}\n{lock}");
+    }
+    let second = run(&["-lockfile=readonly"]);
+    second.success();
+    assert_eq!(
+        second.progress().last().copied(),
+        Some("- Using previously-installed hashicorp/random v3.5.1")
+    );
+}
