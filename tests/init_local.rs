@@ -206,7 +206,14 @@ terraform {
 
     let first_arg = format!("-plugin-dir={}", first.display());
     let second_arg = second.display().to_string();
-    let run = case.init(&[&first_arg, "-plugin-dir", &second_arg]);
+    // Terraform's other flags, as scripts pass them, are accepted too.
+    let run = case.init(&[
+        &first_arg,
+        "-input=false",
+        "-plugin-dir",
+        &second_arg,
+        "-no-color",
+    ]);
     run.success();
     let mut lines = vec![
         "- Finding latest version of hashicorp/alpha...".to_owned(),
@@ -639,6 +646,20 @@ fn chdir_switches_the_working_directory_first() {
     assert_installed(&alpha, &case.work.join("infra/.terraform/plugins"));
     assert!(case.work.join("infra/.terraform.lock.hcl").is_file());
     assert!(!case.data().exists());
+
+    // As in Terraform, the implied terraform.d/plugins directory is found
+    // relative to where the command started, not to -chdir's directory.
+    let beta = Pkg::fake("hashicorp/beta", "1.0.0");
+    beta.write_unpacked(&case.work.join("terraform.d/plugins"));
+    Pkg::fake("hashicorp/beta", "2.0.0")
+        .write_unpacked(&case.work.join("infra/terraform.d/plugins"));
+    case.write("infra/main.tf", "provider \"beta\" {}\n");
+    let mut command = support::tfinstall_command(&case.home);
+    command
+        .current_dir(&case.work)
+        .args(["-chdir=infra", "init"]);
+    Run::from(command.output().unwrap()).success();
+    assert_installed(&beta, &case.work.join("infra/.terraform/plugins"));
 }
 
 #[test]

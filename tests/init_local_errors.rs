@@ -442,3 +442,17 @@ fn help_lists_the_init_flags() {
         .stdout_has("Examples:")
         .stdout_has("Exit status");
 }
+
+#[test]
+fn missing_module_directories_are_named() {
+    let t = Installed::new();
+    t.case.write(
+        "main.tf",
+        &format!(
+            "{MAIN_TF}\nmodule \"local\" {{\n  source = \"./nope\"\n}}\n\nmodule \"remote\" {{\n  source = \"example/remote/aws\"\n}}\n"
+        ),
+    );
+    let run = t.fails(&[]);
+    run.stderr_has("Error: Failed to read module directory\n\n  on main.tf line 14:\n");
+    run.stderr_has("Error: Module not installed\n\n  on main.tf line 18:\n\nModule \"module.remote\" (source \"example/remote/aws\") is not yet installed.");
+}
