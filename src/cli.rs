@@ -32,6 +32,25 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Install the providers the configuration in the working directory needs.
+    #[command(
+        long_about = "Install the providers the configuration in the working directory needs.\n\n\
+Reads every *.tf and *.tf.json file in the working directory, its local child \
+modules and the remote modules listed in .terraform/modules/modules.json; picks \
+one version per provider (the one recorded in .terraform.lock.hcl unless \
+-upgrade is given); installs it below .terraform (or $TF_DATA_DIR); and \
+records the selections in .terraform.lock.hcl, which is rewritten only when \
+its content changes.\n\n\
+Providers come from the -plugin-dir directories when any are given; else from \
+the provider_installation block of the CLI configuration ($TF_CLI_CONFIG_FILE \
+or ~/.terraformrc); else from terraform.d/plugins, ~/.terraform.d/plugins and \
+the XDG data directories, then from each provider's registry.",
+        after_long_help = "Examples:\n  \
+tfinstall init\n  \
+tfinstall init -plugin-dir=/srv/terraform-mirror -lockfile=readonly\n  \
+tfinstall -chdir=infra init -upgrade -layout=providers\n\n\
+Exit status is 0 when every provider is installed and 1 otherwise; a failed \
+run leaves .terraform and the lock file as they were."
+    )]
     Init(InitArgs),
 }
 

@@ -267,5 +267,10 @@ fn write_selections(
     entries.sort_by(|a, b| a.0.cmp(&b.0));
     let map: serde_json::Map<String, serde_json::Value> = entries.into_iter().collect();
     let text = serde_json::to_string_pretty(&map).map_err(std::io::Error::other)?;
+    // Like the lock file, rewritten only when its content changes, so a
+    // no-op run leaves the data directory untouched.
+    if std::fs::read(path).is_ok_and(|old| old == text.as_bytes()) {
+        return Ok(());
+    }
     crate::fsutil::write_atomic(path, text.as_bytes(), 0o644)
 }

@@ -114,7 +114,8 @@ struct Fetched {
     staged: Option<PathBuf>,
     installed_hash: PackageHash,
     hashes: BTreeSet<PackageHash>,
-    signed: bool,
+    /// Whether the lock entry ends up with only locally computed hashes (§10.5).
+    incomplete: bool,
     third_party: bool,
 }
 
@@ -178,12 +179,7 @@ impl Installer {
             third_party_signed: false,
         };
         for f in fetched {
-            let prior = previous.get(&f.provider).map(|l| l.hashes.clone());
-            let only_local = !f.signed
-                && prior
-                    .as_ref()
-                    .is_none_or(|p| p.is_empty() || *p == f.hashes);
-            if only_local {
+            if f.incomplete {
                 outcome.incomplete.push(f.provider.clone());
             }
             outcome.third_party_signed |= f.third_party;
@@ -412,7 +408,7 @@ impl Installer {
                 constraints: lock.map(|l| l.constraints.clone()).unwrap_or(s.constraints),
                 staged: None,
                 installed_hash: hash,
-                signed: false,
+                incomplete: false,
                 third_party: false,
             });
         }
@@ -445,6 +441,10 @@ impl Installer {
         let mut hashes = preferred.clone();
         hashes.insert(package.h1.clone());
         let signed = matches!(package.auth, AuthResult::Signed(_));
+        // Terraform's test: nothing signed this run, and the lock had no
+        // hashes for this version or exactly the one just computed.
+        let incomplete = (!signed || package.signed_hashes.is_empty())
+            && (preferred.is_empty() || preferred == BTreeSet::from([package.h1.clone()]));
         if signed {
             hashes.extend(package.signed_hashes);
         }
@@ -461,7 +461,7 @@ impl Installer {
             staged: Some(staged),
             installed_hash: package.h1,
             hashes,
-            signed,
+            incomplete,
             third_party,
         })
     }

@@ -273,8 +273,11 @@ fn decode_required_provider_object(
                 match ProviderAddr::parse(text) {
                     Ok(parsed) => addr = Some(parsed),
                     Err(err) => diags.push(
-                        Diagnostic::error("Invalid provider source string", err.to_string())
-                            .with_range(&value.range),
+                        Diagnostic::error(
+                            err.summary().unwrap_or("Invalid provider source string"),
+                            err.detail(),
+                        )
+                        .with_range(&value.range),
                     ),
                 }
             }
