@@ -883,10 +883,15 @@ const UPSTREAM: &str = concat!(
     "/testdata/vectors/hashicorp/terraform/internal"
 );
 
+/// Copies a fixture tree, leaving out what a local run of the README's
+/// command leaves behind (ignored by git, so absent from a fresh clone).
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
+        if [".terraform", ".terraform.lock.hcl"].contains(&&*entry.file_name().to_string_lossy()) {
+            continue;
+        }
         let target = to.join(entry.file_name());
         if entry.file_type().unwrap().is_dir() {
             copy_dir(&entry.path(), &target);
