@@ -15,12 +15,17 @@ use tempfile::TempDir;
 /// Two platforms other than the current one, so every test covers a
 /// platform that `init` here could never install.
 fn other_platforms() -> Vec<String> {
-    ["linux_arm64", "darwin_arm64", "windows_amd64", "linux_amd64"]
-        .iter()
-        .map(|p| p.to_string())
-        .filter(|p| *p != current_platform())
-        .take(2)
-        .collect()
+    [
+        "linux_arm64",
+        "darwin_arm64",
+        "windows_amd64",
+        "linux_amd64",
+    ]
+    .iter()
+    .map(|p| p.to_string())
+    .filter(|p| *p != current_platform())
+    .take(2)
+    .collect()
 }
 
 fn all_platforms() -> Vec<String> {
@@ -233,7 +238,10 @@ fn multi_platform_lock_holds_what_init_records_on_each_platform() {
     let mut init = world.command(&["init"]);
     init.current_dir(fresh.path()).assert().success();
     let init_lock = std::fs::read_to_string(fresh.path().join(".terraform.lock.hcl")).unwrap();
-    assert_eq!(locked_hashes(&init_lock), init_hashes(&world.tree, &current));
+    assert_eq!(
+        locked_hashes(&init_lock),
+        init_hashes(&world.tree, &current)
+    );
     // The lock command installs nothing.
     assert!(!world.project.path().join(".terraform").exists());
 }
@@ -257,7 +265,8 @@ fn a_lock_made_by_providers_lock_is_accepted_by_init_unchanged() {
     assert!(output.status.success(), "{}", stderr_of(&output));
     let stdout = stdout_of(&output);
     assert!(
-        stdout.contains("- Reusing previous version of hashicorp/null from the dependency lock file"),
+        stdout
+            .contains("- Reusing previous version of hashicorp/null from the dependency lock file"),
         "{stdout}"
     );
     assert!(!stdout.contains("made some changes"), "{stdout}");
@@ -352,7 +361,10 @@ fn the_installed_package_for_this_platform_is_not_downloaded_again() {
     assert_eq!(world.server.count(&world.zip_path("3.2.0", other)), 1);
     let lock = world.lock_file();
     assert!(lock.contains(world.tree.package("null", "3.2.0", other).h1.as_str()));
-    assert_eq!(snapshot(&world.project.path().join(".terraform")), installed);
+    assert_eq!(
+        snapshot(&world.project.path().join(".terraform")),
+        installed
+    );
 }
 
 #[test]
