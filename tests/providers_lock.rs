@@ -330,13 +330,16 @@ fn a_new_platform_adds_checksums_to_an_existing_lock() {
 
 #[test]
 fn the_installed_package_for_this_platform_is_not_downloaded_again() {
+    for layout in ["-layout=providers", "-layout=plugins"] {
+        installed_package_is_reused(layout);
+    }
+}
+
+fn installed_package_is_reused(layout: &str) {
     let world = World::null(&all_platforms());
     let current = current_platform();
     let other = &other_platforms()[0];
-    world
-        .command(&["init", "-layout=providers"])
-        .assert()
-        .success();
+    world.command(&["init", layout]).assert().success();
     let installed = snapshot(&world.project.path().join(".terraform"));
     world.server.clear_log();
 

@@ -6,7 +6,8 @@
 //!
 //! Unlike Terraform, the platforms are fetched concurrently, and a package
 //! already installed for this platform that matches the lock file is used
-//! as it is instead of being downloaded again.
+//! as it is instead of being downloaded again. The installed tree is only
+//! ever read.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -211,15 +212,11 @@ async fn install_platforms(
     let downloader = Arc::new(Downloader::new(client, DownloadSettings::default()));
     let output = Arc::new(OrderedOutput::new(platforms.len()));
     let installs = platforms.iter().enumerate().map(|(slot, platform)| {
-        // Nothing is ever committed, so pointing the installer at the real
-        // installed tree only lets it find packages it need not download.
-        let layout =
-            installed_layout(data_dir, requirements, previous, platform).unwrap_or_else(|| {
-                InstallLayout::new(
-                    temp.path().join(platform.to_string()),
-                    LayoutKind::Providers,
-                )
-            });
+        let layout = InstallLayout::new(
+            temp.path().join(platform.to_string()),
+            LayoutKind::Providers,
+        );
+        link_installed(data_dir, requirements, previous, platform, &layout);
         let events_output = output.clone();
         let events_platform = platform.clone();
         let ui = *ui;
@@ -290,26 +287,47 @@ async fn install_platforms(
     ))
 }
 
-/// The installed tree (either layout) when it holds a locked package for
-/// `platform`; the installer uses such a package when it matches the lock.
-fn installed_layout(
+/// Makes the packages installed for `platform` (in either layout) visible
+/// in the throwaway `layout` through symlinks, so the installer finds them
+/// there and, when they match the lock file, uses them instead of
+/// downloading. Where a link cannot be made the package is simply fetched.
+fn link_installed(
     data_dir: &Path,
     requirements: &BTreeMap<ProviderAddr, VersionConstraints>,
     previous: &Locks,
     platform: &Platform,
-) -> Option<InstallLayout> {
-    [LayoutKind::Providers, LayoutKind::Plugins]
-        .into_iter()
-        .map(|kind| InstallLayout::new(data_dir, kind))
-        .find(|layout| {
-            requirements.keys().any(|provider| {
-                previous.get(provider).is_some_and(|lock| {
-                    layout
-                        .package_dir(provider, &lock.version, platform)
-                        .is_dir()
-                })
+    layout: &InstallLayout,
+) {
+    for provider in requirements.keys() {
+        let Some(lock) = previous.get(provider) else {
+            continue;
+        };
+        let installed = [LayoutKind::Providers, LayoutKind::Plugins]
+            .into_iter()
+            .map(|kind| {
+                InstallLayout::new(data_dir, kind).package_dir(provider, &lock.version, platform)
             })
-        })
+            .find(|dir| dir.is_dir())
+            .and_then(|dir| std::fs::canonicalize(dir).ok());
+        if let Some(installed) = installed {
+            let link = layout.package_dir(provider, &lock.version, platform);
+            if let Some(parent) = link.parent()
+                && std::fs::create_dir_all(parent).is_ok()
+            {
+                let _ = symlink_dir(&installed, &link);
+            }
+        }
+    }
+}
+
+#[cfg(unix)]
+fn symlink_dir(target: &Path, link: &Path) -> std::io::Result<()> {
+    std::os::unix::fs::symlink(target, link)
+}
+
+#[cfg(windows)]
+fn symlink_dir(target: &Path, link: &Path) -> std::io::Result<()> {
+    std::os::windows::fs::symlink_dir(target, link)
 }
 
 fn event_line(ui: &Ui, platform: &Platform, event: &InstallEvent) -> Option<String> {
