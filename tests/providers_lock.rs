@@ -571,3 +571,26 @@ fn a_download_that_fails_verification_changes_nothing() {
         ],
     );
 }
+
+#[test]
+fn locked_hashes_are_kept_but_not_enforced() {
+    let world = World::null(&all_platforms());
+    let stale = "h1:c3RhbGUgaGFzaCBmcm9tIGFub3RoZXIgYnVpbGQgb2YgdGhlIHBhY2thZ2U=";
+    std::fs::write(
+        world.project.path().join(".terraform.lock.hcl"),
+        format!(
+            "provider \"registry.terraform.io/hashicorp/null\" {{\n  version     = \"3.2.0\"\n  constraints = \"~> 3.0\"\n  hashes = [\n    \"{stale}\",\n  ]\n}}\n"
+        ),
+    )
+    .unwrap();
+    let output = world.command(&["providers", "lock"]).output().unwrap();
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    assert!(stdout_of(&output).contains(&format!(
+        "- Obtained hashicorp/null checksums for {}; Additional checksums for this platform are now tracked in the lock file\n",
+        current_platform()
+    )));
+    let mut expected = init_hashes(&world.tree, &current_platform());
+    expected.push(stale.to_string());
+    expected.sort();
+    assert_eq!(locked_hashes(&world.lock_file()), expected);
+}
