@@ -52,6 +52,75 @@ Exit status is 0 when every provider is installed and 1 otherwise; a failed \
 run leaves .terraform and the lock file as they were."
     )]
     Init(InitArgs),
+    /// Lock file and mirror maintenance for the configuration's providers.
+    #[command(subcommand)]
+    Providers(ProvidersCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProvidersCommand {
+    /// Record in .terraform.lock.hcl the checksums of the configuration's
+    /// providers for each given platform, as `terraform providers lock` does.
+    Lock(ProvidersLockArgs),
+    /// Copy the configuration's providers into DIR as a filesystem mirror
+    /// that any static web server can also serve as a network mirror.
+    Mirror(ProvidersMirrorArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ProvidersLockArgs {
+    /// Target platform to obtain checksums for (repeatable); default: this one.
+    #[arg(long = "platform", value_name = "OS_ARCH")]
+    pub platforms: Vec<String>,
+
+    /// Consult this filesystem mirror directory instead of the origin registries.
+    #[arg(long = "fs-mirror", value_name = "DIR")]
+    pub fs_mirror: Option<String>,
+
+    /// Consult this network mirror (an https: base URL) instead of the origin registries.
+    #[arg(long = "net-mirror", value_name = "URL")]
+    pub net_mirror: Option<String>,
+
+    /// How many providers to fetch at once for each platform.
+    #[arg(long, default_value_t = 8, value_name = "N")]
+    pub parallelism: usize,
+
+    /// Disable coloured output.
+    #[arg(long = "no-color")]
+    pub no_color: bool,
+
+    /// Lock only these providers (source addresses such as hashicorp/aws).
+    #[arg(value_name = "PROVIDER")]
+    pub providers: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ProvidersMirrorArgs {
+    /// Target platform to mirror packages for (repeatable); default: this one.
+    #[arg(long = "platform", value_name = "OS_ARCH")]
+    pub platforms: Vec<String>,
+
+    /// Set to false to mirror the newest acceptable versions even when
+    /// .terraform.lock.hcl selects others.
+    #[arg(
+        long = "lock-file",
+        value_name = "BOOL",
+        default_value_t = true,
+        action = clap::ArgAction::Set
+    )]
+    pub lock_file: bool,
+
+    /// How many packages to fetch at once.
+    #[arg(long, default_value_t = 8, value_name = "N")]
+    pub parallelism: usize,
+
+    /// Disable coloured output.
+    #[arg(long = "no-color")]
+    pub no_color: bool,
+
+    /// The mirror directory (exactly one).
+    #[arg(value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -182,8 +251,51 @@ mod tests {
             .iter()
             .map(OsString::from),
         ));
-        let Command::Init(args) = cli.command;
+        let Command::Init(args) = cli.command else {
+            panic!("expected init");
+        };
         assert_eq!(args.plugin_dirs, [PathBuf::from("a"), PathBuf::from("b")]);
         assert_eq!(args.lockfile.as_deref(), Some("readonly"));
+    }
+
+    #[test]
+    fn providers_subcommands_take_terraform_spelling() {
+        let cli = Cli::parse_from(normalize_args(
+            [
+                "tfinstall",
+                "providers",
+                "lock",
+                "-platform=linux_amd64",
+                "-platform",
+                "darwin_arm64",
+                "-fs-mirror=m",
+                "hashicorp/null",
+            ]
+            .iter()
+            .map(OsString::from),
+        ));
+        let Command::Providers(ProvidersCommand::Lock(args)) = cli.command else {
+            panic!("expected providers lock");
+        };
+        assert_eq!(args.platforms, ["linux_amd64", "darwin_arm64"]);
+        assert_eq!(args.fs_mirror.as_deref(), Some("m"));
+        assert_eq!(args.providers, ["hashicorp/null"]);
+
+        let cli = Cli::parse_from(normalize_args(
+            [
+                "tfinstall",
+                "providers",
+                "mirror",
+                "-lock-file=false",
+                "out",
+            ]
+            .iter()
+            .map(OsString::from),
+        ));
+        let Command::Providers(ProvidersCommand::Mirror(args)) = cli.command else {
+            panic!("expected providers mirror");
+        };
+        assert!(!args.lock_file);
+        assert_eq!(args.dirs, [PathBuf::from("out")]);
     }
 }

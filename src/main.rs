@@ -2,7 +2,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use tfinstall::cli::{Cli, Command, normalize_args};
+use tfinstall::cli::{Cli, Command, ProvidersCommand, normalize_args};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse_from(normalize_args(std::env::args_os())) {
@@ -45,6 +45,12 @@ fn main() -> ExitCode {
     };
     let ok = match cli.command {
         Command::Init(args) => runtime.block_on(tfinstall::commands::init::run(args, launch_dir)),
+        Command::Providers(ProvidersCommand::Lock(args)) => {
+            runtime.block_on(tfinstall::commands::providers::lock::run(args))
+        }
+        Command::Providers(ProvidersCommand::Mirror(args)) => runtime.block_on(
+            tfinstall::commands::providers::mirror::run(args, launch_dir),
+        ),
     };
     if ok {
         ExitCode::SUCCESS

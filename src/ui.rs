@@ -82,7 +82,7 @@ impl Ui {
         })
     }
 
-    fn auth_words(&self, auth: &AuthResult) -> String {
+    pub fn auth_words(&self, auth: &AuthResult) -> String {
         match auth {
             AuthResult::Signed(check) if auth.is_third_party_signed() => {
                 format!("{auth}, key ID {}", self.bold(&check.key_id))

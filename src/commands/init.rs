@@ -211,7 +211,7 @@ fn finish(
 
 /// Terraform reports CLI configuration errors but carries on, since most of
 /// the configuration is still usable.
-fn print_config_problems(ui: &Ui, diags: &Diagnostics) {
+pub fn print_config_problems(ui: &Ui, diags: &Diagnostics) {
     if diags.has_errors() {
         eprintln!("There are some problems with the CLI configuration:");
         ui.print_diagnostics(diags);

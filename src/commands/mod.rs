@@ -1,3 +1,4 @@
 //! One file per subcommand: thin orchestration of the pipeline stages.
 
 pub mod init;
+pub mod providers;

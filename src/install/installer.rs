@@ -35,6 +35,16 @@ pub enum InstallMode {
     Normal,
     /// `-upgrade`: the newest acceptable version, lock entries notwithstanding.
     Upgrade,
+    /// `providers lock` (Terraform's mode F): versions as in `Normal`, but a
+    /// downloaded package need not match the hashes already locked, since
+    /// the point is to learn the hashes the source vouches for now.
+    Force,
+}
+
+impl InstallMode {
+    fn honours_locked_version(self) -> bool {
+        self != InstallMode::Upgrade
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -158,7 +168,7 @@ impl Installer {
                 ),
             ))
         })?;
-        let fetched = self.fetch_all(selected, previous, &staging).await?;
+        let fetched = self.fetch_all(selected, previous, &staging, mode).await?;
 
         // Providers no longer required leave the lock file (§8 step 4).
         let mut locks = previous.clone();
@@ -211,7 +221,7 @@ impl Installer {
         mode: InstallMode,
     ) -> Result<Vec<Selected>, Diagnostics> {
         for (provider, constraints) in wanted {
-            let locked = mode == InstallMode::Normal && previous.get(provider).is_some();
+            let locked = mode.honours_locked_version() && previous.get(provider).is_some();
             let provider = provider.clone();
             (self.events)(if locked {
                 InstallEvent::ReusingLocked { provider }
@@ -261,7 +271,7 @@ impl Installer {
             )
         };
         let locked = match previous.get(provider) {
-            Some(lock) if mode == InstallMode::Normal => {
+            Some(lock) if mode.honours_locked_version() => {
                 if !constraints.allows(&lock.version) {
                     return Err(query_failed(format!(
                         "locked provider {provider} {} does not match configured version constraint {constraints}; must use terraform init -upgrade to allow selection of new versions",
@@ -342,6 +352,7 @@ impl Installer {
         selected: Vec<Selected>,
         previous: &Locks,
         staging: &Staging,
+        mode: InstallMode,
     ) -> Result<Vec<Fetched>, Diagnostics> {
         let order = Arc::new(OrderedEvents::new(selected.len(), self.events.clone()));
         let results: Vec<Result<Fetched, Diagnostic>> =
@@ -350,7 +361,7 @@ impl Installer {
                     let order = order.clone();
                     async move {
                         let emit = |event| order.emit(index, event);
-                        let result = self.fetch_one(s, previous, staging, &emit).await;
+                        let result = self.fetch_one(s, previous, staging, mode, &emit).await;
                         order.finish(index);
                         result
                     }
@@ -378,6 +389,7 @@ impl Installer {
         s: Selected,
         previous: &Locks,
         staging: &Staging,
+        mode: InstallMode,
         emit: &(dyn Fn(InstallEvent) + Sync),
     ) -> Result<Fetched, Diagnostic> {
         let lock = previous.get(&s.provider).filter(|l| l.version == s.version);
@@ -433,8 +445,13 @@ impl Installer {
             version: s.version.clone(),
         });
         let staged = staging.new_path(&format!("{}-{}", s.provider.type_name, s.version));
+        let allowed = if mode == InstallMode::Force {
+            BTreeSet::new()
+        } else {
+            preferred.clone()
+        };
         let package = self
-            .stage_package(&meta, &preferred, staging, &staged)
+            .stage_package(&meta, &allowed, staging, &staged)
             .await
             .map_err(install_failed)?;
 
@@ -595,7 +612,7 @@ async fn stage_unpacked(
 
 /// Runs the source's authentication for an archive whose SHA-256 is known
 /// (§7.1, §7.4). Registry signatures are checked before anything is unpacked.
-fn authenticate_archive(
+pub fn authenticate_archive(
     meta: &PackageMeta,
     digest: &[u8; 32],
     zh: &PackageHash,
@@ -646,7 +663,7 @@ fn verify_signed(
     verify_sums_signature(&signed.sha256sums, &signed.signature, &signed.keys)
 }
 
-fn mirror_mismatch(listed: &[PackageHash]) -> String {
+pub fn mirror_mismatch(listed: &[PackageHash]) -> String {
     let required: Vec<&PackageHash> = listed.iter().filter(|h| h.is_preferred()).collect();
     if required.len() == 1 {
         format!(

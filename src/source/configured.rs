@@ -33,6 +33,18 @@ pub struct SourceOptions<'a> {
 }
 
 pub fn build_source(opts: &SourceOptions<'_>) -> (Arc<MultiSource>, Diagnostics) {
+    build_source_excluding(opts, None)
+}
+
+/// `build_source` without any filesystem mirror that is the directory
+/// `excluded`: `providers mirror` writes into it, and a mirror must not be
+/// its own source (Terraform sidesteps this by ignoring the CLI
+/// configuration altogether).
+pub fn build_source_excluding(
+    opts: &SourceOptions<'_>,
+    excluded: Option<&Path>,
+) -> (Arc<MultiSource>, Diagnostics) {
+    let is_excluded = |dir: &Path| excluded.is_some_and(|ex| same_dir(dir, ex));
     let mut diags = Diagnostics::new();
     if !opts.plugin_dirs.is_empty() {
         let methods = opts
@@ -61,7 +73,10 @@ pub fn build_source(opts: &SourceOptions<'_>) -> (Arc<MultiSource>, Diagnostics)
         || -> Arc<dyn Source> { Arc::new(RegistrySource::new(discovery.clone(), api.clone())) };
 
     let Some(installation) = &opts.cli_config.provider_installation else {
-        return (Arc::new(implied_source(opts, registry())), diags);
+        return (
+            Arc::new(implied_source(opts, registry(), &is_excluded)),
+            diags,
+        );
     };
     // Terraform drops a method it cannot build and carries on with the rest,
     // which quietly sends providers to another source (the registry, say,
@@ -84,6 +99,7 @@ pub fn build_source(opts: &SourceOptions<'_>) -> (Arc<MultiSource>, Diagnostics)
             }
         };
         let source: Arc<dyn Source> = match &method.location {
+            MethodLocation::FilesystemMirror(path) if is_excluded(path) => continue,
             MethodLocation::FilesystemMirror(path) => Arc::new(FilesystemMirror::new(path.clone())),
             MethodLocation::Direct => registry(),
             MethodLocation::NetworkMirror(raw) => match Url::parse(raw) {
@@ -142,10 +158,17 @@ pub fn implied_mirror_dirs(env: &CliEnv, launch_dir: &Path) -> Vec<PathBuf> {
     dirs.into_iter().filter(|d| d.is_dir()).collect()
 }
 
-fn implied_source(opts: &SourceOptions<'_>, registry: Arc<dyn Source>) -> MultiSource {
+fn implied_source(
+    opts: &SourceOptions<'_>,
+    registry: Arc<dyn Source>,
+    is_excluded: &dyn Fn(&Path) -> bool,
+) -> MultiSource {
     let mut methods = Vec::new();
     let mut found_locally: BTreeSet<ProviderAddr> = BTreeSet::new();
     for dir in implied_mirror_dirs(opts.env, opts.launch_dir) {
+        if is_excluded(&dir) {
+            continue;
+        }
         let mirror = FilesystemMirror::new(dir);
         found_locally.extend(mirror.packages().keys().cloned());
         methods.push(MultiSourceMethod {
@@ -163,4 +186,13 @@ fn implied_source(opts: &SourceOptions<'_>, registry: Arc<dyn Source>) -> MultiS
         },
     });
     MultiSource::new(methods)
+}
+
+/// Whether two paths name the same directory; paths that do not exist yet
+/// are compared as written.
+fn same_dir(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
+    }
 }

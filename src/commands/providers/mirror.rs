@@ -1,0 +1,654 @@
+//! `tfinstall providers mirror DIR`: copies the configuration's providers
+//! into DIR in the packed layout (§5.2) and writes the network mirror
+//! protocol's `index.json` and `VERSION.json` beside them (seed 000, static
+//! site), so DIR works as a filesystem mirror and, served by any static web
+//! server, as a network mirror.
+//!
+//! Unlike Terraform's command (hashicorp/terraform#28333): packages already
+//! in DIR that still authenticate against their source are not downloaded
+//! again; packages are fetched concurrently; indexes keep every version and
+//! platform DIR already lists; JSON files are replaced atomically and only
+//! when every package succeeded; and the CLI configuration's installation
+//! methods are the sources, so a mirror can be made from a mirror.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use tokio::sync::Semaphore;
+
+use super::{OrderedOutput, configuration_requirements, http_client, target_platforms};
+use crate::addr::{Platform, ProviderAddr};
+use crate::cli::ProvidersMirrorArgs;
+use crate::cliconfig::{self, CliEnv};
+use crate::commands::init::{LOCK_FILE, data_dir, print_config_problems};
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::fetch::{DownloadSettings, Downloader};
+use crate::fsutil::write_atomic;
+use crate::install::installer::{authenticate_archive, mirror_mismatch};
+use crate::lockfile::Locks;
+use crate::source::configured::{SourceOptions, build_source_excluding};
+use crate::source::filesystem::scan_directory;
+use crate::source::{PackageAuthentication, PackageLocation, PackageMeta, Source};
+use crate::ui::Ui;
+use crate::verify::AuthResult;
+use crate::verify::hash::PackageHash;
+use crate::version::{Version, VersionConstraints};
+
+pub async fn run(args: ProvidersMirrorArgs, launch_dir: PathBuf) -> bool {
+    let ui = Ui::detect(args.no_color);
+    match mirror(&args, &launch_dir, &ui).await {
+        Ok(warnings) => {
+            ui.print_diagnostics(&warnings);
+            true
+        }
+        Err(diags) => {
+            ui.print_diagnostics(&diags);
+            false
+        }
+    }
+}
+
+/// What one run placed in (or verified in) the mirror, with the hashes its
+/// `VERSION.json` entry gets.
+struct Mirrored {
+    provider: ProviderAddr,
+    version: Version,
+    platform: Platform,
+    hashes: Vec<PackageHash>,
+}
+
+/// Everything the concurrent tasks share.
+struct Run {
+    dir: PathBuf,
+    source: Arc<dyn Source>,
+    downloader: Downloader,
+    /// Bounds the queries and downloads in flight.
+    permits: Semaphore,
+    /// Downloads land here (inside DIR, so placing them is a rename) and
+    /// whatever is left disappears with it.
+    staging: tempfile::TempDir,
+    counter: AtomicUsize,
+    platforms: Vec<Platform>,
+    locks: Option<Locks>,
+    output: OrderedOutput,
+}
+
+async fn mirror(
+    args: &ProvidersMirrorArgs,
+    launch_dir: &Path,
+    ui: &Ui,
+) -> Result<Diagnostics, Diagnostics> {
+    let [dir] = args.dirs.as_slice() else {
+        return Err(Diagnostic::error(
+            "No output directory specified",
+            "The providers mirror command requires an output directory as a command-line argument.",
+        )
+        .into());
+    };
+    let platforms = target_platforms(&args.platforms)?;
+    let data_dir = data_dir();
+    let (requirements, mut warnings) = configuration_requirements(&data_dir)?;
+    let locks = if args.lock_file {
+        let (locks, lock_diags) = Locks::load(Path::new(LOCK_FILE));
+        if lock_diags.has_errors() {
+            return Err(lock_diags);
+        }
+        warnings.extend(lock_diags);
+        Some(locks)
+    } else {
+        None
+    };
+
+    let env = CliEnv::from_process();
+    let (cli_config, config_diags) = cliconfig::load(&env);
+    print_config_problems(ui, &config_diags);
+    let client = http_client()?;
+    let (source, source_diags) = build_source_excluding(
+        &SourceOptions {
+            plugin_dirs: &[],
+            cli_config: &cli_config,
+            env: &env,
+            launch_dir,
+            client: client.clone(),
+        },
+        Some(dir),
+    );
+    if source_diags.has_errors() {
+        return Err(source_diags);
+    }
+    ui.print_diagnostics(&source_diags);
+
+    let staging = std::fs::create_dir_all(dir)
+        .and_then(|()| {
+            tempfile::Builder::new()
+                .prefix(".tfinstall-mirror-")
+                .tempdir_in(dir)
+        })
+        .map_err(|err| {
+            Diagnostics::from(Diagnostic::error(
+                "Cannot create the mirror directory",
+                format!(
+                    "Could not create {} or a staging directory in it: {err}. Check that the path is a writable directory.",
+                    dir.display()
+                ),
+            ))
+        })?;
+    // One header slot per provider, then one slot per platform.
+    let slots_per_provider = 1 + platforms.len();
+    let run = Run {
+        dir: dir.clone(),
+        source,
+        downloader: Downloader::new(client, DownloadSettings::default()),
+        permits: Semaphore::new(args.parallelism.max(1)),
+        staging,
+        counter: AtomicUsize::new(0),
+        output: OrderedOutput::new(requirements.len() * slots_per_provider),
+        platforms,
+        locks,
+    };
+    let tasks = requirements
+        .iter()
+        .enumerate()
+        .map(|(i, (provider, constraints))| {
+            mirror_provider(&run, i * slots_per_provider, provider, constraints)
+        });
+    let results = futures_util::future::join_all(tasks).await;
+
+    let mut diags = Diagnostics::new();
+    let mut mirrored = Vec::new();
+    for result in results {
+        match result {
+            Ok(done) => mirrored.extend(done),
+            Err(errors) => diags.extend(errors),
+        }
+    }
+    if diags.has_errors() {
+        // The indexes keep describing only what they described before.
+        return Err(diags);
+    }
+    let dir = run.dir.clone();
+    tokio::task::spawn_blocking(move || update_indexes(&dir, &mirrored))
+        .await
+        .map_err(|err| {
+            Diagnostics::from(Diagnostic::error(
+                "Failed to update indexes",
+                err.to_string(),
+            ))
+        })??;
+    Ok(warnings)
+}
+
+async fn mirror_provider(
+    run: &Run,
+    first_slot: usize,
+    provider: &ProviderAddr,
+    constraints: &VersionConstraints,
+) -> Result<Vec<Mirrored>, Diagnostics> {
+    let platform_slots = (first_slot + 1)..(first_slot + 1 + run.platforms.len());
+    let finish_all = || {
+        run.output.finish(first_slot);
+        platform_slots
+            .clone()
+            .for_each(|slot| run.output.finish(slot));
+    };
+    if provider.is_builtin() {
+        run.output.line(
+            first_slot,
+            format!(
+                "- Skipping {} because it is built in to Terraform CLI",
+                provider.for_display()
+            ),
+        );
+        finish_all();
+        return Ok(Vec::new());
+    }
+    run.output.line(
+        first_slot,
+        format!("- Mirroring {}...", provider.for_display()),
+    );
+    let version = match select_version(run, provider, constraints).await {
+        Ok((version, line)) => {
+            run.output.line(first_slot, line);
+            run.output.finish(first_slot);
+            version
+        }
+        Err(diag) => {
+            finish_all();
+            return Err(diag.into());
+        }
+    };
+    let jobs = run
+        .platforms
+        .iter()
+        .zip(platform_slots)
+        .map(|(platform, slot)| {
+            let version = &version;
+            async move {
+                let result = mirror_package(run, slot, provider, version, platform).await;
+                run.output.finish(slot);
+                result
+            }
+        });
+    let results = futures_util::future::join_all(jobs).await;
+    let mut diags = Diagnostics::new();
+    let mut done = Vec::new();
+    for result in results {
+        match result {
+            Ok(m) => done.push(m),
+            Err(d) => diags.push(d),
+        }
+    }
+    if diags.has_errors() {
+        Err(diags)
+    } else {
+        Ok(done)
+    }
+}
+
+/// The locked version when the lock file has one (Terraform ≥ 1.4), else the
+/// newest acceptable one; with the line that says which and why.
+async fn select_version(
+    run: &Run,
+    provider: &ProviderAddr,
+    constraints: &VersionConstraints,
+) -> Result<(Version, String), Diagnostic> {
+    let not_available = |err: String| {
+        Diagnostic::error(
+            "Provider not available",
+            format!("Failed to download {provider} from its origin registry: {err}."),
+        )
+    };
+    let available = {
+        let _permit = run.permits.acquire().await;
+        run.source
+            .available_versions(provider)
+            .await
+            .map_err(|err| not_available(err.to_string()))?
+    };
+    let constraints_text = constraints.to_string();
+    if let Some(lock) = run.locks.as_ref().and_then(|l| l.get(provider)) {
+        if !constraints.allows(&lock.version) {
+            return Err(Diagnostic::error(
+                "Inconsistent dependency lock file",
+                format!(
+                    "The dependency lock file selects {} v{}, which does not match the configured version constraint {constraints_text}.\n\nTo update the locked dependency selections to match a changed configuration, run:\n  terraform init -upgrade",
+                    provider.for_display(),
+                    lock.version
+                ),
+            ));
+        }
+        if !available.versions.contains(&lock.version) {
+            return Err(not_available(format!(
+                "the version {} selected by the dependency lock file is no longer available",
+                lock.version
+            )));
+        }
+        let line = format!(
+            "  - Selected v{} to match dependency lock file",
+            lock.version
+        );
+        return Ok((lock.version.clone(), line));
+    }
+    let Some(version) = constraints.newest_allowed(&available.versions) else {
+        return Err(not_available(format!(
+            "no releases match the given constraints {constraints_text}"
+        )));
+    };
+    let line = if constraints_text.is_empty() {
+        format!("  - Selected v{version} with no constraints")
+    } else {
+        format!("  - Selected v{version} to meet constraints {constraints_text}")
+    };
+    Ok((version.clone(), line))
+}
+
+async fn mirror_package(
+    run: &Run,
+    slot: usize,
+    provider: &ProviderAddr,
+    version: &Version,
+    platform: &Platform,
+) -> Result<Mirrored, Diagnostic> {
+    let _permit = run.permits.acquire().await;
+    let failed = |summary: &str, err: String| {
+        Diagnostic::error(
+            summary,
+            format!("Failed to download {provider} v{version} for {platform}: {err}."),
+        )
+    };
+    let meta = run
+        .source
+        .package_meta(provider, version, platform)
+        .await
+        .map_err(|err| failed("Provider release not available", err.to_string()))?;
+    let target = packed_path(&run.dir, provider, version, platform);
+    let mirrored = |hashes| Mirrored {
+        provider: provider.clone(),
+        version: version.clone(),
+        platform: platform.clone(),
+        hashes,
+    };
+
+    if target.is_file() {
+        match already_mirrored(&meta, &target).await {
+            Some((auth, hashes)) => {
+                let how = match auth {
+                    AuthResult::Unauthenticated => String::new(),
+                    auth => format!(" ({auth})"),
+                };
+                run.output.line(
+                    slot,
+                    format!("  - Package for {platform} is already in the mirror{how}"),
+                );
+                return Ok(mirrored(hashes));
+            }
+            None => run.output.line(
+                slot,
+                format!(
+                    "  - Package for {platform} in the mirror does not match its source; replacing it"
+                ),
+            ),
+        }
+    }
+
+    run.output
+        .line(slot, format!("  - Downloading package for {platform}..."));
+    let n = run.counter.fetch_add(1, Ordering::Relaxed);
+    let staged = run.staging.path().join(format!("{n}-{}", meta.filename));
+    let digest = obtain(run, &meta, &staged)
+        .await
+        .map_err(|err| failed("Cannot download provider release", err))?;
+    let auth = verify(&meta, &staged, &digest).await.map_err(|err| {
+        Diagnostic::error(
+            "Invalid provider package",
+            format!("Failed to authenticate {provider} v{version} for {platform}: {err}."),
+        )
+    })?;
+    if !matches!(meta.authentication, PackageAuthentication::None) {
+        run.output
+            .line(slot, format!("  - Package authenticated: {auth}"));
+    }
+    let hashes = package_hashes(&staged, &digest)
+        .await
+        .map_err(|err| failed("Invalid provider package", err))?;
+    let place = || -> std::io::Result<()> {
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::rename(&staged, &target)
+    };
+    place().map_err(|err| {
+        Diagnostic::error(
+            "Cannot download provider release",
+            format!("Failed to place {provider} package into mirror directory: {err}."),
+        )
+    })?;
+    Ok(mirrored(hashes))
+}
+
+/// `DIR/HOST/NS/TYPE/terraform-provider-TYPE_VERSION_OS_ARCH.zip`, the path
+/// Terraform's `PackedFilePath` gives (Unicode hostname).
+fn packed_path(
+    dir: &Path,
+    provider: &ProviderAddr,
+    version: &Version,
+    platform: &Platform,
+) -> PathBuf {
+    dir.join(provider.hostname.for_display())
+        .join(&provider.namespace)
+        .join(&provider.type_name)
+        .join(format!(
+            "terraform-provider-{}_{version}_{platform}.zip",
+            provider.type_name
+        ))
+}
+
+/// Whether the archive already at `target` is the package the source
+/// offers now, checked as a fresh download would be. A source that vouches
+/// for nothing (a network mirror without hashes) cannot confirm it, so it
+/// is fetched again.
+async fn already_mirrored(
+    meta: &PackageMeta,
+    target: &Path,
+) -> Option<(AuthResult, Vec<PackageHash>)> {
+    let path = target.to_path_buf();
+    let digest = blocking(move || sha256_file(&path)).await.ok()?;
+    let auth = match (&meta.authentication, &meta.location) {
+        (PackageAuthentication::None, PackageLocation::LocalArchive(src)) => {
+            let src = src.clone();
+            let source_digest = blocking(move || sha256_file(&src)).await.ok()?;
+            (source_digest == digest).then_some(AuthResult::Unauthenticated)?
+        }
+        (PackageAuthentication::None, _) => return None,
+        _ => verify(meta, target, &digest).await.ok()?,
+    };
+    let hashes = package_hashes(target, &digest).await.ok()?;
+    Some((auth, hashes))
+}
+
+/// Puts the package archive at `staged` and returns its SHA-256.
+async fn obtain(run: &Run, meta: &PackageMeta, staged: &Path) -> Result<[u8; 32], String> {
+    match &meta.location {
+        PackageLocation::Http(url) => run
+            .downloader
+            .download(url, staged)
+            .await
+            .map_err(|err| err.to_string()),
+        PackageLocation::LocalArchive(src) => {
+            let (src, dest) = (src.clone(), staged.to_path_buf());
+            blocking(move || {
+                std::fs::copy(&src, &dest)?;
+                sha256_file(&dest)
+            })
+            .await
+            .map_err(|err| err.to_string())
+        }
+        PackageLocation::LocalDir(dir) => Err(format!(
+            "the source has it only as an unpacked directory ({}), and a mirror holds .zip archives; mirror from a source that has the archive",
+            dir.display()
+        )),
+    }
+}
+
+/// The source's authentication (§7.1, §7.4) for an archive on disk. A
+/// network mirror's `h1:` hashes are of the archive, as Terraform checks them.
+async fn verify(
+    meta: &PackageMeta,
+    archive: &Path,
+    digest: &[u8; 32],
+) -> Result<AuthResult, String> {
+    let zh = PackageHash::zh_of_digest(digest);
+    let (auth, _) = authenticate_archive(meta, digest, &zh)?;
+    if let PackageAuthentication::Hashes(listed) = &meta.authentication
+        && !listed.contains(&zh)
+    {
+        let path = archive.to_path_buf();
+        let h1 = blocking(move || PackageHash::h1_of_zip(&path).map_err(std::io::Error::other))
+            .await
+            .map_err(|err| err.to_string())?;
+        if !listed.contains(&h1) {
+            return Err(mirror_mismatch(listed));
+        }
+    }
+    Ok(auth)
+}
+
+/// `[h1, zh]` for an archive: `h1:` of its contents as Terraform's mirror
+/// command records it, and the `zh:` of its bytes, so that both checks a
+/// client may make find a match.
+async fn package_hashes(archive: &Path, digest: &[u8; 32]) -> Result<Vec<PackageHash>, String> {
+    let path = archive.to_path_buf();
+    let h1 = blocking(move || PackageHash::h1_of_zip(&path).map_err(std::io::Error::other))
+        .await
+        .map_err(|err| format!("the package is not a valid zip archive: {err}"))?;
+    Ok(vec![h1, PackageHash::zh_of_digest(digest)])
+}
+
+fn sha256_file(path: &Path) -> std::io::Result<[u8; 32]> {
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            return Ok(hasher.finalize().into());
+        }
+        hasher.update(&buf[..n]);
+    }
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+) -> std::io::Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(std::io::Error::other)?
+}
+
+fn index_error(detail: String) -> Diagnostics {
+    Diagnostic::error("Failed to update indexes", detail).into()
+}
+
+/// Rewrites each provider's `index.json` and `VERSION.json` from the
+/// archives now in DIR, merged into what the files already list. All new
+/// contents are computed before anything is written, so a problem with one
+/// file leaves every file as it was.
+fn update_indexes(dir: &Path, mirrored: &[Mirrored]) -> Result<(), Diagnostics> {
+    let fresh: HashMap<(&ProviderAddr, &Version, &Platform), &[PackageHash]> = mirrored
+        .iter()
+        .map(|m| ((&m.provider, &m.version, &m.platform), m.hashes.as_slice()))
+        .collect();
+    // Archives by the directory holding them, which is where the indexes go.
+    let mut by_dir: BTreeMap<PathBuf, Vec<(ProviderAddr, Version, Platform, PathBuf)>> =
+        BTreeMap::new();
+    for (provider, packages) in scan_directory(dir) {
+        for package in packages {
+            if let PackageLocation::LocalArchive(path) = package.location
+                && let Some(parent) = path.parent()
+            {
+                by_dir.entry(parent.to_path_buf()).or_default().push((
+                    provider.clone(),
+                    package.version,
+                    package.platform,
+                    path,
+                ));
+            }
+        }
+    }
+
+    let mut writes: Vec<(PathBuf, String)> = Vec::new();
+    for (index_dir, archives) in by_dir {
+        let index_path = index_dir.join("index.json");
+        let mut versions = read_object(&index_path, "versions")?;
+        let mut version_docs: BTreeMap<Version, BTreeMap<String, Value>> = BTreeMap::new();
+        for (provider, version, platform, path) in archives {
+            versions
+                .entry(version.to_string())
+                .or_insert_with(|| Value::Object(serde_json::Map::new()));
+            if !version_docs.contains_key(&version) {
+                let doc = read_object(&index_dir.join(format!("{version}.json")), "archives")?;
+                version_docs.insert(version.clone(), doc);
+            }
+            let Some(doc) = version_docs.get_mut(&version) else {
+                continue;
+            };
+            let key = platform.to_string();
+            let hashes: Vec<PackageHash> = match fresh.get(&(&provider, &version, &platform)) {
+                Some(hashes) => hashes.to_vec(),
+                // Entries this run did not touch stay as they are.
+                None if doc.contains_key(&key) => continue,
+                None => archive_hashes(&path).map_err(|err| {
+                    index_error(format!(
+                        "Failed to determine a hash value for {provider} v{version} on {platform}: {err}."
+                    ))
+                })?,
+            };
+            let filename = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let hashes: Vec<Value> = hashes
+                .iter()
+                .map(|h| Value::String(h.to_string()))
+                .collect();
+            let mut entry = serde_json::Map::new();
+            entry.insert("hashes".into(), Value::Array(hashes));
+            entry.insert("url".into(), Value::String(filename));
+            doc.insert(key, Value::Object(entry));
+        }
+        writes.push(render(&index_path, "versions", versions)?);
+        for (version, doc) in version_docs {
+            let path = index_dir.join(format!("{version}.json"));
+            writes.push(render(&path, "archives", doc)?);
+        }
+    }
+
+    for (path, text) in writes {
+        if std::fs::read(&path).ok().as_deref() == Some(text.as_bytes()) {
+            continue;
+        }
+        write_atomic(&path, text.as_bytes(), 0o644).map_err(|err| {
+            index_error(format!(
+                "Failed to write an updated JSON index {}: {err}.",
+                path.display()
+            ))
+        })?;
+    }
+    Ok(())
+}
+
+/// The `field` object of an existing index file, or an empty one when the
+/// file does not exist yet.
+fn read_object(path: &Path, field: &str) -> Result<BTreeMap<String, Value>, Diagnostics> {
+    let text = match std::fs::read(path) {
+        Ok(text) => text,
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+        Err(err) => {
+            return Err(index_error(format!(
+                "Could not read the existing index {}: {err}.",
+                path.display()
+            )));
+        }
+    };
+    let invalid = |why: String| {
+        index_error(format!(
+            "The existing index {} is not a valid mirror index: {why}. Fix or remove it, then run tfinstall providers mirror again.",
+            path.display()
+        ))
+    };
+    let doc: Value = serde_json::from_slice(&text).map_err(|err| invalid(err.to_string()))?;
+    match doc.get(field) {
+        None => Ok(BTreeMap::new()),
+        Some(Value::Object(map)) => Ok(map.clone().into_iter().collect()),
+        Some(_) => Err(invalid(format!("\"{field}\" is not an object"))),
+    }
+}
+
+fn archive_hashes(path: &Path) -> std::io::Result<Vec<PackageHash>> {
+    let digest = sha256_file(path)?;
+    let h1 = PackageHash::h1_of_zip(path).map_err(std::io::Error::other)?;
+    Ok(vec![h1, PackageHash::zh_of_digest(&digest)])
+}
+
+/// Go's `json.MarshalIndent(v, "", "  ")`: sorted keys, two-space indent,
+/// no final newline, which is what Terraform's mirror command writes.
+fn render(
+    path: &Path,
+    field: &str,
+    map: BTreeMap<String, Value>,
+) -> Result<(PathBuf, String), Diagnostics> {
+    let mut doc = serde_json::Map::new();
+    doc.insert(field.to_string(), Value::Object(map.into_iter().collect()));
+    let text = serde_json::to_string_pretty(&Value::Object(doc)).map_err(|err| {
+        index_error(format!(
+            "Failed to encode the JSON index {}: {err}.",
+            path.display()
+        ))
+    })?;
+    Ok((path.to_path_buf(), text))
+}

@@ -1,0 +1,596 @@
+//! `tfinstall providers lock` against a real HTTPS registry with signed
+//! SHA256SUMS, a network mirror and a filesystem mirror.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use support::{
+    FsMirror, Layout, NetworkMirror, PgpKey, ProviderSpec, PublishedTree, Registry, TestCa,
+    TestServer, current_platform, tfinstall_command,
+};
+use tempfile::TempDir;
+
+/// Two platforms other than the current one, so every test covers a
+/// platform that `init` here could never install.
+fn other_platforms() -> Vec<String> {
+    [
+        "linux_arm64",
+        "darwin_arm64",
+        "windows_amd64",
+        "linux_amd64",
+    ]
+    .iter()
+    .map(|p| p.to_string())
+    .filter(|p| *p != current_platform())
+    .take(2)
+    .collect()
+}
+
+fn all_platforms() -> Vec<String> {
+    let mut all = vec![current_platform()];
+    all.extend(other_platforms());
+    all
+}
+
+const MAIN_TF: &str = r#"terraform {
+  required_providers {
+    null = {
+      source  = "hashicorp/null"
+      version = "~> 3.0"
+    }
+  }
+}
+"#;
+
+/// A registry for `registry.terraform.io` (through a CLI-config `host`
+/// override) and a project directory using it.
+struct World {
+    ca: TestCa,
+    key: PgpKey,
+    server: TestServer,
+    _site: TempDir,
+    tree: PublishedTree,
+    home: TempDir,
+    project: TempDir,
+    cli_config: PathBuf,
+}
+
+impl World {
+    fn new(specs: Vec<ProviderSpec>, main_tf: &str) -> World {
+        let ca = TestCa::new();
+        let key = PgpKey::generate();
+        let server = TestServer::https(&ca);
+        let site = tempfile::tempdir().unwrap();
+        let mut registry = Registry::new(&key);
+        for spec in specs {
+            registry = registry.provider(spec);
+        }
+        let tree = registry.write(site.path(), &server.url());
+        server.serve_dir(site.path());
+        let home = tempfile::tempdir().unwrap();
+        let cli_config = home.path().join("tfinstall.tfrc");
+        std::fs::write(
+            &cli_config,
+            format!(
+                "host \"registry.terraform.io\" {{\n  services = {{\n    \"providers.v1\" = \"{}v1/providers/\"\n  }}\n}}\n",
+                server.url()
+            ),
+        )
+        .unwrap();
+        let project = tempfile::tempdir().unwrap();
+        std::fs::write(project.path().join("main.tf"), main_tf).unwrap();
+        World {
+            ca,
+            key,
+            server,
+            _site: site,
+            tree,
+            home,
+            project,
+            cli_config,
+        }
+    }
+
+    fn null(platforms: &[String]) -> World {
+        let platforms: Vec<&str> = platforms.iter().map(String::as_str).collect();
+        World::new(
+            vec![ProviderSpec::new("hashicorp", "null", "3.2.0").platforms(&platforms)],
+            MAIN_TF,
+        )
+    }
+
+    fn command(&self, args: &[&str]) -> assert_cmd::Command {
+        let mut command = tfinstall_command(self.home.path());
+        self.ca.configure(&mut command);
+        command
+            .env("TF_CLI_CONFIG_FILE", &self.cli_config)
+            .current_dir(self.project.path())
+            .args(args);
+        command
+    }
+
+    fn lock_file(&self) -> String {
+        std::fs::read_to_string(self.project.path().join(".terraform.lock.hcl")).unwrap()
+    }
+
+    fn zip_path(&self, version: &str, platform: &str) -> String {
+        self.tree
+            .package("null", version, platform)
+            .url_path
+            .clone()
+            .unwrap()
+    }
+}
+
+fn stdout_of(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr_of(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The hashes the lock file records for one provider, in file order.
+fn locked_hashes(lock: &str) -> Vec<String> {
+    lock.lines()
+        .map(str::trim)
+        .filter(|l| l.starts_with("\"h1:") || l.starts_with("\"zh:"))
+        .map(|l| l.trim_end_matches(',').trim_matches('"').to_string())
+        .collect()
+}
+
+/// What `init` on `platform` records for null 3.2.0: the package's `h1:`
+/// plus every `zh:` the signed SHA256SUMS lists.
+fn init_hashes(tree: &PublishedTree, platform: &str) -> Vec<String> {
+    let mut hashes: Vec<String> = tree
+        .packages
+        .iter()
+        .map(|p| p.zh.clone().unwrap())
+        .collect();
+    hashes.push(tree.package("null", "3.2.0", platform).h1.clone());
+    hashes.sort();
+    hashes
+}
+
+/// Every path below `dir` with its mode and, for files, its bytes.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (u32, Option<Vec<u8>>)> {
+    fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, (u32, Option<Vec<u8>>)>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let mode = mode_of(&meta);
+            let rel = path.strip_prefix(base).unwrap().to_path_buf();
+            if meta.is_dir() {
+                out.insert(rel, (mode, None));
+                walk(base, &path, out);
+            } else {
+                out.insert(rel, (mode, Some(std::fs::read(&path).unwrap())));
+            }
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out);
+    out
+}
+
+#[cfg(unix)]
+fn mode_of(meta: &std::fs::Metadata) -> u32 {
+    use std::os::unix::fs::PermissionsExt as _;
+    meta.permissions().mode()
+}
+
+#[cfg(not(unix))]
+fn mode_of(_meta: &std::fs::Metadata) -> u32 {
+    0
+}
+
+#[test]
+fn multi_platform_lock_holds_what_init_records_on_each_platform() {
+    let world = World::null(&all_platforms());
+    let others = other_platforms();
+    let current = current_platform();
+    let output = world
+        .command(&[
+            "providers",
+            "lock",
+            &format!("-platform={}", others[0]),
+            &format!("-platform={}", others[1]),
+            &format!("-platform={current}"),
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr_of(&output));
+
+    let key_id = world.key.key_id();
+    let mut expected = String::new();
+    for platform in [&others[0], &others[1], &current] {
+        expected.push_str(&format!(
+            "- Fetching hashicorp/null 3.2.0 for {platform}...\n- Retrieved hashicorp/null 3.2.0 for {platform} (self-signed, key ID {key_id})\n"
+        ));
+    }
+    for platform in [&others[0], &others[1], &current] {
+        expected.push_str(&format!(
+            "- Obtained hashicorp/null checksums for {platform}; This was a new provider and the checksums for this platform are now tracked in the lock file\n"
+        ));
+    }
+    expected.push_str("\nSuccess! Terraform has updated the lock file.\n\nReview the changes in .terraform.lock.hcl and then commit to your\nversion control system to retain the new checksums.\n\n");
+    assert_eq!(stdout_of(&output), expected);
+
+    // The union of what init records on each of the three platforms.
+    let mut union: Vec<String> = all_platforms()
+        .iter()
+        .flat_map(|p| init_hashes(&world.tree, p))
+        .collect();
+    union.sort();
+    union.dedup();
+    let lock = world.lock_file();
+    assert_eq!(locked_hashes(&lock), union);
+    assert!(lock.starts_with("# This file is maintained automatically by \"terraform init\".\n# Manual edits may be lost in future updates.\n\nprovider \"registry.terraform.io/hashicorp/null\" {\n  version     = \"3.2.0\"\n  constraints = \"~> 3.0\"\n  hashes = [\n"));
+
+    // And init here, in a project of its own, records exactly its share.
+    let fresh = tempfile::tempdir().unwrap();
+    std::fs::write(fresh.path().join("main.tf"), MAIN_TF).unwrap();
+    let mut init = world.command(&["init"]);
+    init.current_dir(fresh.path()).assert().success();
+    let init_lock = std::fs::read_to_string(fresh.path().join(".terraform.lock.hcl")).unwrap();
+    assert_eq!(
+        locked_hashes(&init_lock),
+        init_hashes(&world.tree, &current)
+    );
+    // The lock command installs nothing.
+    assert!(!world.project.path().join(".terraform").exists());
+}
+
+#[test]
+fn a_lock_made_by_providers_lock_is_accepted_by_init_unchanged() {
+    let world = World::null(&all_platforms());
+    let others = other_platforms();
+    world
+        .command(&[
+            "providers",
+            "lock",
+            &format!("-platform={}", current_platform()),
+            &format!("-platform={}", others[0]),
+        ])
+        .assert()
+        .success();
+    let before = world.lock_file();
+
+    let output = world.command(&["init"]).output().unwrap();
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    let stdout = stdout_of(&output);
+    assert!(
+        stdout
+            .contains("- Reusing previous version of hashicorp/null from the dependency lock file"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("made some changes"), "{stdout}");
+    assert_eq!(world.lock_file(), before);
+}
+
+#[test]
+fn running_again_changes_nothing_and_says_so() {
+    let world = World::null(&all_platforms());
+    let platform = format!("-platform={}", other_platforms()[0]);
+    world
+        .command(&["providers", "lock", &platform])
+        .assert()
+        .success();
+    let before = world.lock_file();
+    let output = world
+        .command(&["providers", "lock", &platform])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    let stdout = stdout_of(&output);
+    assert!(
+        stdout.contains(&format!(
+            "- Obtained hashicorp/null checksums for {}; All checksums for this platform were already tracked in the lock file\n",
+            other_platforms()[0]
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.ends_with(
+            "\nSuccess! Terraform has validated the lock file and found no need for changes.\n"
+        ),
+        "{stdout}"
+    );
+    assert_eq!(world.lock_file(), before);
+}
+
+#[test]
+fn a_new_platform_adds_checksums_to_an_existing_lock() {
+    let world = World::null(&all_platforms());
+    let others = other_platforms();
+    world
+        .command(&["providers", "lock", &format!("-platform={}", others[0])])
+        .assert()
+        .success();
+    let output = world
+        .command(&["providers", "lock", &format!("-platform={}", others[1])])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    assert!(stdout_of(&output).contains(&format!(
+        "- Obtained hashicorp/null checksums for {}; Additional checksums for this platform are now tracked in the lock file\n",
+        others[1]
+    )));
+    let lock = world.lock_file();
+    for platform in &others {
+        let h1 = &world.tree.package("null", "3.2.0", platform).h1;
+        assert!(lock.contains(h1.as_str()), "{platform} missing from {lock}");
+    }
+}
+
+#[test]
+fn the_installed_package_for_this_platform_is_not_downloaded_again() {
+    for layout in ["-layout=providers", "-layout=plugins"] {
+        installed_package_is_reused(layout);
+    }
+}
+
+fn installed_package_is_reused(layout: &str) {
+    let world = World::null(&all_platforms());
+    let current = current_platform();
+    let other = &other_platforms()[0];
+    world.command(&["init", layout]).assert().success();
+    let installed = snapshot(&world.project.path().join(".terraform"));
+    world.server.clear_log();
+
+    let output = world
+        .command(&[
+            "providers",
+            "lock",
+            &format!("-platform={current}"),
+            &format!("-platform={other}"),
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    let stdout = stdout_of(&output);
+    assert!(
+        stdout.contains(&format!(
+            "- Using previously-installed hashicorp/null 3.2.0 for {current}\n"
+        )),
+        "{stdout}"
+    );
+    assert_eq!(world.server.count(&world.zip_path("3.2.0", &current)), 0);
+    assert_eq!(world.server.count(&world.zip_path("3.2.0", other)), 1);
+    let lock = world.lock_file();
+    assert!(lock.contains(world.tree.package("null", "3.2.0", other).h1.as_str()));
+    assert_eq!(
+        snapshot(&world.project.path().join(".terraform")),
+        installed
+    );
+}
+
+#[test]
+fn only_the_named_providers_are_locked() {
+    let platforms = [current_platform()];
+    let platform_refs: Vec<&str> = platforms.iter().map(String::as_str).collect();
+    let world = World::new(
+        vec![
+            ProviderSpec::new("hashicorp", "null", "3.2.0").platforms(&platform_refs),
+            ProviderSpec::new("hashicorp", "random", "3.1.0").platforms(&platform_refs),
+        ],
+        "terraform {\n  required_providers {\n    null = { source = \"hashicorp/null\" }\n    random = { source = \"hashicorp/random\" }\n  }\n}\n",
+    );
+    world
+        .command(&["providers", "lock", "hashicorp/random"])
+        .assert()
+        .success();
+    let lock = world.lock_file();
+    assert!(lock.contains("provider \"registry.terraform.io/hashicorp/random\""));
+    assert!(!lock.contains("hashicorp/null"));
+}
+
+#[test]
+fn a_filesystem_mirror_gives_only_local_hashes() {
+    let world = World::null(&[current_platform()]);
+    let mirror_dir = tempfile::tempdir().unwrap();
+    let other = &other_platforms()[0];
+    let platforms = [current_platform(), other.clone()];
+    let platform_refs: Vec<&str> = platforms.iter().map(String::as_str).collect();
+    let tree = FsMirror::new()
+        .provider(
+            ProviderSpec::new("hashicorp", "null", "3.2.0").platforms(&platform_refs),
+            Layout::Packed,
+        )
+        .write(mirror_dir.path());
+    let output = world
+        .command(&[
+            "providers",
+            "lock",
+            &format!("-fs-mirror={}", mirror_dir.path().display()),
+            &format!("-platform={other}"),
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    assert!(stdout_of(&output).contains(&format!(
+        "- Retrieved hashicorp/null 3.2.0 for {other} (unauthenticated)\n"
+    )));
+    assert_eq!(
+        locked_hashes(&world.lock_file()),
+        [tree.package("null", "3.2.0", other).h1.clone()]
+    );
+    assert!(world.server.requests().is_empty());
+}
+
+#[test]
+fn a_network_mirror_gives_verified_local_hashes() {
+    let world = World::null(&[current_platform()]);
+    let mirror_server = TestServer::https(&world.ca);
+    let mirror_site = tempfile::tempdir().unwrap();
+    let other = &other_platforms()[0];
+    let tree = NetworkMirror::new()
+        .provider(ProviderSpec::new("hashicorp", "null", "3.2.0").platforms(&[other]))
+        .write(mirror_site.path(), &mirror_server.url());
+    mirror_server.serve_dir(mirror_site.path());
+    let output = world
+        .command(&[
+            "providers",
+            "lock",
+            &format!("-net-mirror={}", mirror_server.url()),
+            &format!("-platform={other}"),
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    assert!(stdout_of(&output).contains(&format!(
+        "- Retrieved hashicorp/null 3.2.0 for {other} (verified checksum)\n"
+    )));
+    assert_eq!(
+        locked_hashes(&world.lock_file()),
+        [tree.package("null", "3.2.0", other).h1.clone()]
+    );
+}
+
+/// Runs a failing lock command and checks its message and that neither the
+/// lock file nor `.terraform` changed.
+fn assert_fails_cleanly(world: &World, args: &[&str], expected_stderr: &[&str]) {
+    let before = snapshot(world.project.path());
+    let output = world.command(args).output().unwrap();
+    assert!(!output.status.success());
+    let stderr = stderr_of(&output);
+    for part in expected_stderr {
+        assert!(stderr.contains(part), "{part:?} not in:\n{stderr}");
+    }
+    assert_eq!(snapshot(world.project.path()), before);
+}
+
+/// A project with an installed tree and a lock file to keep intact.
+fn initialized_world() -> World {
+    let world = World::null(&[current_platform(), other_platforms()[0].clone()]);
+    world.command(&["init"]).assert().success();
+    world
+}
+
+#[test]
+fn both_mirror_flags_conflict() {
+    let world = initialized_world();
+    assert_fails_cleanly(
+        &world,
+        &[
+            "providers",
+            "lock",
+            "-fs-mirror=a",
+            "-net-mirror=https://example.com/",
+        ],
+        &[
+            "Error: Invalid installation method options",
+            "The -fs-mirror and -net-mirror command line options are mutually-exclusive.",
+        ],
+    );
+}
+
+#[test]
+fn a_provider_the_configuration_does_not_need_is_refused() {
+    let world = initialized_world();
+    assert_fails_cleanly(
+        &world,
+        &["providers", "lock", "hashicorp/random", "not/a/valid/addr"],
+        &[
+            "Error: Invalid provider argument",
+            "The provider registry.terraform.io/hashicorp/random is not required by the current configuration.",
+            "Error: Invalid provider source string",
+        ],
+    );
+}
+
+#[test]
+fn bad_platforms_and_mirror_urls_are_refused() {
+    let world = initialized_world();
+    assert_fails_cleanly(
+        &world,
+        &["providers", "lock", "-platform=linux"],
+        &[
+            "Error: Invalid target platform",
+            "The string \"linux\" given in the -platform option is not a valid target platform: must be two words separated by an underscore.",
+        ],
+    );
+    assert_fails_cleanly(
+        &world,
+        &["providers", "lock", "-net-mirror=http://example.com/"],
+        &[
+            "Error: Invalid network mirror URL",
+            "The -net-mirror option requires a valid https: URL as the mirror base URL.",
+        ],
+    );
+}
+
+#[test]
+fn a_platform_without_a_package_fails_without_touching_anything() {
+    let world = initialized_world();
+    assert_fails_cleanly(
+        &world,
+        &[
+            "providers",
+            "lock",
+            &format!("-platform={}", other_platforms()[0]),
+            "-platform=plan9_386",
+        ],
+        &[
+            "Error: Could not retrieve providers for locking",
+            "Terraform failed to fetch the requested providers for plan9_386 in order to calculate their checksums:",
+            "plan9_386",
+        ],
+    );
+}
+
+#[test]
+fn a_download_that_fails_verification_changes_nothing() {
+    let world = initialized_world();
+    let other = &other_platforms()[0];
+    world.server.fault(
+        &world.zip_path("3.2.0", other),
+        support::Fault::Respond(support::Response::bytes(
+            "application/zip",
+            support::build_zip(
+                &[support::ZipEntry::executable(
+                    "terraform-provider-null_v3.2.0",
+                    b"tampered".to_vec(),
+                )],
+                support::Compression::Deflated,
+            ),
+        )),
+    );
+    assert_fails_cleanly(
+        &world,
+        &["providers", "lock", &format!("-platform={other}")],
+        &[
+            "Error: Could not retrieve providers for locking",
+            &format!("for {other} in order to calculate their checksums"),
+            "archive has incorrect checksum",
+        ],
+    );
+}
+
+#[test]
+fn locked_hashes_are_kept_but_not_enforced() {
+    let world = World::null(&all_platforms());
+    let stale = "h1:c3RhbGUgaGFzaCBmcm9tIGFub3RoZXIgYnVpbGQgb2YgdGhlIHBhY2thZ2U=";
+    std::fs::write(
+        world.project.path().join(".terraform.lock.hcl"),
+        format!(
+            "provider \"registry.terraform.io/hashicorp/null\" {{\n  version     = \"3.2.0\"\n  constraints = \"~> 3.0\"\n  hashes = [\n    \"{stale}\",\n  ]\n}}\n"
+        ),
+    )
+    .unwrap();
+    let output = world.command(&["providers", "lock"]).output().unwrap();
+    assert!(output.status.success(), "{}", stderr_of(&output));
+    assert!(stdout_of(&output).contains(&format!(
+        "- Obtained hashicorp/null checksums for {}; Additional checksums for this platform are now tracked in the lock file\n",
+        current_platform()
+    )));
+    let mut expected = init_hashes(&world.tree, &current_platform());
+    expected.push(stale.to_string());
+    expected.sort();
+    assert_eq!(locked_hashes(&world.lock_file()), expected);
+}
