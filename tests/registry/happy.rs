@@ -88,7 +88,12 @@ fn installs_with_absolute_root_relative_and_path_relative_urls() {
         ] {
             assert_eq!(scenario.server.count(&path), 1, "{style:?} {path}");
         }
-        assert_eq!(scenario.server.requests().len(), 6, "{style:?}");
+        let requests = scenario.server.requests();
+        assert_eq!(requests.len(), 6, "{style:?}");
+        assert!(
+            requests.iter().all(|request| request.version == "HTTP/2.0"),
+            "HTTP/2 where the server offers it"
+        );
 
         // A second run finds everything in place and asks nothing.
         let lock_before = scenario.lock_file();
