@@ -33,6 +33,23 @@ impl Default for DownloadSettings {
     }
 }
 
+impl DownloadSettings {
+    /// The defaults, with the stall limit from `TFINSTALL_DOWNLOAD_STALL_TIMEOUT`
+    /// (whole seconds) when that is a positive integer: the stall error
+    /// tells users to raise it for slow servers.
+    pub fn from_env() -> Self {
+        let stall = std::env::var("TFINSTALL_DOWNLOAD_STALL_TIMEOUT")
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|secs| *secs > 0);
+        let mut settings = DownloadSettings::default();
+        if let Some(secs) = stall {
+            settings.stall_timeout = Duration::from_secs(secs);
+        }
+        settings
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum DownloadError {
     #[error("{host}: bad response code: {status}")]

@@ -17,8 +17,15 @@ fn main() -> ExitCode {
             };
         }
     };
+    // Without TFINSTALL_LOG nothing is logged: every failure the user must
+    // see is a diagnostic, and dependencies' own error logs (the TLS
+    // verifier's, say) would only repeat them in another format.
+    let filter = tracing_subscriber::EnvFilter::builder()
+        .with_default_directive(tracing_subscriber::filter::LevelFilter::OFF.into())
+        .with_env_var("TFINSTALL_LOG")
+        .from_env_lossy();
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_env("TFINSTALL_LOG"))
+        .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .init();
     // Terraform looks for the implied `terraform.d/plugins` mirror relative

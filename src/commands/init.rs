@@ -113,7 +113,7 @@ async fn init(args: &InitArgs, launch_dir: &Path, ui: &Ui) -> Result<Diagnostics
         platform: Platform::current(),
         limits: ExtractLimits::default(),
         parallelism: args.parallelism,
-        downloader: Arc::new(Downloader::new(client, DownloadSettings::default())),
+        downloader: Arc::new(Downloader::new(client, DownloadSettings::from_env())),
         dev_overrides,
         events: Arc::new(move |event: InstallEvent| {
             if let Some(line) = event_ui.event_line(&event) {

@@ -13,13 +13,15 @@ use futures_util::stream;
 use crate::addr::{Platform, ProviderAddr};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::fetch::Downloader;
+use crate::http::TERRAFORM_COMPAT_VERSION;
 use crate::install::extract::{ExtractLimits, extract_package, find_executable};
 use crate::install::layout::InstallLayout;
 use crate::install::link::link_or_copy_tree;
 use crate::install::staging::Staging;
 use crate::lockfile::{LockedProvider, Locks};
 use crate::source::{
-    PackageAuthentication, PackageLocation, PackageMeta, SignedChecksums, Source, SourceError,
+    IncompatibleProtocol, PackageAuthentication, PackageLocation, PackageMeta, SignedChecksums,
+    Source, SourceError,
 };
 use crate::verify::hash::PackageHash;
 use crate::verify::signature::verify_sums_signature;
@@ -294,11 +296,16 @@ impl Installer {
                 });
             }
         }
-        let available = self
-            .source
-            .available_versions(provider)
-            .await
-            .map_err(|err| query_failed(describe_query_error(&err)))?;
+        let available =
+            self.source
+                .available_versions(provider)
+                .await
+                .map_err(|err| match err {
+                    SourceError::HostNoProviders { other_version, .. } => {
+                        invalid_registry_host(provider, other_version)
+                    }
+                    err => query_failed(describe_query_error(provider, &err)),
+                })?;
         for warning in &available.warnings {
             (self.events)(InstallEvent::Warning(Diagnostic::warning(
                 format!(
@@ -439,7 +446,9 @@ impl Installer {
             .source
             .package_meta(&s.provider, &s.version, &self.platform)
             .await
-            .map_err(|err| fetch_error_diagnostic(&s.provider, &s.version, &self.platform, err))?;
+            .map_err(|err| {
+                fetch_error_diagnostic(&s.provider, &s.version, &s.constraints, &self.platform, err)
+            })?;
         emit(InstallEvent::Installing {
             provider: s.provider.clone(),
             version: s.version.clone(),
@@ -708,8 +717,12 @@ fn check_builtin(
     ))
 }
 
-fn describe_query_error(err: &SourceError) -> String {
+fn describe_query_error(provider: &ProviderAddr, err: &SourceError) -> String {
     match err {
+        SourceError::RegistryProviderNotKnown { .. } => format!(
+            "{err}\n\nAll modules should specify their required_providers so that external consumers will get the correct providers when using a module. To see which modules are currently depending on {}, run the following command:\n    terraform providers",
+            provider.for_display()
+        ),
         SourceError::ProviderNotFound { sources, .. } => {
             let mut text = err.to_string();
             if !sources.is_empty() {
@@ -728,13 +741,79 @@ fn describe_query_error(err: &SourceError) -> String {
     }
 }
 
+/// Terraform's diagnostic for a source address whose host answers service
+/// discovery but runs no provider registry (§11.2).
+fn invalid_registry_host(provider: &ProviderAddr, other_version: bool) -> Diagnostic {
+    let host = provider.hostname.for_display();
+    let detail = if host == "github.com" {
+        format!(
+            "The given source address \"{provider}\" specifies a GitHub repository rather than a Terraform provider. Refer to the documentation of the provider to find the correct source address to use."
+        )
+    } else if other_version {
+        format!(
+            "The host \"{host}\" given in provider source address \"{provider}\" does not offer a Terraform provider registry that is compatible with this Terraform version, but it may be compatible with a different Terraform version."
+        )
+    } else {
+        format!(
+            "The host \"{host}\" given in provider source address \"{provider}\" does not offer a Terraform provider registry."
+        )
+    };
+    Diagnostic::error("Invalid provider registry host", detail)
+}
+
+/// Terraform's advice when the selected version speaks no plugin protocol
+/// this installer's Terraform can run (§11.3): which version to pin instead.
+fn incompatible_protocol_detail(
+    incompatible: &IncompatibleProtocol,
+    constraints: &VersionConstraints,
+) -> String {
+    let provider = &incompatible.provider;
+    let selected = &incompatible.version;
+    let Some(suggestion) = &incompatible.suggestion else {
+        return format!("No compatible versions of provider {provider} were found.");
+    };
+    let (advice, alternatively) = if selected > suggestion {
+        (
+            format!(
+                "You need to downgrade to v{suggestion} or earlier. Select it with the following constraint:"
+            ),
+            "\nAlternatively, upgrade to the latest version of Terraform for compatibility with newer provider releases.",
+        )
+    } else {
+        (
+            format!(
+                "Provider version {suggestion} is the latest compatible version. Select it with the following version constraint:"
+            ),
+            "",
+        )
+    };
+    format!(
+        "Provider \"{}\" v{selected} is not compatible with Terraform {TERRAFORM_COMPAT_VERSION}.\n{advice}\n\tversion = \"{suggestion}\"\n\nTerraform checked all of the plugin versions matching the given constraint:\n\t{constraints}\n\nConsult the documentation for this provider for more information on compatibility between provider and Terraform versions.{alternatively}",
+        provider.for_display()
+    )
+}
+
+/// "a", "a and b", "a, b and c".
+fn english_list(items: &[String]) -> String {
+    match items.split_last() {
+        None => String::new(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
 fn fetch_error_diagnostic(
     provider: &ProviderAddr,
     version: &Version,
+    constraints: &VersionConstraints,
     platform: &Platform,
     err: SourceError,
 ) -> Diagnostic {
     match err {
+        SourceError::ProtocolNotSupported(incompatible) => Diagnostic::error(
+            "Incompatible provider version",
+            incompatible_protocol_detail(&incompatible, constraints),
+        ),
         SourceError::PlatformNotSupported(missing) if missing.mirror_url.is_some() => {
             Diagnostic::error(
                 "Incompatible provider version",
@@ -745,12 +824,18 @@ fn fetch_error_diagnostic(
                 ),
             )
         }
-        SourceError::PlatformNotSupported(_) => Diagnostic::error(
-            "Incompatible provider version",
-            format!(
+        SourceError::PlatformNotSupported(missing) => {
+            let mut detail = format!(
                 "Provider {provider} v{version} does not have a package available for your current platform, {platform}.\n\nProvider releases are separate from Terraform CLI releases, so not all providers are available for all platforms. Other versions of this provider may have different platforms supported."
-            ),
-        ),
+            );
+            if !missing.available.is_empty() {
+                detail.push_str(&format!(
+                    "\n\nVersion {version} is available for {}.",
+                    english_list(&missing.available)
+                ));
+            }
+            Diagnostic::error("Incompatible provider version", detail)
+        }
         other => Diagnostic::error(
             "Failed to install provider",
             format!(
@@ -808,5 +893,102 @@ impl OrderedEvents {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::addr::Hostname;
+    use crate::verify::signature::{SigningKey, Trust};
+
+    const VECTORS: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/testdata/vectors/hashicorp/terraform/extracted/internal/getproviders/package_authentication_test/"
+    );
+
+    fn vector(name: &str) -> Vec<u8> {
+        std::fs::read(format!("{VECTORS}{name}")).unwrap()
+    }
+
+    /// The registry's answer for `hashicorp/null` 3.1.0 on linux_amd64, with
+    /// the real HashiCorp-signed checksum list and HashiCorp's key listed.
+    fn null_310(shasum_hex: &str) -> PackageMeta {
+        let shasum: [u8; 32] = hex::decode(shasum_hex).unwrap().try_into().unwrap();
+        PackageMeta {
+            provider: ProviderAddr::new(Hostname::default_registry(), "hashicorp", "null"),
+            version: Version::new(3, 1, 0),
+            platform: Platform::parse("linux_amd64").unwrap(),
+            filename: "terraform-provider-null_3.1.0_linux_amd64.zip".to_owned(),
+            location: PackageLocation::Http("https://releases.example/null.zip".parse().unwrap()),
+            authentication: PackageAuthentication::Signed(Box::new(SignedChecksums {
+                shasum,
+                sha256sums: vector("terraform-provider-null_3.1.0_SHA256SUMS"),
+                signature: vector("terraform-provider-null_3.1.0_SHA256SUMS.sig"),
+                keys: vec![SigningKey {
+                    ascii_armor: include_str!("../verify/keys/hashicorp-public-key.asc").to_owned(),
+                    trust_signature: String::new(),
+                }],
+            })),
+        }
+    }
+
+    const LINUX_AMD64: &str = "53e30545ff8926a8e30ad30648991ca8b93b6fa496272cd23b26763c8ee84515";
+
+    #[test]
+    fn the_real_hashicorp_checksum_list_authenticates_as_official() {
+        let meta = null_310(LINUX_AMD64);
+        let digest: [u8; 32] = hex::decode(LINUX_AMD64).unwrap().try_into().unwrap();
+        let (auth, hashes) =
+            authenticate_archive(&meta, &digest, &PackageHash::zh_of_digest(&digest)).unwrap();
+        let AuthResult::Signed(check) = &auth else {
+            panic!("not signed: {auth}");
+        };
+        assert_eq!(check.trust, Trust::HashiCorp);
+        assert_eq!(check.key_id, "34365D9472D7468F");
+        assert_eq!(auth.to_string(), "signed by HashiCorp");
+        assert!(!auth.is_third_party_signed(), "no key ID, no footer");
+        // Every platform's zip in the signed list goes into the lock file.
+        assert_eq!(hashes.len(), 11);
+        assert!(hashes.contains(&PackageHash::parse(&format!("zh:{LINUX_AMD64}")).unwrap()));
+    }
+
+    #[test]
+    fn the_real_checksum_list_still_catches_a_wrong_archive() {
+        let meta = null_310(LINUX_AMD64);
+        let digest = [7u8; 32];
+        let err =
+            authenticate_archive(&meta, &digest, &PackageHash::zh_of_digest(&digest)).unwrap_err();
+        assert_eq!(
+            err,
+            format!(
+                "archive has incorrect checksum zh:{} (expected zh:{LINUX_AMD64})",
+                hex::encode(digest)
+            )
+        );
+
+        let other_platform = "02a1675fd8de126a00460942aaae242e65ca3380b5bb192e8773ef3da9073fd2";
+        let err = authenticate_archive(
+            &null_310(other_platform),
+            &digest,
+            &PackageHash::zh_of_digest(&digest),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err,
+            format!(
+                "checksum list has unexpected SHA-256 hash {LINUX_AMD64} (expected {other_platform})"
+            )
+        );
+    }
+
+    #[test]
+    fn platform_lists_read_as_english() {
+        let list =
+            |items: &[&str]| english_list(&items.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(list(&[]), "");
+        assert_eq!(list(&["linux_arm"]), "linux_arm");
+        assert_eq!(list(&["a", "b"]), "a and b");
+        assert_eq!(list(&["a", "b", "c"]), "a, b and c");
     }
 }

@@ -138,6 +138,9 @@ pub struct MissingPlatform {
     /// Set when a network mirror is the one missing it, for Terraform's
     /// mirror-specific message.
     pub mirror_url: Option<String>,
+    /// `os_arch` names the source says this version does have, so the
+    /// error can tell users what exists; empty when the source cannot say.
+    pub available: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -161,6 +164,7 @@ impl SourceError {
             version: version.clone(),
             platform: platform.clone(),
             mirror_url,
+            available: Vec::new(),
         }))
     }
 

@@ -87,6 +87,9 @@ impl Source for MultiSource {
         version: &Version,
         platform: &Platform,
     ) -> Result<PackageMeta, SourceError> {
+        // A source's own "not for this platform" says more (which mirror,
+        // which platforms do exist) than the generic one, so keep the first.
+        let mut missing = None;
         for method in self.handling(provider) {
             match method
                 .source
@@ -94,13 +97,16 @@ impl Source for MultiSource {
                 .await
             {
                 Ok(meta) => return Ok(meta),
+                Err(err @ SourceError::PlatformNotSupported(_)) => {
+                    missing.get_or_insert(err);
+                }
                 Err(err) if err.is_not_exist() => {}
                 Err(err) => return Err(err),
             }
         }
-        Err(SourceError::platform_not_supported(
-            provider, version, platform, None,
-        ))
+        Err(missing.unwrap_or_else(|| {
+            SourceError::platform_not_supported(provider, version, platform, None)
+        }))
     }
 
     fn for_display(&self, provider: &ProviderAddr) -> String {

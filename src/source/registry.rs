@@ -15,8 +15,8 @@ use crate::addr::{Platform, ProviderAddr};
 use crate::http::{ApiClient, ApiResponse, TERRAFORM_COMPAT_VERSION, status_line};
 use crate::source::discovery::{Discovery, ServiceLookup};
 use crate::source::{
-    AvailableVersions, IncompatibleProtocol, PackageAuthentication, PackageLocation, PackageMeta,
-    SignedChecksums, Source, SourceError,
+    AvailableVersions, IncompatibleProtocol, MissingPlatform, PackageAuthentication,
+    PackageLocation, PackageMeta, SignedChecksums, Source, SourceError,
 };
 use crate::verify::signature::SigningKey;
 use crate::version::Version;
@@ -42,6 +42,43 @@ struct VersionEntry {
     version: String,
     #[serde(default)]
     protocols: Vec<String>,
+    /// Terraform ignores this list; tfinstall reads it leniently, only to
+    /// name the platforms that do exist when the current one is missing.
+    #[serde(default)]
+    platforms: serde_json::Value,
+}
+
+/// One entry of a provider's version list.
+#[derive(Clone)]
+struct ListedVersion {
+    version: Version,
+    protocols: Vec<String>,
+    /// `os_arch` names, sorted.
+    platforms: Vec<String>,
+}
+
+impl ListedVersion {
+    fn from_entry(entry: VersionEntry) -> Option<Self> {
+        let version = Version::parse(&entry.version).ok()?;
+        let mut platforms: Vec<String> = entry
+            .platforms
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|platform| {
+                let os = platform.get("os")?.as_str()?;
+                let arch = platform.get("arch")?.as_str()?;
+                Some(format!("{os}_{arch}"))
+            })
+            .collect();
+        platforms.sort();
+        platforms.dedup();
+        Some(ListedVersion {
+            version,
+            protocols: entry.protocols,
+            platforms,
+        })
+    }
 }
 
 #[derive(Deserialize)]
@@ -72,7 +109,7 @@ struct GpgKeyDoc {
     trust_signature: String,
 }
 
-type VersionsResult = Result<(Vec<(Version, Vec<String>)>, Vec<String>), SourceError>;
+type VersionsResult = Result<(Vec<ListedVersion>, Vec<String>), SourceError>;
 
 pub struct RegistrySource {
     discovery: Arc<Discovery>,
@@ -141,11 +178,7 @@ impl RegistrySource {
                         provider.hostname.as_ascii()
                     )
                 } else {
-                    format!(
-                        "host {} requires authentication credentials; add a credentials block for it to the CLI configuration, or set {}",
-                        provider.hostname.as_ascii(),
-                        token_variable(provider)
-                    )
+                    credentials_hint(provider)
                 },
             }),
             _ => Ok(response),
@@ -183,10 +216,7 @@ impl RegistrySource {
         let versions = doc
             .versions
             .into_iter()
-            .filter_map(|entry| {
-                let version = Version::parse(&entry.version).ok()?;
-                Some((version, entry.protocols))
-            })
+            .filter_map(ListedVersion::from_entry)
             .collect();
         Ok((versions, doc.warnings))
     }
@@ -197,14 +227,28 @@ impl RegistrySource {
         let (versions, _) = self.versions_with_protocols(provider).await.ok()?;
         versions
             .into_iter()
-            .filter(|(_, protocols)| {
-                protocols
+            .filter(|listed| {
+                listed
+                    .protocols
                     .iter()
                     .filter_map(|p| Version::parse(p).ok())
                     .any(|p| protocol_supported(&p))
             })
-            .map(|(v, _)| v)
+            .map(|listed| listed.version)
             .max()
+    }
+
+    /// The platforms the version list names for `version`, for the
+    /// missing-platform error; empty when the registry does not say.
+    async fn listed_platforms(&self, provider: &ProviderAddr, version: &Version) -> Vec<String> {
+        let Ok((versions, _)) = self.versions_with_protocols(provider).await else {
+            return Vec::new();
+        };
+        versions
+            .into_iter()
+            .find(|listed| listed.version == *version)
+            .map(|listed| listed.platforms)
+            .unwrap_or_default()
     }
 
     async fn fetch_document(
@@ -242,7 +286,7 @@ impl Source for RegistrySource {
         provider: &ProviderAddr,
     ) -> Result<AvailableVersions, SourceError> {
         let (entries, warnings) = self.versions_with_protocols(provider).await?;
-        let mut versions: Vec<Version> = entries.into_iter().map(|(v, _)| v).collect();
+        let mut versions: Vec<Version> = entries.into_iter().map(|listed| listed.version).collect();
         versions.sort();
         Ok(AvailableVersions { versions, warnings })
     }
@@ -263,9 +307,15 @@ impl Source for RegistrySource {
         match response.status.as_u16() {
             200 => {}
             404 => {
-                return Err(SourceError::platform_not_supported(
-                    provider, version, platform, None,
-                ));
+                let mut missing = MissingPlatform {
+                    provider: provider.clone(),
+                    version: version.clone(),
+                    platform: platform.clone(),
+                    mirror_url: None,
+                    available: self.listed_platforms(provider, version).await,
+                };
+                missing.available.retain(|p| *p != platform.to_string());
+                return Err(SourceError::PlatformNotSupported(Box::new(missing)));
             }
             _ => return Err(query_failed(provider, &status_line(response.status))),
         }
@@ -386,10 +436,20 @@ fn decode<T: serde::de::DeserializeOwned>(response: &ApiResponse) -> Result<T, S
     })
 }
 
-/// The `TF_TOKEN_…` variable name for the provider's host, for the hint in
-/// authentication errors (dots become `_`, dashes `__`).
-fn token_variable(provider: &ProviderAddr) -> String {
+/// Terraform's "requires authentication credentials" with what to do about
+/// it. A `TF_TOKEN_…` variable (dots as `_`, dashes as `__`) is suggested
+/// only when the hostname has no port: a shell cannot name the `:`.
+fn credentials_hint(provider: &ProviderAddr) -> String {
     let host = provider.hostname.as_ascii();
-    let host = host.split(':').next().unwrap_or(host);
-    format!("TF_TOKEN_{}", host.replace('-', "__").replace('.', "_"))
+    let variable = if host.contains(':') {
+        String::new()
+    } else {
+        format!(
+            ", or set TF_TOKEN_{}",
+            host.replace('-', "__").replace('.', "_")
+        )
+    };
+    format!(
+        "host {host} requires authentication credentials; add a credentials block for it to the CLI configuration{variable}"
+    )
 }

@@ -127,6 +127,11 @@ pub struct LoggedRequest {
     pub version: String,
     /// Names are lower-case, in arrival order, repeats kept.
     pub headers: Vec<(String, String)>,
+    /// Paths of the requests still waiting for their response headers when
+    /// this one arrived. With [`Fault::Latency`] holding the requests of
+    /// interest, a non-empty list proves the client sent them concurrently,
+    /// without any assertion on time.
+    pub overlapping: Vec<String>,
 }
 
 impl LoggedRequest {
@@ -138,8 +143,9 @@ impl LoggedRequest {
             .map(|(_, value)| value.as_str())
     }
 
-    fn from_request(request: &hyper::Request<Incoming>) -> Self {
+    fn from_request(request: &hyper::Request<Incoming>, overlapping: Vec<String>) -> Self {
         LoggedRequest {
+            overlapping,
             method: request.method().to_string(),
             path: request.uri().path().to_owned(),
             query: request.uri().query().map(str::to_owned),
@@ -172,6 +178,9 @@ struct State {
     /// (path suffix, token): such paths answer 401 without that bearer token.
     bearer: Vec<(String, String)>,
     log: Vec<LoggedRequest>,
+    /// Requests whose handler has not produced response headers yet, by id.
+    in_flight: Vec<(u64, String)>,
+    next_id: u64,
 }
 
 impl State {
@@ -429,20 +438,38 @@ async fn serve_connection(
     }
 }
 
+/// Ends a request's in-flight entry however its handler finishes, including
+/// when the client goes away during injected latency.
+struct InFlight {
+    state: Arc<Mutex<State>>,
+    id: u64,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.in_flight.retain(|(id, _)| *id != self.id);
+    }
+}
+
 async fn handle(
     request: hyper::Request<Incoming>,
     state: Arc<Mutex<State>>,
 ) -> Result<hyper::Response<ServedBody>, Infallible> {
     let path = request.uri().path().to_owned();
     let head_only = request.method() == hyper::Method::HEAD;
-    let (fault, ranges, route, root) = {
-        let mut state = state.lock().expect("test server state");
-        state.log.push(LoggedRequest::from_request(&request));
+    let (fault, ranges, route, root, _in_flight) = {
+        let mut guard = state.lock().expect("test server state");
+        let current = &mut *guard;
+        let overlapping = current.in_flight.iter().map(|(_, p)| p.clone()).collect();
+        current
+            .log
+            .push(LoggedRequest::from_request(&request, overlapping));
         let authorization = request
             .headers()
             .get(hyper::header::AUTHORIZATION)
             .and_then(|value| value.to_str().ok());
-        let refused = state.bearer.iter().any(|(suffix, token)| {
+        let refused = current.bearer.iter().any(|(suffix, token)| {
             path.ends_with(suffix.as_str())
                 && authorization.and_then(|value| value.strip_prefix("Bearer ")) != Some(token)
         });
@@ -452,12 +479,19 @@ async fn handle(
                 .header("www-authenticate", "Bearer");
             return Ok(finish(response, None, head_only));
         }
-        let fault = state.next_fault(&path);
+        let id = current.next_id;
+        current.next_id += 1;
+        current.in_flight.push((id, path.clone()));
+        let fault = current.next_fault(&path);
         (
             fault,
-            state.ranges,
-            state.routes.get(&path).cloned(),
-            state.root.clone(),
+            current.ranges,
+            current.routes.get(&path).cloned(),
+            current.root.clone(),
+            InFlight {
+                state: Arc::clone(&state),
+                id,
+            },
         )
     };
 
