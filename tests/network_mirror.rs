@@ -535,11 +535,11 @@ fn a_server_error_is_reported_with_its_status() {
     assert_unchanged(&project, &before);
 }
 
-/// Terraform's mirror-specific wording ("Your chosen provider mirror at …")
-/// never shows through the multi-source, which reports a missing platform
-/// without naming the mirror (§5.1); tfinstall prints what Terraform does.
+/// Terraform has a mirror-specific message for a missing platform but its
+/// multi-source hides it behind the generic one (§5.1); tfinstall keeps the
+/// source's own error, so the user learns which mirror lacks the package.
 #[test]
-fn a_platform_the_mirror_lacks_is_reported_as_terraform_does() {
+fn a_platform_the_mirror_lacks_is_reported_naming_the_mirror() {
     let served = Served::new(
         NetworkMirror::new()
             .provider(ProviderSpec::new("hashicorp", "null", "3.2.2").platforms(&["plan9_386"])),
@@ -552,7 +552,8 @@ fn a_platform_the_mirror_lacks_is_reported_as_terraform_does() {
         .assert_failure()
         .assert_contains("Error: Incompatible provider version")
         .assert_contains(&format!(
-            "Provider {NULL} v3.2.2 does not have a package available for your current platform, {}.",
+            "Your chosen provider mirror at {} does not have a {NULL} v3.2.2 package available for your current platform, {}.",
+            served.base,
             current_platform()
         ));
     assert_unchanged(&project, &before);
