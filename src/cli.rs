@@ -32,7 +32,24 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Install the providers the configuration in the working directory needs.
+    #[command(after_help = "Examples:\n  \
+tfinstall init\n  \
+tfinstall -chdir=infra init -upgrade\n  \
+tfinstall init -lockfile=readonly -plugin-dir=/opt/terraform/providers\n  \
+tfinstall init -json | jq -c 'select(.type == \"installed\")'")]
     Init(InitArgs),
+    /// Show the providers the configuration requires, module by module.
+    ///
+    /// Prints the module tree as `terraform providers` does: each module's
+    /// providers with the version constraints written there, and under each
+    /// provider the declarations and resources that made it required, with
+    /// file and line. Then the versions selected in .terraform.lock.hcl.
+    #[command(after_help = "Examples:\n  \
+tfinstall providers\n  \
+tfinstall -chdir=infra providers -json | jq -r 'select(.type == \"provider_requirements\") | .modules[].providers[].provider'")]
+    Providers(ProvidersArgs),
+    /// Print a shell completion script.
+    Completions(CompletionsArgs),
 }
 
 #[derive(Debug, Args)]
@@ -46,7 +63,7 @@ pub struct InitArgs {
     pub upgrade: bool,
 
     /// Set to "readonly" to check the lock file without ever changing it.
-    #[arg(long, value_name = "MODE")]
+    #[arg(long, value_name = "MODE", value_parser = ["readonly"])]
     pub lockfile: Option<String>,
 
     /// Where to install: `plugins` (.terraform/plugins, read by Terraform 0.13)
@@ -58,9 +75,14 @@ pub struct InitArgs {
     #[arg(long, default_value_t = 8, value_name = "N")]
     pub parallelism: usize,
 
-    /// Disable coloured output.
+    /// Disable coloured output (also: the NO_COLOR environment variable).
     #[arg(long = "no-color")]
     pub no_color: bool,
+
+    /// Print one JSON object per line instead of text, for CI and other
+    /// programs; the format is described in docs/json-output.md.
+    #[arg(long)]
+    pub json: bool,
 
     /// Accepted for compatibility with `terraform init`; tfinstall never asks for input.
     #[arg(
@@ -70,6 +92,37 @@ pub struct InitArgs {
         hide_default_value = true
     )]
     pub input: String,
+}
+
+/// `providers` alone prints the requirement tree; its subcommands do other
+/// jobs with the same requirements.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct ProvidersArgs {
+    #[command(subcommand)]
+    pub command: Option<ProvidersCommand>,
+
+    /// Disable coloured output (also: the NO_COLOR environment variable).
+    #[arg(long = "no-color")]
+    pub no_color: bool,
+
+    /// Print the requirements as JSON (see docs/json-output.md).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProvidersCommand {}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  \
+tfinstall completions bash > ~/.local/share/bash-completion/completions/tfinstall\n  \
+tfinstall completions zsh > \"${fpath[1]}/_tfinstall\"\n  \
+tfinstall completions fish > ~/.config/fish/completions/tfinstall.fish")]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 /// Respells `-name` and `-name=value` as `--name…` for every argument before a
@@ -163,7 +216,9 @@ mod tests {
             .iter()
             .map(OsString::from),
         ));
-        let Command::Init(args) = cli.command;
+        let Command::Init(args) = cli.command else {
+            panic!("expected init");
+        };
         assert_eq!(args.plugin_dirs, [PathBuf::from("a"), PathBuf::from("b")]);
         assert_eq!(args.lockfile.as_deref(), Some("readonly"));
     }

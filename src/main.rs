@@ -45,6 +45,8 @@ fn main() -> ExitCode {
     };
     let ok = match cli.command {
         Command::Init(args) => runtime.block_on(tfinstall::commands::init::run(args, launch_dir)),
+        Command::Providers(args) => tfinstall::commands::providers::run(args),
+        Command::Completions(args) => tfinstall::commands::completions::run(args),
     };
     if ok {
         ExitCode::SUCCESS
