@@ -47,14 +47,24 @@ the XDG data directories, then from each provider's registry.",
         after_long_help = "Examples:\n  \
 tfinstall init\n  \
 tfinstall init -plugin-dir=/srv/terraform-mirror -lockfile=readonly\n  \
-tfinstall -chdir=infra init -upgrade -layout=providers\n\n\
+tfinstall -chdir=infra init -upgrade -layout=providers\n  \
+tfinstall init -json | jq -c 'select(.type == \"installed\")'\n\n\
 Exit status is 0 when every provider is installed and 1 otherwise; a failed \
 run leaves .terraform and the lock file as they were."
     )]
     Init(InitArgs),
-    /// Lock file and mirror maintenance for the configuration's providers.
-    #[command(subcommand)]
-    Providers(ProvidersCommand),
+    /// Show the providers the configuration requires, module by module.
+    ///
+    /// Prints the module tree as `terraform providers` does: each module's
+    /// providers with the version constraints written there, and under each
+    /// provider the declarations and resources that made it required, with
+    /// file and line. Then the versions selected in .terraform.lock.hcl.
+    #[command(after_help = "Examples:\n  \
+tfinstall providers\n  \
+tfinstall -chdir=infra providers -json | jq -r 'select(.type == \"provider_requirements\") | .modules[].providers[].provider'")]
+    Providers(ProvidersArgs),
+    /// Print a shell completion script.
+    Completions(CompletionsArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -134,7 +144,7 @@ pub struct InitArgs {
     pub upgrade: bool,
 
     /// Set to "readonly" to check the lock file without ever changing it.
-    #[arg(long, value_name = "MODE")]
+    #[arg(long, value_name = "MODE", value_parser = ["readonly"])]
     pub lockfile: Option<String>,
 
     /// Where to install: `plugins` (.terraform/plugins, read by Terraform 0.13)
@@ -146,9 +156,14 @@ pub struct InitArgs {
     #[arg(long, default_value_t = 8, value_name = "N")]
     pub parallelism: usize,
 
-    /// Disable coloured output.
+    /// Disable coloured output (also: the NO_COLOR environment variable).
     #[arg(long = "no-color")]
     pub no_color: bool,
+
+    /// Print one JSON object per line instead of text, for CI and other
+    /// programs; the format is described in docs/json-output.md.
+    #[arg(long)]
+    pub json: bool,
 
     /// Accepted for compatibility with `terraform init`; tfinstall never asks for input.
     #[arg(
@@ -158,6 +173,34 @@ pub struct InitArgs {
         hide_default_value = true
     )]
     pub input: String,
+}
+
+/// `providers` alone prints the requirement tree; its subcommands do other
+/// jobs with the same requirements.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct ProvidersArgs {
+    #[command(subcommand)]
+    pub command: Option<ProvidersCommand>,
+
+    /// Disable coloured output (also: the NO_COLOR environment variable).
+    #[arg(long = "no-color")]
+    pub no_color: bool,
+
+    /// Print the requirements as JSON (see docs/json-output.md).
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  \
+tfinstall completions bash > ~/.local/share/bash-completion/completions/tfinstall\n  \
+tfinstall completions zsh > \"${fpath[1]}/_tfinstall\"\n  \
+tfinstall completions fish > ~/.config/fish/completions/tfinstall.fish")]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 /// Respells `-name` and `-name=value` as `--name…` for every argument before a

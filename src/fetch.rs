@@ -80,6 +80,14 @@ impl DownloadError {
     }
 }
 
+/// How far one download has got: bytes of the package on disk so far and,
+/// when the server said, the package's full size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DownloadProgress {
+    pub received: u64,
+    pub total: Option<u64>,
+}
+
 pub struct Downloader {
     client: reqwest::Client,
     settings: DownloadSettings,
@@ -101,6 +109,18 @@ impl Downloader {
     /// Downloads `url` to `dest` (created new) and returns its SHA-256.
     /// No Terraform credentials are ever sent with an archive request.
     pub async fn download(&self, url: &Url, dest: &Path) -> Result<[u8; 32], DownloadError> {
+        self.download_with_progress(url, dest, &|_| {}).await
+    }
+
+    /// [`download`](Self::download), reporting the bytes on disk after
+    /// every chunk so a caller can show progress; a retry that has to start
+    /// over reports from zero again.
+    pub async fn download_with_progress(
+        &self,
+        url: &Url,
+        dest: &Path,
+        progress: &(dyn Fn(DownloadProgress) + Sync),
+    ) -> Result<[u8; 32], DownloadError> {
         let host = url.host_str().unwrap_or_default().to_string();
         let mut partial = Partial {
             file: std::fs::File::create_new(dest)?,
@@ -111,7 +131,7 @@ impl Downloader {
         let mut delay = self.settings.backoff;
         let mut attempt = 0;
         loop {
-            match self.attempt(url, &host, &mut partial).await {
+            match self.attempt(url, &host, &mut partial, progress).await {
                 Ok(()) => {
                     partial.file.sync_all()?;
                     return Ok(partial.hasher.finalize().into());
@@ -135,6 +155,7 @@ impl Downloader {
         url: &Url,
         host: &str,
         partial: &mut Partial,
+        progress: &(dyn Fn(DownloadProgress) + Sync),
     ) -> Result<(), DownloadError> {
         let mut request = self.client.get(url.clone());
         if partial.written > 0 {
@@ -195,6 +216,11 @@ impl Downloader {
             .is_some_and(|v| v.eq_ignore_ascii_case("bytes"))
             || status == StatusCode::PARTIAL_CONTENT;
         let expected_len = response.content_length();
+        let total = expected_len.map(|len| len + partial.written);
+        progress(DownloadProgress {
+            received: partial.written,
+            total,
+        });
         let mut body = response.bytes_stream();
         let mut received = 0u64;
         while let Some(chunk) = self.with_stall_timeout(host, body.next()).await? {
@@ -203,6 +229,10 @@ impl Downloader {
             partial.hasher.update(&chunk);
             partial.written += chunk.len() as u64;
             received += chunk.len() as u64;
+            progress(DownloadProgress {
+                received: partial.written,
+                total,
+            });
         }
         if let Some(len) = expected_len
             && received < len

@@ -16,6 +16,7 @@ pub mod http;
 pub mod install;
 pub mod lockfile;
 pub mod module;
+pub mod output;
 pub mod source;
 pub mod ui;
 pub mod verify;

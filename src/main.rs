@@ -52,12 +52,16 @@ fn main() -> ExitCode {
     };
     let ok = match cli.command {
         Command::Init(args) => runtime.block_on(tfinstall::commands::init::run(args, launch_dir)),
-        Command::Providers(ProvidersCommand::Lock(args)) => {
-            runtime.block_on(tfinstall::commands::providers::lock::run(args))
-        }
-        Command::Providers(ProvidersCommand::Mirror(args)) => runtime.block_on(
-            tfinstall::commands::providers::mirror::run(args, launch_dir),
-        ),
+        Command::Providers(args) => match args.command {
+            Some(ProvidersCommand::Lock(lock)) => {
+                runtime.block_on(tfinstall::commands::providers::lock::run(lock))
+            }
+            Some(ProvidersCommand::Mirror(mirror)) => runtime.block_on(
+                tfinstall::commands::providers::mirror::run(mirror, launch_dir),
+            ),
+            None => tfinstall::commands::providers::tree::run(args),
+        },
+        Command::Completions(args) => tfinstall::commands::completions::run(args),
     };
     if ok {
         ExitCode::SUCCESS

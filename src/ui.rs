@@ -78,7 +78,10 @@ impl Ui {
                 provider.for_display(),
                 self.auth_words(auth)
             ),
-            InstallEvent::Warning(_) => return None,
+            InstallEvent::Warning(_)
+            | InstallEvent::Selected { .. }
+            | InstallEvent::Verified { .. }
+            | InstallEvent::Progress { .. } => return None,
         })
     }
 

@@ -10,29 +10,33 @@ use crate::cliconfig::{self, CliEnv};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::fetch::{DownloadSettings, Downloader};
 use crate::install::extract::ExtractLimits;
-use crate::install::installer::{InstallEvent, InstallMode, InstallOutcome, Installer};
+use crate::install::installer::{InstallMode, InstallOutcome, Installer};
 use crate::install::layout::InstallLayout;
 use crate::lockfile::Locks;
 use crate::module;
+use crate::output::{LockFileChange, Output};
 use crate::source::configured::{SourceOptions, build_source};
-use crate::ui::Ui;
 use crate::version::VersionConstraints;
 
 pub const LOCK_FILE: &str = ".terraform.lock.hcl";
 
 pub async fn run(args: InitArgs, launch_dir: PathBuf) -> bool {
-    let ui = Ui::detect(args.no_color);
-    match init(&args, &launch_dir, &ui).await {
-        Ok(warnings) => {
-            ui.print_diagnostics(&warnings);
-            println!(
-                "\n{}",
-                ui.bold("tfinstall has installed the providers successfully!")
-            );
+    let out = Output::new(args.json, args.no_color);
+    match init(&args, &launch_dir, &out).await {
+        Ok((warnings, lock_file)) => {
+            out.diagnostics(&warnings);
+            out.message("init_success", |ui| {
+                format!(
+                    "\n{}",
+                    ui.bold("tfinstall has installed the providers successfully!")
+                )
+            });
+            out.summary(true, lock_file);
             true
         }
         Err(diags) => {
-            ui.print_diagnostics(&diags);
+            out.diagnostics(&diags);
+            out.summary(false, LockFileChange::Unchanged);
             false
         }
     }
@@ -47,7 +51,11 @@ pub fn data_dir() -> PathBuf {
     }
 }
 
-async fn init(args: &InitArgs, launch_dir: &Path, ui: &Ui) -> Result<Diagnostics, Diagnostics> {
+async fn init(
+    args: &InitArgs,
+    launch_dir: &Path,
+    out: &Arc<Output>,
+) -> Result<(Diagnostics, LockFileChange), Diagnostics> {
     let readonly = args.lockfile.as_deref() == Some("readonly");
     if readonly && args.upgrade {
         return Err(Diagnostic::error(
@@ -69,7 +77,7 @@ async fn init(args: &InitArgs, launch_dir: &Path, ui: &Ui) -> Result<Diagnostics
 
     let env = CliEnv::from_process();
     let (cli_config, config_diags) = cliconfig::load(&env);
-    print_config_problems(ui, &config_diags);
+    print_config_problems(out, &config_diags);
     let dev_overrides: BTreeSet<ProviderAddr> = cli_config
         .provider_installation
         .iter()
@@ -103,10 +111,11 @@ async fn init(args: &InitArgs, launch_dir: &Path, ui: &Ui) -> Result<Diagnostics
     if source_diags.has_errors() {
         return Err(source_diags);
     }
-    ui.print_diagnostics(&source_diags);
+    out.diagnostics(&source_diags);
 
-    println!("\n{}", ui.heading("Initializing provider plugins..."));
-    let event_ui = *ui;
+    out.message("initializing_provider_plugins", |ui| {
+        format!("\n{}", ui.heading("Initializing provider plugins..."))
+    });
     let installer = Installer {
         source,
         layout: InstallLayout::new(&data_dir, args.layout),
@@ -115,11 +124,7 @@ async fn init(args: &InitArgs, launch_dir: &Path, ui: &Ui) -> Result<Diagnostics
         parallelism: args.parallelism,
         downloader: Arc::new(Downloader::new(client, DownloadSettings::from_env())),
         dev_overrides,
-        events: Arc::new(move |event: InstallEvent| {
-            if let Some(line) = event_ui.event_line(&event) {
-                println!("{line}");
-            }
-        }),
+        events: out.event_sink(),
     };
     let mode = if args.upgrade {
         InstallMode::Upgrade
@@ -127,7 +132,7 @@ async fn init(args: &InitArgs, launch_dir: &Path, ui: &Ui) -> Result<Diagnostics
         InstallMode::Normal
     };
     let outcome = installer.install(&requirements, &previous, mode).await?;
-    finish(outcome, &installer, &previous, readonly, ui, warnings)
+    finish(outcome, &installer, &previous, readonly, out, warnings)
 }
 
 /// Commits the staged packages and records the result, in an order that
@@ -137,9 +142,9 @@ fn finish(
     installer: &Installer,
     previous: &Locks,
     readonly: bool,
-    ui: &Ui,
+    out: &Output,
     mut warnings: Diagnostics,
-) -> Result<Diagnostics, Diagnostics> {
+) -> Result<(Diagnostics, LockFileChange), Diagnostics> {
     let locks_changed = !outcome.locks.equivalent(previous);
     if locks_changed && readonly {
         if !outcome.locks.same_providers(previous) {
@@ -179,10 +184,15 @@ fn finish(
     }
 
     if third_party_signed {
-        println!(
-            "\nPartner and community providers are signed by their developers.\nIf you'd like to know more about provider signing, you can read about it here:\nhttps://developer.hashicorp.com/terraform/cli/plugins/signing"
-        );
+        out.message("partner_and_community_providers", |_| {
+            "\nPartner and community providers are signed by their developers.\nIf you'd like to know more about provider signing, you can read about it here:\nhttps://developer.hashicorp.com/terraform/cli/plugins/signing".to_string()
+        });
     }
+    let mut lock_file = if locks_changed {
+        LockFileChange::NotSaved
+    } else {
+        LockFileChange::Unchanged
+    };
     if locks_changed && !readonly {
         if !incomplete.is_empty() {
             warnings.push(incomplete_lock_warning(&incomplete, &installer.platform));
@@ -196,28 +206,30 @@ fn finish(
             ))
         })?;
         if previous.is_empty() {
-            println!(
+            lock_file = LockFileChange::Created;
+            out.message("lock_file_created", |ui| format!(
                 "\nTerraform has created a lock file {} to record the provider\nselections it made above. Include this file in your version control repository\nso that Terraform can guarantee to make the same selections by default when\nyou run \"terraform init\" in the future.",
                 ui.bold(LOCK_FILE)
-            );
+            ));
         } else {
-            println!(
-                "\nTerraform has made some changes to the provider dependency selections recorded\nin the .terraform.lock.hcl file. Review those changes and commit them to your\nversion control system if they represent changes you intended to make."
-            );
+            lock_file = LockFileChange::Updated;
+            out.message("lock_file_changed", |_| {
+                "\nTerraform has made some changes to the provider dependency selections recorded\nin the .terraform.lock.hcl file. Review those changes and commit them to your\nversion control system if they represent changes you intended to make.".to_string()
+            });
         }
     }
-    Ok(warnings)
+    Ok((warnings, lock_file))
 }
 
 /// Terraform reports CLI configuration errors but carries on, since most of
 /// the configuration is still usable.
-pub fn print_config_problems(ui: &Ui, diags: &Diagnostics) {
+pub fn print_config_problems(out: &Output, diags: &Diagnostics) {
     if diags.has_errors() {
-        eprintln!("There are some problems with the CLI configuration:");
-        ui.print_diagnostics(diags);
-        eprintln!("\nAs a result of the above problems, Terraform may not behave as intended.\n");
+        out.note("There are some problems with the CLI configuration:");
+        out.diagnostics(diags);
+        out.note("\nAs a result of the above problems, Terraform may not behave as intended.\n");
     } else {
-        ui.print_diagnostics(diags);
+        out.diagnostics(diags);
     }
 }
 

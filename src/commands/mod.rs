@@ -1,4 +1,5 @@
 //! One file per subcommand: thin orchestration of the pipeline stages.
 
+pub mod completions;
 pub mod init;
 pub mod providers;

@@ -6,13 +6,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
 use futures_util::stream;
 
 use crate::addr::{Platform, ProviderAddr};
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::fetch::Downloader;
+use crate::fetch::{DownloadProgress, Downloader};
 use crate::http::TERRAFORM_COMPAT_VERSION;
 use crate::install::extract::{ExtractLimits, extract_package, find_executable};
 use crate::install::layout::InstallLayout;
@@ -78,7 +79,48 @@ pub enum InstallEvent {
         auth: AuthResult,
     },
     Warning(Diagnostic),
+    /// The version to install and where its package is; `locked` when the
+    /// lock file already records this version.
+    Selected {
+        provider: ProviderAddr,
+        version: Version,
+        locked: bool,
+        package: String,
+    },
+    /// The package passed its source's authentication, before unpacking.
+    Verified {
+        provider: ProviderAddr,
+        version: Version,
+        auth: AuthResult,
+    },
+    /// How far a package has got; live, see [`InstallEvent::is_live`].
+    Progress {
+        provider: ProviderAddr,
+        version: Version,
+        stage: ProgressStage,
+    },
 }
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProgressStage {
+    Downloading(DownloadProgress),
+    Unpacking,
+    /// The provider's work ended, successfully or not.
+    Done,
+}
+
+impl InstallEvent {
+    /// Progress events pass through as they happen instead of waiting for
+    /// their turn in the stable per-provider order: a progress display
+    /// is only useful while the work is going on.
+    pub fn is_live(&self) -> bool {
+        matches!(self, InstallEvent::Progress { .. })
+    }
+}
+
+/// Download progress is reported at most this often per package, plus a
+/// final event once the download is complete.
+const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
 
 pub type EventSink = Arc<dyn Fn(InstallEvent) + Send + Sync>;
 
@@ -263,15 +305,22 @@ impl Installer {
         previous: &Locks,
         mode: InstallMode,
     ) -> Result<Selected, Diagnostic> {
-        let query_failed = |msg: String| {
-            Diagnostic::error(
-                "Failed to query available provider packages",
-                format!(
-                    "Could not retrieve the list of available versions for provider {}: {msg}",
+        // Terraform ends the detail with where to look next, except when it
+        // already lists the places it searched.
+        let failed = |msg: String, hint: bool| {
+            let mut detail = format!(
+                "Could not retrieve the list of available versions for provider {}: {msg}",
+                provider.for_display()
+            );
+            if hint {
+                detail.push_str(&format!(
+                    "\n\nTo see which modules are currently depending on {} and what versions are specified, run the following command:\n    tfinstall providers",
                     provider.for_display()
-                ),
-            )
+                ));
+            }
+            Diagnostic::error("Failed to query available provider packages", detail)
         };
+        let query_failed = |msg: String| failed(msg, true);
         let locked = match previous.get(provider) {
             Some(lock) if mode.honours_locked_version() => {
                 if !constraints.allows(&lock.version) {
@@ -304,7 +353,10 @@ impl Installer {
                     SourceError::HostNoProviders { other_version, .. } => {
                         invalid_registry_host(provider, other_version)
                     }
-                    err => query_failed(describe_query_error(provider, &err)),
+                    err => {
+                        let listed = matches!(err, SourceError::ProviderNotFound { .. });
+                        failed(describe_query_error(provider, &err), !listed)
+                    }
                 })?;
         for warning in &available.warnings {
             (self.events)(InstallEvent::Warning(Diagnostic::warning(
@@ -368,7 +420,13 @@ impl Installer {
                     let order = order.clone();
                     async move {
                         let emit = |event| order.emit(index, event);
+                        let (provider, version) = (s.provider.clone(), s.version.clone());
                         let result = self.fetch_one(s, previous, staging, mode, &emit).await;
+                        emit(InstallEvent::Progress {
+                            provider,
+                            version,
+                            stage: ProgressStage::Done,
+                        });
                         order.finish(index);
                         result
                     }
@@ -416,6 +474,16 @@ impl Installer {
             None => self.installed_matching(&s.provider, &s.version, &preferred),
         };
         if let Some(hash) = installed {
+            emit(InstallEvent::Selected {
+                provider: s.provider.clone(),
+                version: s.version.clone(),
+                locked: lock.is_some(),
+                package: self
+                    .layout
+                    .package_dir(&s.provider, &s.version, &self.platform)
+                    .display()
+                    .to_string(),
+            });
             emit(InstallEvent::UsingInstalled {
                 provider: s.provider.clone(),
                 version: s.version.clone(),
@@ -449,6 +517,12 @@ impl Installer {
             .map_err(|err| {
                 fetch_error_diagnostic(&s.provider, &s.version, &s.constraints, &self.platform, err)
             })?;
+        emit(InstallEvent::Selected {
+            provider: s.provider.clone(),
+            version: s.version.clone(),
+            locked: lock.is_some(),
+            package: meta.location.to_string(),
+        });
         emit(InstallEvent::Installing {
             provider: s.provider.clone(),
             version: s.version.clone(),
@@ -460,7 +534,7 @@ impl Installer {
             preferred.clone()
         };
         let package = self
-            .stage_package(&meta, &allowed, staging, &staged)
+            .stage_package(&meta, &allowed, staging, &staged, emit)
             .await
             .map_err(install_failed)?;
 
@@ -499,24 +573,54 @@ impl Installer {
         allowed: &BTreeSet<PackageHash>,
         staging: &Staging,
         staged: &Path,
+        emit: &(dyn Fn(InstallEvent) + Sync),
     ) -> Result<StagedPackage, String> {
+        let progress = |stage| {
+            emit(InstallEvent::Progress {
+                provider: meta.provider.clone(),
+                version: meta.version.clone(),
+                stage,
+            })
+        };
         match &meta.location {
             PackageLocation::LocalDir(src) => {
-                stage_unpacked(src.clone(), staged.to_path_buf(), meta, allowed.clone()).await
+                let package =
+                    stage_unpacked(src.clone(), staged.to_path_buf(), meta, allowed.clone())
+                        .await?;
+                emit(InstallEvent::Verified {
+                    provider: meta.provider.clone(),
+                    version: meta.version.clone(),
+                    auth: package.auth.clone(),
+                });
+                Ok(package)
             }
             PackageLocation::LocalArchive(path) => {
-                self.stage_archive(path.clone(), None, meta, allowed, staged)
+                self.stage_archive(path.clone(), None, meta, allowed, staged, emit)
                     .await
             }
             PackageLocation::Http(url) => {
                 let dest = staging.new_path(&meta.filename);
+                let last: Mutex<(Option<Instant>, u64)> = Mutex::new((None, 0));
+                let report = |p: DownloadProgress| {
+                    let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
+                    last.1 = p.received;
+                    if last.0.is_none_or(|at| at.elapsed() >= PROGRESS_INTERVAL) {
+                        last.0 = Some(Instant::now());
+                        progress(ProgressStage::Downloading(p));
+                    }
+                };
                 let digest = self
                     .downloader
-                    .download(url, &dest)
+                    .download_with_progress(url, &dest, &report)
                     .await
                     .map_err(|err| err.to_string())?;
+                let size = last.lock().unwrap_or_else(|e| e.into_inner()).1;
+                progress(ProgressStage::Downloading(DownloadProgress {
+                    received: size,
+                    total: Some(size),
+                }));
                 let result = self
-                    .stage_archive(dest.clone(), Some(digest), meta, allowed, staged)
+                    .stage_archive(dest.clone(), Some(digest), meta, allowed, staged, emit)
                     .await;
                 let _ = tokio::fs::remove_file(&dest).await;
                 result
@@ -531,6 +635,7 @@ impl Installer {
         meta: &PackageMeta,
         allowed: &BTreeSet<PackageHash>,
         staged: &Path,
+        emit: &(dyn Fn(InstallEvent) + Sync),
     ) -> Result<StagedPackage, String> {
         let digest = match known_digest {
             Some(d) => d,
@@ -549,6 +654,16 @@ impl Installer {
         };
         let zh = PackageHash::zh_of_digest(&digest);
         let (auth, signed_hashes) = authenticate_archive(meta, &digest, &zh)?;
+        emit(InstallEvent::Verified {
+            provider: meta.provider.clone(),
+            version: meta.version.clone(),
+            auth: auth.clone(),
+        });
+        emit(InstallEvent::Progress {
+            provider: meta.provider.clone(),
+            version: meta.version.clone(),
+            stage: ProgressStage::Unpacking,
+        });
 
         let provider = meta.provider.clone();
         let type_name = provider.type_name.clone();
@@ -873,6 +988,10 @@ impl OrderedEvents {
     }
 
     fn emit(&self, index: usize, event: InstallEvent) {
+        if event.is_live() {
+            (self.sink)(event);
+            return;
+        }
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if index == state.head {
             (self.sink)(event);

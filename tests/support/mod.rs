@@ -9,6 +9,7 @@
 
 pub mod fixtures;
 pub mod openpgp;
+pub mod pty;
 pub mod server;
 pub mod tls;
 pub mod zips;

@@ -115,6 +115,9 @@ pub enum Fault {
     TruncateAfter(usize),
     /// Redirect with this 3xx status to `location` (absolute or relative).
     Redirect { status: u16, location: String },
+    /// Serve normally but send the body at about this many bytes per second,
+    /// like a slow link, so progress displays have something to show.
+    Throttle(usize),
 }
 
 /// One request as the server saw it.
@@ -496,6 +499,7 @@ async fn handle(
     };
 
     let mut cut = None;
+    let mut pace = None;
     match fault {
         Fault::Pass => {}
         Fault::Status(status) => {
@@ -520,6 +524,11 @@ async fn handle(
             let response = Response::new(status).header("location", location);
             return Ok(finish(response, None, head_only));
         }
+        Fault::Throttle(bytes_per_second) => {
+            pace = Some(Duration::from_secs_f64(
+                CHUNK as f64 / bytes_per_second.max(1) as f64,
+            ))
+        }
     }
 
     let mut response = route
@@ -531,7 +540,9 @@ async fn handle(
             response = apply_range(response, range.to_str().unwrap_or(""));
         }
     }
-    Ok(finish(response, cut, head_only))
+    let mut served = finish(response, cut, head_only);
+    served.body_mut().pace = pace;
+    Ok(served)
 }
 
 fn finish(response: Response, cut: Option<Cut>, head_only: bool) -> hyper::Response<ServedBody> {
@@ -672,6 +683,10 @@ pub struct ServedBody {
     /// Delays the injected failure so the bytes before it reach the client:
     /// HTTP/2 discards a stream's queued frames when it is reset.
     abort_delay: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// With [`Fault::Throttle`]: the pause after each chunk, and the pause
+    /// being waited out.
+    pace: Option<Duration>,
+    pause: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl ServedBody {
@@ -681,6 +696,8 @@ impl ServedBody {
             sent: 0,
             cut,
             abort_delay: None,
+            pace: None,
+            pause: None,
         }
     }
 }
@@ -693,12 +710,21 @@ impl Body for ServedBody {
         mut self: Pin<&mut Self>,
         context: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        if let Some(pause) = self.pause.as_mut() {
+            if pause.as_mut().poll(context).is_pending() {
+                return Poll::Pending;
+            }
+            self.pause = None;
+        }
         let len = self.data.len();
         let stop = self.cut.map_or(len, |cut| cut.at.min(len));
         if self.sent < stop {
             let start = self.sent;
             let end = (start + CHUNK).min(stop);
             self.sent = end;
+            if let Some(pace) = self.pace {
+                self.pause = Some(Box::pin(tokio::time::sleep(pace)));
+            }
             return Poll::Ready(Some(Ok(Frame::data(self.data.slice(start..end)))));
         }
         match self.cut {

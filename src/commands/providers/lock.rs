@@ -27,6 +27,7 @@ use crate::install::extract::ExtractLimits;
 use crate::install::installer::{InstallEvent, InstallMode, Installer};
 use crate::install::layout::{InstallLayout, LayoutKind};
 use crate::lockfile::{LockedProvider, Locks};
+use crate::output::Output;
 use crate::source::Source;
 use crate::source::filesystem::FilesystemMirror;
 use crate::source::network_mirror::NetworkMirror;
@@ -85,7 +86,7 @@ async fn lock(args: &ProvidersLockArgs, ui: &Ui) -> Result<(Diagnostics, bool), 
 
     let env = CliEnv::from_process();
     let (cli_config, config_diags) = cliconfig::load(&env);
-    print_config_problems(ui, &config_diags);
+    print_config_problems(&Output::new(false, !ui.color), &config_diags);
     let client = http_client()?;
     let api = ApiClient::from_env(client.clone());
     let tokens = super::token_lookup(&cli_config, &env);

@@ -31,6 +31,7 @@ use crate::fetch::{DownloadSettings, Downloader};
 use crate::fsutil::write_atomic;
 use crate::install::installer::{authenticate_archive, mirror_mismatch};
 use crate::lockfile::Locks;
+use crate::output::Output;
 use crate::source::configured::{SourceOptions, build_source_excluding};
 use crate::source::filesystem::scan_directory;
 use crate::source::{PackageAuthentication, PackageLocation, PackageMeta, Source};
@@ -106,7 +107,7 @@ async fn mirror(
 
     let env = CliEnv::from_process();
     let (cli_config, config_diags) = cliconfig::load(&env);
-    print_config_problems(ui, &config_diags);
+    print_config_problems(&Output::new(false, !ui.color), &config_diags);
     let client = http_client()?;
     let (source, source_diags) = build_source_excluding(
         &SourceOptions {

@@ -1,0 +1,17 @@
+//! `tfinstall completions SHELL`: a completion script generated from the
+//! same clap definition that parses the arguments, so it never goes stale.
+
+use clap::CommandFactory;
+
+use crate::cli::{Cli, CompletionsArgs};
+
+pub fn run(args: CompletionsArgs) -> bool {
+    let mut command = Cli::command();
+    clap_complete::generate(
+        args.shell,
+        &mut command,
+        "tfinstall",
+        &mut std::io::stdout(),
+    );
+    true
+}

@@ -1,0 +1,296 @@
+//! The `-json` stream: one JSON object per line on stdout, in the envelope
+//! Terraform's machine-readable UI uses (`@level`, `@message`, `@module`,
+//! `@timestamp`, `type`), so tools that already read `terraform -json`
+//! output need no new parser. The schema is `docs/json-output.schema.json`;
+//! its version is [`UI_VERSION`].
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde_json::{Map, Value, json};
+
+use crate::diag::{Diagnostic, Severity};
+use crate::install::installer::{InstallEvent, ProgressStage};
+use crate::ui::Ui;
+use crate::verify::{AuthResult, Trust};
+
+/// The schema version, `MAJOR.MINOR`: a minor bump adds message types or
+/// optional fields; a major bump changes or removes something.
+pub const UI_VERSION: &str = "1.0";
+
+/// A machine reading progress needs far fewer updates than a person
+/// watching a bar: at most one per download per second, plus the last.
+const PROGRESS_INTERVAL: Duration = Duration::from_secs(1);
+
+pub struct JsonLines {
+    /// When each download last reported and how far it had got, keyed by
+    /// provider and version.
+    last_progress: Mutex<HashMap<String, (Instant, u64)>>,
+}
+
+impl JsonLines {
+    /// Starts the stream with its `version` message, as Terraform does.
+    pub fn start() -> JsonLines {
+        let lines = JsonLines {
+            last_progress: Mutex::new(HashMap::new()),
+        };
+        let version = env!("CARGO_PKG_VERSION");
+        lines.emit(
+            "info",
+            &format!("tfinstall {version}"),
+            "version",
+            json!({ "tfinstall": version, "ui": UI_VERSION }),
+        );
+        lines
+    }
+
+    /// A line of prose the human view shows, by its stable code.
+    pub fn message(&self, code: &str, text: &str) {
+        self.emit(
+            "info",
+            text.trim(),
+            "message",
+            json!({ "message_code": code }),
+        );
+    }
+
+    pub fn diagnostic(&self, diag: &Diagnostic) {
+        let (level, severity) = match diag.severity {
+            Severity::Error => ("error", "error"),
+            Severity::Warning => ("warn", "warning"),
+        };
+        let mut body = json!({
+            "severity": severity,
+            "summary": diag.summary,
+            "detail": diag.detail,
+        });
+        if let Some(pos) = &diag.subject {
+            body["range"] = json!({
+                "filename": pos.file.display().to_string(),
+                "start": { "line": pos.line, "column": pos.column },
+            });
+        }
+        let text = format!(
+            "{}: {}",
+            if diag.is_error() { "Error" } else { "Warning" },
+            diag.summary
+        );
+        self.emit(level, &text, "diagnostic", json!({ "diagnostic": body }));
+    }
+
+    pub fn summary(&self, summary: Value, text: &str) {
+        let level = if summary["success"] == Value::Bool(true) {
+            "info"
+        } else {
+            "error"
+        };
+        self.emit(level, text, "summary", summary);
+    }
+
+    pub fn event(&self, event: &InstallEvent) {
+        let plain = Ui { color: false };
+        let line = || {
+            plain
+                .event_line(event)
+                .map(|l| l.trim_start_matches("- ").to_string())
+                .unwrap_or_default()
+        };
+        let (kind, fields) = match event {
+            InstallEvent::Warning(diag) => return self.diagnostic(diag),
+            InstallEvent::BuiltIn { provider } => {
+                ("built_in", json!({ "provider": provider.to_string() }))
+            }
+            InstallEvent::ReusingLocked { provider } => (
+                "query",
+                json!({ "provider": provider.to_string(), "selection": "locked" }),
+            ),
+            InstallEvent::FindingMatching {
+                provider,
+                constraints,
+            } => (
+                "query",
+                json!({ "provider": provider.to_string(), "selection": "newest_matching", "constraints": constraints }),
+            ),
+            InstallEvent::FindingLatest { provider } => (
+                "query",
+                json!({ "provider": provider.to_string(), "selection": "newest" }),
+            ),
+            InstallEvent::Selected {
+                provider,
+                version,
+                locked,
+                package,
+            } => {
+                let text = format!(
+                    "Selected {} v{version} from {package}",
+                    provider.for_display()
+                );
+                let fields = json!({
+                    "provider": provider.to_string(),
+                    "version": version.to_string(),
+                    "locked": locked,
+                    "package": package,
+                });
+                return self.emit("info", &text, "selected", fields);
+            }
+            InstallEvent::UsingInstalled { provider, version } => (
+                "using_installed",
+                json!({ "provider": provider.to_string(), "version": version.to_string() }),
+            ),
+            InstallEvent::Installing { provider, version } => (
+                "installing",
+                json!({ "provider": provider.to_string(), "version": version.to_string() }),
+            ),
+            InstallEvent::Verified {
+                provider,
+                version,
+                auth,
+            } => {
+                let text = format!("Verified {} v{version} ({auth})", provider.for_display());
+                let fields = json!({
+                    "provider": provider.to_string(),
+                    "version": version.to_string(),
+                    "authentication": authentication(auth),
+                });
+                return self.emit("info", &text, "verified", fields);
+            }
+            InstallEvent::Installed {
+                provider,
+                version,
+                auth,
+            } => (
+                "installed",
+                json!({
+                    "provider": provider.to_string(),
+                    "version": version.to_string(),
+                    "authentication": authentication(auth),
+                }),
+            ),
+            InstallEvent::Progress {
+                provider,
+                version,
+                stage: ProgressStage::Downloading(progress),
+            } => {
+                let key = format!("{provider} {version}");
+                let finished = progress.total == Some(progress.received);
+                {
+                    let mut last = self.last_progress.lock().unwrap_or_else(|e| e.into_inner());
+                    let due = match last.get(&key) {
+                        None => true,
+                        Some((_, received)) if *received == progress.received => false,
+                        Some((at, _)) => finished || at.elapsed() >= PROGRESS_INTERVAL,
+                    };
+                    if !due {
+                        return;
+                    }
+                    last.insert(key, (Instant::now(), progress.received));
+                }
+                let text = match progress.total {
+                    Some(total) => format!(
+                        "Downloading {} v{version}: {} of {total} bytes",
+                        provider.for_display(),
+                        progress.received
+                    ),
+                    None => format!(
+                        "Downloading {} v{version}: {} bytes",
+                        provider.for_display(),
+                        progress.received
+                    ),
+                };
+                let fields = json!({
+                    "provider": provider.to_string(),
+                    "version": version.to_string(),
+                    "received_bytes": progress.received,
+                    "total_bytes": progress.total,
+                });
+                return self.emit("info", &text, "download_progress", fields);
+            }
+            // Unpacking and completion only drive the terminal display; the
+            // `verified` and `installed` messages say the same for machines.
+            InstallEvent::Progress { .. } => return,
+        };
+        self.emit("info", &line(), kind, fields);
+    }
+
+    pub fn emit(&self, level: &str, message: &str, kind: &str, fields: Value) {
+        let mut object = Map::new();
+        object.insert("@level".into(), level.into());
+        object.insert("@message".into(), message.into());
+        object.insert("@module".into(), "tfinstall".into());
+        object.insert("@timestamp".into(), timestamp(SystemTime::now()).into());
+        object.insert("type".into(), kind.into());
+        if let Value::Object(fields) = fields {
+            object.extend(fields);
+        }
+        let mut line = Value::Object(object).to_string();
+        line.push('\n');
+        // One write per line under the lock, so lines from concurrent
+        // installs never interleave.
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(line.as_bytes());
+        let _ = out.flush();
+    }
+}
+
+/// The authentication result in Terraform's words plus its parts.
+fn authentication(auth: &AuthResult) -> Value {
+    let mut value = json!({ "result": auth.to_string() });
+    if let AuthResult::Signed(check) = auth {
+        value["trust"] = match check.trust {
+            Trust::HashiCorp => "hashicorp",
+            Trust::Partner => "partner",
+            Trust::SelfSigned => "self_signed",
+        }
+        .into();
+        value["key_id"] = check.key_id.clone().into();
+    }
+    value
+}
+
+/// RFC 3339 in UTC with microseconds, e.g. `2026-05-01T09:30:00.123456Z`.
+fn timestamp(now: SystemTime) -> String {
+    let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs();
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (year, month, day) = civil_from_days(days);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:06}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        since.subsec_micros()
+    )
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's
+/// algorithm), to avoid a date-time dependency for one timestamp format.
+fn civil_from_days(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z % 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_rfc3339_utc() {
+        let at = |secs: u64, micros: u64| {
+            timestamp(UNIX_EPOCH + Duration::from_secs(secs) + Duration::from_micros(micros))
+        };
+        assert_eq!(at(0, 0), "1970-01-01T00:00:00.000000Z");
+        assert_eq!(at(951_825_600, 7), "2000-02-29T12:00:00.000007Z");
+        assert_eq!(at(1_780_000_000, 0), "2026-05-28T20:26:40.000000Z");
+        assert_eq!(at(4_107_542_399, 0), "2100-02-28T23:59:59.000000Z");
+    }
+}

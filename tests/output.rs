@@ -1,0 +1,655 @@
+//! What people and programs see: the `-json` stream against its published
+//! schema, colour and the progress display only on a terminal, the
+//! `providers` tree, help and shell completions.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use support::pty::run_on_pty;
+use support::{Fault, Payload, PgpKey, ProviderSpec, Registry, TestCa, TestServer};
+
+/// A registry on a local HTTPS server and a working directory whose
+/// configuration requires its providers.
+struct Project {
+    ca: TestCa,
+    server: TestServer,
+    key: PgpKey,
+    home: tempfile::TempDir,
+    work: tempfile::TempDir,
+    _registry_dir: tempfile::TempDir,
+}
+
+impl Project {
+    /// `alpha` 1.0.0 and `beta` 2.1.0 in namespace `test`, each `payload`
+    /// big; the configuration wants `alpha ~> 1.0` and any `beta`.
+    fn new(payload: Payload) -> Project {
+        let ca = TestCa::new();
+        let server = TestServer::https(&ca);
+        let key = PgpKey::generate();
+        let registry_dir = tempfile::tempdir().unwrap();
+        Registry::new(&key)
+            .provider(ProviderSpec::new("test", "alpha", "1.0.0").payload(payload))
+            .provider(ProviderSpec::new("test", "beta", "2.1.0").payload(payload))
+            .write(registry_dir.path(), &server.url());
+        server.serve_dir(registry_dir.path());
+        let project = Project {
+            ca,
+            server,
+            key,
+            home: tempfile::tempdir().unwrap(),
+            work: tempfile::tempdir().unwrap(),
+            _registry_dir: registry_dir,
+        };
+        project.write_config("~> 1.0");
+        project
+    }
+
+    fn write_config(&self, alpha_constraint: &str) {
+        let host = self.server.host();
+        std::fs::write(
+            self.work.path().join("main.tf"),
+            format!(
+                r#"terraform {{
+  required_providers {{
+    alpha = {{
+      source  = "{host}/test/alpha"
+      version = "{alpha_constraint}"
+    }}
+    beta = {{
+      source = "{host}/test/beta"
+    }}
+  }}
+}}
+
+module "net" {{
+  source = "./net"
+}}
+"#
+            ),
+        )
+        .unwrap();
+        std::fs::create_dir_all(self.work.path().join("net")).unwrap();
+        std::fs::write(
+            self.work.path().join("net/main.tf"),
+            format!(
+                r#"terraform {{
+  required_providers {{
+    beta = {{
+      source  = "{host}/test/beta"
+      version = ">= 2.0"
+    }}
+  }}
+}}
+"#
+            ),
+        )
+        .unwrap();
+    }
+
+    fn command(&self) -> assert_cmd::Command {
+        let mut command = support::tfinstall_command(self.home.path());
+        self.ca.configure(&mut command);
+        command.current_dir(self.work.path());
+        command
+    }
+
+    /// The same environment as [`Project::command`], for running on a pty.
+    fn std_command(&self, args: &[&str]) -> std::process::Command {
+        let home = self.home.path();
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tfinstall"));
+        command
+            .args(args)
+            .current_dir(self.work.path())
+            .env_clear()
+            .env("HOME", home)
+            .env("XDG_CONFIG_HOME", home.join(".config"))
+            .env("XDG_DATA_HOME", home.join(".local/share"))
+            .env("XDG_CACHE_HOME", home.join(".cache"))
+            .env("SSL_CERT_FILE", self.ca.ca_pem_path())
+            .env("TERM", "xterm-256color");
+        command
+    }
+
+    fn zip_path(&self, type_name: &str, version: &str) -> String {
+        let spec = ProviderSpec::new("test", type_name, version);
+        format!(
+            "/{}{}",
+            Registry::files_path("test", type_name, version),
+            spec.zip_filename(&support::current_platform())
+        )
+    }
+}
+
+fn schema() -> jsonschema::Validator {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/json-output.schema.json"),
+    )
+    .unwrap();
+    let schema: Value = serde_json::from_str(&text).unwrap();
+    jsonschema::draft202012::new(&schema).expect("the published schema is valid")
+}
+
+/// Every stdout line parsed and checked against the schema.
+fn validated_stream(stdout: &[u8]) -> Vec<Value> {
+    let validator = schema();
+    let text = String::from_utf8(stdout.to_vec()).unwrap();
+    assert!(text.ends_with('\n'), "stream ends with a newline: {text}");
+    text.lines()
+        .map(|line| {
+            let value: Value = serde_json::from_str(line)
+                .unwrap_or_else(|err| panic!("not a JSON line ({err}): {line}"));
+            let errors: Vec<String> = validator
+                .iter_errors(&value)
+                .map(|e| format!("{e} at {}", e.instance_path()))
+                .collect();
+            assert!(
+                errors.is_empty(),
+                "{line}\n violates the schema: {errors:#?}"
+            );
+            value
+        })
+        .collect()
+}
+
+fn of_type<'a>(stream: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    stream.iter().filter(|m| m["type"] == kind).collect()
+}
+
+/// Paths, bytes and modes of everything below `dir`, to show a failed run
+/// changed nothing.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (Vec<u8>, u32)> {
+    let mut files = BTreeMap::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(current) = pending.pop() {
+        for entry in std::fs::read_dir(&current).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let content = if meta.is_dir() {
+                pending.push(path.clone());
+                Vec::new()
+            } else {
+                std::fs::read(&path).unwrap()
+            };
+            files.insert(
+                path.strip_prefix(dir).unwrap().to_path_buf(),
+                (content, meta.permissions().mode()),
+            );
+        }
+    }
+    files
+}
+
+/// Removes escape sequences, keeping the text a terminal would show
+/// (good enough for finding words, not for layout).
+fn strip_escapes(text: &str) -> String {
+    let mut out = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                for c in chars.by_ref() {
+                    if ('@'..='~').contains(&c) {
+                        break;
+                    }
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Select Graphic Rendition sequences (`ESC [ … m`): colour and bold.
+fn has_sgr(text: &str) -> bool {
+    text.match_indices("\x1b[").any(|(at, _)| {
+        text[at + 2..]
+            .chars()
+            .find(|c| !c.is_ascii_digit() && *c != ';')
+            == Some('m')
+    })
+}
+
+#[test]
+fn the_schema_rejects_what_it_does_not_describe() {
+    let validator = schema();
+    let valid = serde_json::json!({
+        "@level": "info", "@message": "Installing x", "@module": "tfinstall",
+        "@timestamp": "2026-05-01T09:30:00.123456Z", "type": "installing",
+        "provider": "registry.terraform.io/hashicorp/aws", "version": "5.0.0",
+    });
+    assert!(validator.is_valid(&valid));
+    let broken = |edit: &dyn Fn(&mut Value)| {
+        let mut message = valid.clone();
+        edit(&mut message);
+        message
+    };
+    for message in [
+        broken(&|m| m["surprise"] = true.into()),
+        broken(&|m| m["type"] = "installed".into()),
+        broken(&|m| m["provider"] = "aws".into()),
+        broken(&|m| m["@timestamp"] = "yesterday".into()),
+        broken(&|m| {
+            m.as_object_mut().unwrap().remove("version");
+        }),
+    ] {
+        assert!(!validator.is_valid(&message), "{message}");
+    }
+}
+
+#[test]
+fn json_stream_of_a_successful_install_follows_the_schema() {
+    let project = Project::new(Payload::Random(300_000));
+    let output = project.command().args(["init", "-json"]).output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert!(
+        output.stderr.is_empty(),
+        "nothing on stderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stream = validated_stream(&output.stdout);
+
+    assert_eq!(stream[0]["type"], "version");
+    assert_eq!(stream[0]["ui"], "1.0");
+    let host = project.server.host();
+    let alpha = format!("{host}/test/alpha");
+    let beta = format!("{host}/test/beta");
+    let queries = of_type(&stream, "query");
+    assert_eq!(queries.len(), 2);
+    assert_eq!(queries[0]["provider"], alpha.as_str());
+    assert_eq!(queries[0]["selection"], "newest_matching");
+    assert_eq!(queries[0]["constraints"], "~> 1.0");
+    assert_eq!(queries[1]["provider"], beta.as_str());
+    assert_eq!(queries[1]["constraints"], ">= 2.0.0");
+
+    let selected = of_type(&stream, "selected");
+    assert_eq!(selected.len(), 2);
+    assert_eq!(selected[0]["version"], "1.0.0");
+    assert_eq!(selected[0]["locked"], false);
+    assert!(
+        selected[0]["package"]
+            .as_str()
+            .unwrap()
+            .starts_with(&project.server.url())
+    );
+
+    for provider in [&alpha, &beta] {
+        let progress: Vec<&Value> = of_type(&stream, "download_progress")
+            .into_iter()
+            .filter(|m| m["provider"] == provider.as_str())
+            .collect();
+        let last = progress
+            .last()
+            .expect("download progress for each provider");
+        assert_eq!(last["received_bytes"], last["total_bytes"]);
+        assert!(last["total_bytes"].as_u64().unwrap() > 300_000);
+    }
+
+    let key_id = project.key.key_id();
+    for kind in ["verified", "installed"] {
+        let messages = of_type(&stream, kind);
+        assert_eq!(messages.len(), 2, "{kind}");
+        for message in messages {
+            assert_eq!(message["authentication"]["result"], "self-signed");
+            assert_eq!(message["authentication"]["trust"], "self_signed");
+            assert_eq!(message["authentication"]["key_id"], key_id.as_str());
+        }
+    }
+    let installed = of_type(&stream, "installed");
+    assert_eq!(
+        installed[0]["@message"],
+        format!("Installed {alpha} v1.0.0 (self-signed, key ID {key_id})")
+    );
+
+    let codes: Vec<&str> = of_type(&stream, "message")
+        .iter()
+        .map(|m| m["message_code"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        codes,
+        [
+            "initializing_provider_plugins",
+            "partner_and_community_providers",
+            "lock_file_created",
+            "init_success"
+        ]
+    );
+
+    let summary = stream.last().unwrap();
+    assert_eq!(summary["type"], "summary");
+    assert_eq!(summary["success"], true);
+    assert_eq!(summary["providers"]["installed"], 2);
+    assert_eq!(summary["lock_file"], "created");
+    assert_eq!(summary["errors"], 0);
+
+    // A second run reuses everything and says so.
+    let again = project.command().args(["init", "-json"]).output().unwrap();
+    assert!(again.status.success());
+    let stream = validated_stream(&again.stdout);
+    assert_eq!(of_type(&stream, "using_installed").len(), 2);
+    assert!(of_type(&stream, "download_progress").is_empty());
+    let summary = stream.last().unwrap();
+    assert_eq!(summary["providers"]["reused"], 2);
+    assert_eq!(summary["lock_file"], "unchanged");
+}
+
+#[test]
+fn json_stream_of_failed_runs_follows_the_schema_and_changes_nothing() {
+    let project = Project::new(Payload::Small);
+    project.command().args(["init", "-json"]).assert().success();
+    let before = snapshot(project.work.path());
+
+    // No version matches.
+    project.write_config("~> 7.0");
+    let before_config_change = snapshot(project.work.path());
+    let output = project.command().args(["init", "-json"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(output.stderr.is_empty());
+    let stream = validated_stream(&output.stdout);
+    let errors: Vec<&Value> = of_type(&stream, "diagnostic")
+        .into_iter()
+        .filter(|m| m["diagnostic"]["severity"] == "error")
+        .collect();
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0]["@level"], "error");
+    assert_eq!(
+        errors[0]["diagnostic"]["summary"],
+        "Failed to query available provider packages"
+    );
+    let detail = errors[0]["diagnostic"]["detail"].as_str().unwrap();
+    assert!(detail.contains("~> 7.0"), "{detail}");
+    assert!(
+        detail.ends_with("run the following command:\n    tfinstall providers"),
+        "{detail}"
+    );
+    let summary = stream.last().unwrap();
+    assert_eq!(summary["type"], "summary");
+    assert_eq!(summary["success"], false);
+    assert_eq!(summary["errors"], 1);
+    assert_eq!(summary["lock_file"], "unchanged");
+    assert_eq!(snapshot(project.work.path()), before_config_change);
+
+    // The download fails.
+    project.write_config("~> 1.0");
+    assert_eq!(snapshot(project.work.path()), before);
+    std::fs::remove_dir_all(project.work.path().join(".terraform")).unwrap();
+    let before = snapshot(project.work.path());
+    project
+        .server
+        .fault(&project.zip_path("alpha", "1.0.0"), Fault::Status(404));
+    let output = project.command().args(["init", "-json"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stream = validated_stream(&output.stdout);
+    let error = of_type(&stream, "diagnostic")
+        .into_iter()
+        .find(|m| m["diagnostic"]["severity"] == "error")
+        .expect("an error diagnostic");
+    assert_eq!(error["diagnostic"]["summary"], "Failed to install provider");
+    assert!(
+        error["diagnostic"]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("bad response code: 404")
+    );
+    assert_eq!(stream.last().unwrap()["success"], false);
+    assert_eq!(snapshot(project.work.path()), before);
+
+    // The configuration is invalid: the diagnostic points at the file.
+    std::fs::write(
+        project.work.path().join("broken.tf"),
+        "terraform {\n  required_providers {\n    x = 1\n",
+    )
+    .unwrap();
+    let before = snapshot(project.work.path());
+    let output = project.command().args(["init", "-json"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stream = validated_stream(&output.stdout);
+    let error = of_type(&stream, "diagnostic")
+        .into_iter()
+        .find(|m| m["diagnostic"]["severity"] == "error")
+        .expect("an error diagnostic");
+    assert_eq!(error["diagnostic"]["range"]["filename"], "broken.tf");
+    assert_eq!(snapshot(project.work.path()), before);
+}
+
+#[test]
+fn a_terminal_gets_colour_and_a_progress_display() {
+    let project = Project::new(Payload::Random(1_500_000));
+    for type_name in ["alpha", "beta"] {
+        project.server.fault(
+            &project.zip_path(
+                type_name,
+                if type_name == "alpha" {
+                    "1.0.0"
+                } else {
+                    "2.1.0"
+                },
+            ),
+            Fault::Throttle(3_000_000),
+        );
+    }
+    let run = run_on_pty(project.std_command(&["init"]));
+    assert!(run.status.success(), "{}", run.text);
+    assert!(
+        run.text
+            .contains("\x1b[1mInitializing provider plugins...\x1b[0m")
+    );
+    let host = project.server.host();
+    let plain = strip_escapes(&run.text);
+    // The bars: label, bytes of the total, rate and time left.
+    assert!(
+        plain.contains(&format!("{host}/test/alpha v1.0.0")),
+        "{plain}"
+    );
+    assert!(plain.contains(" / 1.43 MiB"), "{plain}");
+    assert!(plain.contains("/s") && plain.contains("ETA"), "{plain}");
+    // Lines printed while bars were drawn arrive whole.
+    let key_id = project.key.key_id();
+    for (name, version) in [("alpha", "1.0.0"), ("beta", "2.1.0")] {
+        let line = format!(
+            "- Installed {host}/test/{name} v{version} (self-signed, key ID \x1b[1m{key_id}\x1b[0m)\r\n"
+        );
+        assert!(run.text.contains(&line), "{line:?} in {:?}", run.text);
+    }
+}
+
+#[test]
+fn no_color_and_the_no_color_flag_turn_colour_off_on_a_terminal() {
+    let project = Project::new(Payload::Random(600_000));
+    project.server.fault(
+        &project.zip_path("alpha", "1.0.0"),
+        Fault::Throttle(2_000_000),
+    );
+    let mut with_env = project.std_command(&["init"]);
+    with_env.env("NO_COLOR", "1");
+    let run = run_on_pty(with_env);
+    assert!(run.status.success(), "{}", run.text);
+    assert!(!has_sgr(&run.text), "{:?}", run.text);
+    assert!(run.text.contains("Initializing provider plugins..."));
+    // Progress is not colour: it still shows, in plain characters.
+    assert!(strip_escapes(&run.text).contains("ETA"), "{:?}", run.text);
+
+    std::fs::remove_dir_all(project.work.path().join(".terraform")).unwrap();
+    let run = run_on_pty(project.std_command(&["init", "-no-color"]));
+    assert!(run.status.success(), "{}", run.text);
+    assert!(!has_sgr(&run.text), "{:?}", run.text);
+}
+
+#[test]
+fn piped_output_has_no_colour_and_no_progress() {
+    let project = Project::new(Payload::Random(600_000));
+    project.server.fault(
+        &project.zip_path("alpha", "1.0.0"),
+        Fault::Throttle(2_000_000),
+    );
+    let output = project.command().arg("init").output().unwrap();
+    assert!(output.status.success());
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(!stdout.contains('\x1b') && !stderr.contains('\x1b'));
+    assert!(!stdout.contains("ETA") && !stderr.contains("ETA"));
+    assert_eq!(stderr, "");
+    let host = project.server.host();
+    let key_id = project.key.key_id();
+    assert!(stdout.contains(&format!(
+        "\nInitializing provider plugins...\n- Finding {host}/test/alpha versions matching \"~> 1.0\"...\n- Finding {host}/test/beta versions matching \">= 2.0.0\"...\n- Installing {host}/test/alpha v1.0.0...\n- Installed {host}/test/alpha v1.0.0 (self-signed, key ID {key_id})\n- Installing {host}/test/beta v2.1.0...\n- Installed {host}/test/beta v2.1.0 (self-signed, key ID {key_id})\n"
+    )), "{stdout}");
+}
+
+#[test]
+fn providers_shows_the_requirement_tree_with_origins_and_locks() {
+    let project = Project::new(Payload::Small);
+    let host = project.server.host();
+    let before = project.command().arg("providers").output().unwrap();
+    assert!(before.status.success());
+    let expected_tree = format!(
+        "
+Providers required by configuration:
+.
+├── provider[{host}/test/alpha] ~> 1.0
+│   └── required_providers \"alpha\" ~> 1.0 (main.tf:3)
+├── provider[{host}/test/beta]
+│   └── required_providers \"beta\" (main.tf:7)
+└── module.net
+    └── provider[{host}/test/beta] >= 2.0.0
+        └── required_providers \"beta\" >= 2.0.0 (net/main.tf:3)
+
+Providers selected in the dependency lock file:
+
+"
+    );
+    let text = String::from_utf8(before.stdout).unwrap();
+    assert_eq!(
+        text,
+        format!(
+            "{expected_tree}    provider[{host}/test/alpha] not locked yet: run tfinstall init
+    provider[{host}/test/beta] not locked yet: run tfinstall init
+
+Providers required only by state are not shown: tfinstall does not read Terraform state.
+"
+        )
+    );
+
+    project.command().arg("init").assert().success();
+    let after = project.command().arg("providers").output().unwrap();
+    let text = String::from_utf8(after.stdout).unwrap();
+    assert!(
+        text.starts_with(&format!(
+            "{expected_tree}    provider[{host}/test/alpha] 1.0.0\n    provider[{host}/test/beta] 2.1.0\n"
+        )),
+        "{text}"
+    );
+
+    // A resource of a provider no module declares makes it required too.
+    std::fs::write(
+        project.work.path().join("net/extra.tf"),
+        "resource \"gamma_thing\" \"x\" {}\n",
+    )
+    .unwrap();
+    let json = project
+        .command()
+        .args(["providers", "-json"])
+        .output()
+        .unwrap();
+    assert!(json.status.success());
+    let stream = validated_stream(&json.stdout);
+    assert_eq!(stream.len(), 2);
+    let report = &stream[1];
+    assert_eq!(report["type"], "provider_requirements");
+    let net = &report["modules"][1];
+    assert_eq!(net["path"], "module.net");
+    assert_eq!(
+        net["providers"][1]["provider"],
+        "registry.terraform.io/hashicorp/gamma"
+    );
+    assert_eq!(net["providers"][1]["origins"][0]["kind"], "resource");
+    assert_eq!(
+        net["providers"][1]["origins"][0]["address"],
+        "gamma_thing.x"
+    );
+    assert_eq!(report["locked"][1]["version"], "2.1.0");
+    let text =
+        String::from_utf8(project.command().arg("providers").output().unwrap().stdout).unwrap();
+    assert!(
+        text.contains(&format!(
+            "└── module.net\n    ├── provider[{host}/test/beta] >= 2.0.0\n    │   └── required_providers \"beta\" >= 2.0.0 (net/main.tf:3)\n    └── provider[registry.terraform.io/hashicorp/gamma]\n        └── used by gamma_thing.x (net/extra.tf:1)\n"
+        )),
+        "{text}"
+    );
+    assert!(text.contains(
+        "    provider[registry.terraform.io/hashicorp/gamma] not locked yet: run tfinstall init\n"
+    ));
+}
+
+#[test]
+fn providers_reports_a_broken_configuration() {
+    let project = Project::new(Payload::Small);
+    std::fs::write(project.work.path().join("broken.tf"), "terraform {\n").unwrap();
+    let output = project.command().arg("providers").output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("Error: "), "{stderr}");
+    assert!(stderr.contains("broken.tf"), "{stderr}");
+}
+
+#[test]
+fn every_command_has_help() {
+    let home = tempfile::tempdir().unwrap();
+    for args in [
+        &["--help"][..],
+        &["init", "--help"],
+        &["init", "-help"],
+        &["providers", "--help"],
+        &["completions", "--help"],
+    ] {
+        let output = support::tfinstall_command(home.path())
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{args:?}");
+        let text = String::from_utf8(output.stdout).unwrap();
+        assert!(text.contains("Usage: tfinstall"), "{args:?}: {text}");
+    }
+    let init_help = support::tfinstall_command(home.path())
+        .args(["init", "--help"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(init_help.stdout).unwrap();
+    for flag in [
+        "--plugin-dir",
+        "--upgrade",
+        "--lockfile",
+        "--json",
+        "--no-color",
+    ] {
+        assert!(text.contains(flag), "{flag} in {text}");
+    }
+}
+
+#[test]
+fn completions_are_generated_for_common_shells() {
+    let home = tempfile::tempdir().unwrap();
+    for (shell, marker) in [
+        ("bash", "complete -F"),
+        ("zsh", "#compdef tfinstall"),
+        ("fish", "complete -c tfinstall"),
+    ] {
+        let output = support::tfinstall_command(home.path())
+            .args(["completions", shell])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{shell}");
+        let script = String::from_utf8(output.stdout).unwrap();
+        assert!(script.contains(marker), "{shell}: {script}");
+        assert!(script.contains("plugin-dir"), "{shell}");
+    }
+    support::tfinstall_command(home.path())
+        .args(["completions", "tcsh"])
+        .assert()
+        .code(1);
+}
