@@ -317,7 +317,11 @@ mod tests {
             .iter()
             .map(OsString::from),
         ));
-        let Command::Providers(ProvidersCommand::Lock(args)) = cli.command else {
+        let Command::Providers(ProvidersArgs {
+            command: Some(ProvidersCommand::Lock(args)),
+            ..
+        }) = cli.command
+        else {
             panic!("expected providers lock");
         };
         assert_eq!(args.platforms, ["linux_amd64", "darwin_arm64"]);
@@ -335,7 +339,11 @@ mod tests {
             .iter()
             .map(OsString::from),
         ));
-        let Command::Providers(ProvidersCommand::Mirror(args)) = cli.command else {
+        let Command::Providers(ProvidersArgs {
+            command: Some(ProvidersCommand::Mirror(args)),
+            ..
+        }) = cli.command
+        else {
             panic!("expected providers mirror");
         };
         assert!(!args.lock_file);
