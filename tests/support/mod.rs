@@ -10,6 +10,7 @@
 pub mod fixtures;
 pub mod openpgp;
 pub mod server;
+pub mod terraform;
 pub mod tls;
 pub mod zips;
 
