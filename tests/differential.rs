@@ -27,6 +27,23 @@ use support::*;
 
 const LOCK: &str = ".terraform.lock.hcl";
 
+/// Which Terraform each `tfinstall` layout is compared with: the release,
+/// its work dir, tfinstall's work dir and tfinstall's layout arguments.
+const PAIRS: [(Terraform, &str, &str, &[&str]); 2] = [
+    (
+        Terraform::V1_0_3,
+        "terraform-1.0.3",
+        "tfinstall-providers",
+        &["-layout", "providers"],
+    ),
+    (
+        Terraform::V0_13_5,
+        "terraform-0.13.5",
+        "tfinstall-plugins",
+        &[],
+    ),
+];
+
 /// A fixture that both installers run against.
 struct Scenario {
     tmp: tempfile::TempDir,
@@ -140,29 +157,35 @@ impl Scenario {
     /// -upgrade` moves both installers to the same new selections, lock
     /// file and tree (including what happens to the old versions).
     fn check_upgrade(&self) {
-        let pairs = [
-            (
-                Terraform::V1_0_3,
-                "terraform-1.0.3",
-                "tfinstall-providers",
-                &["-layout", "providers"][..],
-            ),
-            (
-                Terraform::V0_13_5,
-                "terraform-0.13.5",
-                "tfinstall-plugins",
-                &[][..],
-            ),
-        ];
-        for (terraform, theirs, ours, layout) in pairs {
+        self.check_rerun("-upgrade", &["-upgrade"], &[]);
+    }
+
+    /// After [`Scenario::check_init`]: the configuration changes to
+    /// `main_tf` and a plain `init` updates both work dirs the same way,
+    /// except that tfinstall drops the lock entries of providers no longer
+    /// required, as current Terraform does; 1.0.3 kept them.
+    fn check_changed_config(&self, main_tf: &str, dropped: &[&str]) {
+        for dir in PAIRS.iter().flat_map(|(_, theirs, ours, _)| [theirs, ours]) {
+            std::fs::write(self.path("work").join(dir).join("main.tf"), main_tf)
+                .expect("rewrite main.tf");
+        }
+        self.check_rerun("a configuration change", &[], dropped);
+    }
+
+    /// Runs `init` with `extra` again in the work dirs of
+    /// [`Scenario::check_init`] and compares the results pairwise; the
+    /// `dropped` providers' lock entries are expected in Terraform's lock
+    /// file only.
+    fn check_rerun(&self, why: &str, extra: &[&str], dropped: &[&str]) {
+        for (terraform, theirs, ours, layout) in PAIRS {
             let theirs = self.path("work").join(theirs);
             let ours = self.path("work").join(ours);
-            let their_output = self.terraform_init(terraform, &theirs, &["-upgrade"]);
-            let mut args = vec!["-upgrade"];
+            let their_output = self.terraform_init(terraform, &theirs, extra);
+            let mut args = extra.to_vec();
             args.extend(layout);
             let our_output = self.tfinstall_init(&ours, &args);
             let what = format!(
-                "after -upgrade, Terraform {} and tfinstall",
+                "after {why}, Terraform {} and tfinstall",
                 terraform.version()
             );
             assert_eq!(
@@ -170,18 +193,15 @@ impl Scenario {
                 installed_lines(&their_output),
                 "{what}: installed packages differ"
             );
-            assert!(
-                !installed_lines(&their_output).is_empty(),
-                "the fixture must offer something newer:\n{their_output}"
-            );
-            TreeSnapshot::of(&theirs.join(".terraform")).assert_same(
-                &TreeSnapshot::of(&ours.join(".terraform")),
-                &format!("{what}: .terraform trees"),
-            );
+            data_tree(&theirs).assert_same(&data_tree(&ours), &format!("{what}: .terraform trees"));
             if terraform == Terraform::V1_0_3 {
+                let mut expected = read_text(&theirs.join(LOCK));
+                for provider in dropped {
+                    expected = without_lock_entry(&expected, provider);
+                }
                 assert_eq!(
                     read_text(&ours.join(LOCK)),
-                    read_text(&theirs.join(LOCK)),
+                    expected,
                     "{what}: lock files differ"
                 );
             }
@@ -201,8 +221,8 @@ impl Scenario {
             "tfinstall must select and report the same packages as Terraform 1.0.3"
         );
         assert!(!installed_lines(&their_output).is_empty(), "{their_output}");
-        let our_tree = TreeSnapshot::of(&ours.join(".terraform"));
-        TreeSnapshot::of(&theirs.join(".terraform")).assert_same(
+        let our_tree = data_tree(&ours);
+        data_tree(&theirs).assert_same(
             &our_tree,
             ".terraform trees of Terraform 1.0.3 and tfinstall",
         );
@@ -219,9 +239,21 @@ impl Scenario {
         self.terraform_init(Terraform::V1_0_3, &ours, &[]);
         assert_eq!(self.archive_downloads(), Vec::<String>::new());
         assert_eq!(read_text(&ours.join(LOCK)), our_lock);
-        TreeSnapshot::of(&ours.join(".terraform")).assert_same(
+        data_tree(&ours).assert_same(
             &our_tree,
             ".terraform before and after Terraform 1.0.3 re-init",
+        );
+
+        // And the other way round: tfinstall takes Terraform's lock file as
+        // it is and installs the same tree from it.
+        let their_lock = read_text(&theirs.join(LOCK));
+        let from_their_lock = self.workdir("tfinstall-from-their-lock");
+        std::fs::write(from_their_lock.join(LOCK), &their_lock).expect("copy lock file");
+        self.tfinstall_init(&from_their_lock, &["-layout", "providers"]);
+        assert_eq!(read_text(&from_their_lock.join(LOCK)), their_lock);
+        data_tree(&from_their_lock).assert_same(
+            &our_tree,
+            ".terraform of tfinstall from Terraform's lock file",
         );
 
         // The lock file alone is enough: Terraform installs exactly what it
@@ -230,7 +262,7 @@ impl Scenario {
         std::fs::write(lock_only.join(LOCK), &our_lock).expect("copy lock file");
         self.terraform_init(Terraform::V1_0_3, &lock_only, &[]);
         assert_eq!(read_text(&lock_only.join(LOCK)), our_lock);
-        TreeSnapshot::of(&lock_only.join(".terraform")).assert_same(
+        data_tree(&lock_only).assert_same(
             &our_tree,
             ".terraform of Terraform from tfinstall's lock file",
         );
@@ -243,8 +275,8 @@ impl Scenario {
         let ours = self.workdir("tfinstall-plugins");
         self.tfinstall_init(&ours, &[]);
 
-        let our_tree = TreeSnapshot::of(&ours.join(".terraform"));
-        TreeSnapshot::of(&theirs.join(".terraform")).assert_same(
+        let our_tree = data_tree(&ours);
+        data_tree(&theirs).assert_same(
             &our_tree,
             ".terraform trees of Terraform 0.13.5 and tfinstall",
         );
@@ -255,11 +287,20 @@ impl Scenario {
         self.clear_log();
         self.terraform_init(Terraform::V0_13_5, &ours, &[]);
         assert_eq!(self.archive_downloads(), Vec::<String>::new());
-        TreeSnapshot::of(&ours.join(".terraform")).assert_same(
+        data_tree(&ours).assert_same(
             &our_tree,
             ".terraform before and after Terraform 0.13.5 re-init",
         );
     }
+}
+
+/// The data directory of work dir `dir`, less `modules/`: Terraform records
+/// the module tree there, and installing modules is not tfinstall's job.
+fn data_tree(dir: &Path) -> TreeSnapshot {
+    let mut tree = TreeSnapshot::of(&dir.join(".terraform"));
+    tree.nodes
+        .retain(|path, _| path != "modules" && !path.starts_with("modules/"));
+    tree
 }
 
 fn succeeded(what: &str, output: &std::process::Output) -> String {
@@ -271,6 +312,17 @@ fn succeeded(what: &str, output: &std::process::Output) -> String {
         String::from_utf8_lossy(&output.stderr)
     );
     stdout
+}
+
+/// `lock` less the `provider "ADDR" { … }` block of `provider` (and the
+/// blank line before it); panics if there is none.
+fn without_lock_entry(lock: &str, provider: &str) -> String {
+    let header = format!("\nprovider \"{provider}\" {{\n");
+    let start = lock
+        .find(&header)
+        .unwrap_or_else(|| panic!("no lock entry for {provider} in:\n{lock}"));
+    let end = start + lock[start..].find("\n}\n").expect("end of lock entry") + 3;
+    format!("{}{}", &lock[..start], &lock[end..])
 }
 
 /// The `- Installed PROVIDER vVERSION (…)` lines, sorted: the selections
@@ -349,6 +401,23 @@ fn registry_through_a_host_override() {
         .provider(spec("registry.test", "acme", "beta", "0.3.0"))
         .write(&root, &scenario.server().url());
     scenario.check_upgrade();
+
+    // beta is dropped and alpha's constraint changes (still allowing the
+    // locked 1.2.0): nothing new is installed, alpha's entry (old
+    // constraints included) stays as it is in both lock files, and only
+    // tfinstall's loses beta's entry.
+    scenario.check_changed_config(
+        r#"terraform {
+  required_providers {
+    alpha = {
+      source  = "registry.test/acme/alpha"
+      version = "< 2.0.0, >= 1.1.0"
+    }
+  }
+}
+"#,
+        &["registry.test/acme/beta"],
+    );
 }
 
 #[test]
@@ -358,7 +427,7 @@ fn network_mirror() {
   required_providers {
     gamma = {
       source  = "acme/gamma"
-      version = ">= 1.0.0, < 3.0.0"
+      version = ">=1.0,<3.0.0, != 2.4.0"
     }
     delta = {
       source = "mirror.test/other/delta"
@@ -371,11 +440,24 @@ fn network_mirror() {
     let server = scenario.serve(&root);
     let mirror_url = format!("{}mirror/", server.url());
     let mut mirror = NetworkMirror::new();
-    for version in ["1.0.0", "2.5.0", "3.0.0"] {
+    for version in ["1.0.0", "2.4.0", "2.5.0", "3.0.0"] {
         mirror = mirror.provider(spec("registry.terraform.io", "acme", "gamma", version));
     }
     mirror = mirror.provider(spec("mirror.test", "other", "delta", "0.0.1"));
     mirror.write(&root.join("mirror"), &mirror_url);
+    // A child module narrows gamma further: the lock file records the
+    // constraints of the whole tree.
+    let child = scenario.path("child");
+    std::fs::create_dir_all(&child).expect("create child module");
+    std::fs::write(
+        child.join("main.tf"),
+        "terraform {\n  required_providers {\n    gamma = {\n      source  = \"acme/gamma\"\n      version = \"~>2.0\"\n    }\n  }\n}\n",
+    )
+    .expect("write child module");
+    // Work dirs are `work/NAME` beside `child`.
+    scenario
+        .main_tf
+        .push_str("\nmodule \"child\" {\n  source = \"../../child\"\n}\n");
     scenario.set_cli_config(&format!(
         "provider_installation {{\n  network_mirror {{\n    url = \"{mirror_url}\"\n  }}\n}}\n"
     ));
@@ -499,8 +581,8 @@ fn an_empty_plugin_dir_forgets_the_saved_list() {
         let mut args = vec!["-plugin-dir="];
         args.extend(layout);
         scenario.tfinstall_init(&ours, &args);
-        let our_tree = TreeSnapshot::of(&ours.join(".terraform"));
-        TreeSnapshot::of(&theirs.join(".terraform")).assert_same(
+        let our_tree = data_tree(&ours);
+        data_tree(&theirs).assert_same(
             &our_tree,
             &format!("Terraform {} and tfinstall trees", terraform.version()),
         );
