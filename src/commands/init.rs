@@ -146,6 +146,7 @@ const PLUGIN_PATH_FILE: &str = "plugin_path";
 /// Saves the `-plugin-dir` list as Terraform does (its later commands read
 /// it); a single empty `-plugin-dir=` forgets it. Unlike Terraform, this
 /// happens only once the install succeeded, so a failed run changes nothing.
+/// Its mode is 0644 less the umask, like Terraform's.
 fn record_plugin_dirs(data_dir: &Path, plugin_dirs: &[PathBuf]) -> std::io::Result<()> {
     let path = data_dir.join(PLUGIN_PATH_FILE);
     match plugin_dirs {
@@ -160,7 +161,7 @@ fn record_plugin_dirs(data_dir: &Path, plugin_dirs: &[PathBuf]) -> std::io::Resu
                 .map(|dir| dir.to_string_lossy().into_owned())
                 .collect();
             let text = go_json_pretty(&serde_json::json!(list))?;
-            crate::fsutil::write_atomic(&path, text.as_bytes(), 0o644)
+            crate::fsutil::write_atomic_umask(&path, text.as_bytes(), 0o644)
         }
     }
 }
@@ -315,7 +316,7 @@ fn write_selections(
     entries.sort_by(|a, b| a.0.cmp(&b.0));
     let map: serde_json::Map<String, serde_json::Value> = entries.into_iter().collect();
     let text = go_json_pretty(&serde_json::Value::Object(map))?;
-    crate::fsutil::write_atomic(path, text.as_bytes(), 0o644)
+    crate::fsutil::write_atomic_umask(path, text.as_bytes(), 0o644)
 }
 
 #[cfg(test)]
