@@ -54,6 +54,8 @@ struct Scenario {
     main_tf: String,
     /// Arguments both `init`s get, such as `-plugin-dir=…`.
     init_args: Vec<String>,
+    /// The umask both programs run with; the test process's if `None`.
+    umask: Option<u32>,
 }
 
 impl Scenario {
@@ -69,6 +71,7 @@ impl Scenario {
             cli_config,
             main_tf: main_tf.to_owned(),
             init_args: Vec::new(),
+            umask: None,
         }
     }
 
@@ -105,8 +108,13 @@ impl Scenario {
 
     /// Runs `terraform init` in `dir`; panics with its output on failure.
     fn terraform_init(&self, terraform: Terraform, dir: &Path, extra: &[&str]) -> String {
-        let output = terraform
-            .command(&self.home(), &self.cli_config, Some(&self.ca))
+        let mut command = match self.umask {
+            Some(umask) => {
+                terraform.command_with_umask(&self.home(), &self.cli_config, Some(&self.ca), umask)
+            }
+            None => terraform.command(&self.home(), &self.cli_config, Some(&self.ca)),
+        };
+        let output = command
             .current_dir(dir)
             .args(["init", "-no-color", "-input=false"])
             .args(extra)
@@ -118,7 +126,10 @@ impl Scenario {
 
     /// Runs `tfinstall init` (with `extra` arguments) in `dir`.
     fn tfinstall_init(&self, dir: &Path, extra: &[&str]) -> String {
-        let mut command = tfinstall_command(&self.home());
+        let mut command = match self.umask {
+            Some(umask) => tfinstall_command_with_umask(&self.home(), umask),
+            None => tfinstall_command(&self.home()),
+        };
         self.ca.configure(&mut command);
         let output = command
             .current_dir(dir)
@@ -487,9 +498,12 @@ fn filesystem_mirrors() {
     scenario.check_upgrade();
 }
 
+/// Also run with a restrictive umask: directories and most files follow
+/// it in both programs, the lock file and package executables do not.
 #[test]
 fn plugin_dirs() {
     let mut scenario = Scenario::new(LOCAL_MAIN_TF);
+    scenario.umask = Some(0o027);
     let (packed, unpacked) = local_mirrors(&scenario);
     scenario.init_args = vec![
         format!("-plugin-dir={}", packed.display()),
