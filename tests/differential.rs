@@ -5,9 +5,9 @@
 //!
 //! Each fixture is a [`Scenario`]: a CLI configuration, a configuration
 //! (`main.tf`) and the servers or directories the providers come from. The
-//! same scenarios serve later checks of `providers lock` and `providers
-//! mirror`: they need only more runs of the two programs in a scenario's
-//! work directories.
+//! same scenarios serve checks of other commands (`providers lock`,
+//! `providers mirror`): [`Scenario::terraform`] and [`Scenario::tfinstall`]
+//! run any command of either program in a scenario's work directories.
 //!
 //! Deliberate differences, each asserted below so it cannot drift:
 //! - Terraform symlinks a package from an unpacked filesystem mirror into
@@ -17,6 +17,11 @@
 //! - With the default `plugins` layout tfinstall also writes
 //!   `.terraform.lock.hcl` (Terraform 0.13 has no lock file and ignores it),
 //!   so upgrading to 0.14+ keeps the selections and their checksums.
+//! - tfinstall drops lock entries of providers the configuration no longer
+//!   requires, as current Terraform does; 1.0.3 kept them.
+//! - Only the `- Installed …` lines of the output are compared: the rest
+//!   follows current Terraform (e.g. the "Incomplete lock file information"
+//!   warning of Terraform 1.3+), not 0.13 or 1.0.
 
 mod support;
 
@@ -106,8 +111,25 @@ impl Scenario {
         dir
     }
 
-    /// Runs `terraform init` in `dir`; panics with its output on failure.
+    /// Runs `terraform init` in `dir` with the scenario's `init_args`.
     fn terraform_init(&self, terraform: Terraform, dir: &Path, extra: &[&str]) -> String {
+        let mut args = vec!["init", "-no-color", "-input=false"];
+        args.extend(extra);
+        args.extend(self.init_args.iter().map(String::as_str));
+        self.terraform(terraform, dir, &args)
+    }
+
+    /// Runs `tfinstall init` in `dir` with the scenario's `init_args`.
+    fn tfinstall_init(&self, dir: &Path, extra: &[&str]) -> String {
+        let mut args = vec!["init", "-no-color"];
+        args.extend(extra);
+        args.extend(self.init_args.iter().map(String::as_str));
+        self.tfinstall(dir, &args)
+    }
+
+    /// Runs any Terraform command in `dir` in the scenario's environment;
+    /// panics with its output on failure, else returns its stdout.
+    fn terraform(&self, terraform: Terraform, dir: &Path, args: &[&str]) -> String {
         let mut command = match self.umask {
             Some(umask) => {
                 terraform.command_with_umask(&self.home(), &self.cli_config, Some(&self.ca), umask)
@@ -116,16 +138,18 @@ impl Scenario {
         };
         let output = command
             .current_dir(dir)
-            .args(["init", "-no-color", "-input=false"])
-            .args(extra)
-            .args(&self.init_args)
+            .args(args)
             .output()
             .expect("run terraform");
-        succeeded(&format!("terraform {} init", terraform.version()), &output)
+        succeeded(
+            &format!("terraform {} {args:?}", terraform.version()),
+            &output,
+        )
     }
 
-    /// Runs `tfinstall init` (with `extra` arguments) in `dir`.
-    fn tfinstall_init(&self, dir: &Path, extra: &[&str]) -> String {
+    /// Runs any tfinstall command in `dir` in the scenario's environment,
+    /// like [`Scenario::terraform`].
+    fn tfinstall(&self, dir: &Path, args: &[&str]) -> String {
         let mut command = match self.umask {
             Some(umask) => tfinstall_command_with_umask(&self.home(), umask),
             None => tfinstall_command(&self.home()),
@@ -134,12 +158,10 @@ impl Scenario {
         let output = command
             .current_dir(dir)
             .env("TF_CLI_CONFIG_FILE", &self.cli_config)
-            .args(["init", "-no-color"])
-            .args(extra)
-            .args(&self.init_args)
+            .args(args)
             .output()
             .expect("run tfinstall");
-        succeeded("tfinstall init", &output)
+        succeeded(&format!("tfinstall {args:?}"), &output)
     }
 
     /// Server paths of package archives requested since the log was cleared.
