@@ -6,6 +6,7 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+use clap::builder::TypedValueParser as _;
 use clap::{Args, Parser, Subcommand};
 
 use crate::install::layout::LayoutKind;
@@ -136,7 +137,12 @@ pub struct ProvidersMirrorArgs {
 #[derive(Debug, Args)]
 pub struct InitArgs {
     /// Search only this directory for providers (repeatable); no registry is contacted.
-    #[arg(long = "plugin-dir", value_name = "DIR")]
+    /// A single empty `-plugin-dir=` forgets the list a previous run saved.
+    #[arg(
+        long = "plugin-dir",
+        value_name = "DIR",
+        value_parser = clap::builder::OsStringValueParser::new().map(PathBuf::from)
+    )]
     pub plugin_dirs: Vec<PathBuf>,
 
     /// Ignore versions recorded in the lock file and pick the newest acceptable ones.

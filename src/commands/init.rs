@@ -132,7 +132,56 @@ async fn init(
         InstallMode::Normal
     };
     let outcome = installer.install(&requirements, &previous, mode).await?;
-    finish(outcome, &installer, &previous, readonly, out, warnings)
+    let warnings = finish(outcome, &installer, &previous, readonly, out, warnings)?;
+    record_plugin_dirs(&data_dir, &args.plugin_dirs).map_err(|err| {
+        Diagnostics::from(Diagnostic::error(
+            "Failed to save plugin locations",
+            format!(
+                "Could not write {}: {err}. Check the permissions of the working directory and run tfinstall init again.",
+                data_dir.join(PLUGIN_PATH_FILE).display()
+            ),
+        ))
+    })?;
+    Ok(warnings)
+}
+
+/// Where Terraform records the `-plugin-dir` list for later commands.
+const PLUGIN_PATH_FILE: &str = "plugin_path";
+
+/// Saves the `-plugin-dir` list as Terraform does (its later commands read
+/// it); a single empty `-plugin-dir=` forgets it. Unlike Terraform, this
+/// happens only once the install succeeded, so a failed run changes nothing.
+/// Its mode is 0644 less the umask, like Terraform's.
+fn record_plugin_dirs(data_dir: &Path, plugin_dirs: &[PathBuf]) -> std::io::Result<()> {
+    let path = data_dir.join(PLUGIN_PATH_FILE);
+    match plugin_dirs {
+        [] => Ok(()),
+        [only] if only.as_os_str().is_empty() => match std::fs::remove_file(&path) {
+            Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(err),
+            _ => Ok(()),
+        },
+        dirs => {
+            let list: Vec<String> = dirs
+                .iter()
+                .map(|dir| dir.to_string_lossy().into_owned())
+                .collect();
+            let text = go_json_pretty(&serde_json::json!(list))?;
+            crate::fsutil::write_atomic_umask(&path, text.as_bytes(), 0o644)
+        }
+    }
+}
+
+/// JSON as Go's `json.MarshalIndent(v, "", "  ")` writes it, byte for byte:
+/// serde_json's pretty form, plus Go's escaping of `<`, `>`, `&`, U+2028 and
+/// U+2029 (which can only occur inside strings).
+fn go_json_pretty(value: &serde_json::Value) -> std::io::Result<String> {
+    let text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
+    Ok(text
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+        .replace('\u{2028}', "\\u2028")
+        .replace('\u{2029}', "\\u2029"))
 }
 
 /// Commits the staged packages and records the result, in an order that
@@ -278,11 +327,26 @@ fn write_selections(
         .collect();
     entries.sort_by(|a, b| a.0.cmp(&b.0));
     let map: serde_json::Map<String, serde_json::Value> = entries.into_iter().collect();
-    let text = serde_json::to_string_pretty(&map).map_err(std::io::Error::other)?;
+    let text = go_json_pretty(&serde_json::Value::Object(map))?;
     // Like the lock file, rewritten only when its content changes, so a
     // no-op run leaves the data directory untouched.
     if std::fs::read(path).is_ok_and(|old| old == text.as_bytes()) {
         return Ok(());
     }
-    crate::fsutil::write_atomic(path, text.as_bytes(), 0o644)
+    crate::fsutil::write_atomic_umask(path, text.as_bytes(), 0o644)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_is_written_the_way_go_marshal_indent_writes_it() {
+        let value = serde_json::json!(["../mirror", "/opt/a<b>&c\u{2028}", "é"]);
+        assert_eq!(
+            go_json_pretty(&value).unwrap(),
+            "[\n  \"../mirror\",\n  \"/opt/a\\u003cb\\u003e\\u0026c\\u2028\",\n  \"é\"\n]"
+        );
+        assert_eq!(go_json_pretty(&serde_json::json!([])).unwrap(), "[]");
+    }
 }

