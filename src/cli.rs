@@ -150,7 +150,7 @@ pub struct InitArgs {
     pub upgrade: bool,
 
     /// Set to "readonly" to check the lock file without ever changing it.
-    #[arg(long, value_name = "MODE", value_parser = ["readonly"])]
+    #[arg(long, value_name = "MODE")]
     pub lockfile: Option<String>,
 
     /// Where to install: `plugins` (.terraform/plugins, read by Terraform 0.13)

@@ -166,7 +166,7 @@ fn record_plugin_dirs(data_dir: &Path, plugin_dirs: &[PathBuf]) -> std::io::Resu
                 .map(|dir| dir.to_string_lossy().into_owned())
                 .collect();
             let text = go_json_pretty(&serde_json::json!(list))?;
-            crate::fsutil::write_atomic_umask(&path, text.as_bytes(), 0o644)
+            write_if_changed(&path, &text)
         }
     }
 }
@@ -328,8 +328,12 @@ fn write_selections(
     entries.sort_by(|a, b| a.0.cmp(&b.0));
     let map: serde_json::Map<String, serde_json::Value> = entries.into_iter().collect();
     let text = go_json_pretty(&serde_json::Value::Object(map))?;
-    // Like the lock file, rewritten only when its content changes, so a
-    // no-op run leaves the data directory untouched.
+    write_if_changed(path, &text)
+}
+
+/// Like the lock file, data-directory files are rewritten only when their
+/// content changes, so a no-op run leaves `.terraform` untouched.
+fn write_if_changed(path: &Path, text: &str) -> std::io::Result<()> {
     if std::fs::read(path).is_ok_and(|old| old == text.as_bytes()) {
         return Ok(());
     }
