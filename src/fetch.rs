@@ -42,9 +42,9 @@ pub enum DownloadError {
     )]
     NotAnArchive { host: String, content_type: String },
     #[error(
-        "{host}: no data received for {secs} seconds; the server stalled (raise the limit with TFINSTALL_DOWNLOAD_STALL_TIMEOUT if it is just slow)"
+        "{host}: no data received for {}; the server stalled (if it is just slow, raise the limit with -download-stall-timeout or TFINSTALL_DOWNLOAD_STALL_TIMEOUT)", crate::units::format_duration(*.timeout)
     )]
-    Stalled { host: String, secs: u64 },
+    Stalled { host: String, timeout: Duration },
     #[error("{host}: {message}")]
     Transport { host: String, message: String },
     #[error("failed to write the downloaded package: {0}")]
@@ -207,7 +207,7 @@ impl Downloader {
             .await
             .map_err(|_| DownloadError::Stalled {
                 host: host.to_string(),
-                secs: self.settings.stall_timeout.as_secs(),
+                timeout: self.settings.stall_timeout,
             })
     }
 }

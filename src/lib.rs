@@ -17,5 +17,6 @@ pub mod lockfile;
 pub mod module;
 pub mod source;
 pub mod ui;
+pub mod units;
 pub mod verify;
 pub mod version;

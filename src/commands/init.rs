@@ -111,9 +111,20 @@ async fn init(args: &InitArgs, launch_dir: &Path, ui: &Ui) -> Result<Diagnostics
         source,
         layout: InstallLayout::new(&data_dir, args.layout),
         platform: Platform::current(),
-        limits: ExtractLimits::default(),
+        limits: ExtractLimits {
+            max_total_bytes: args.max_package_size,
+            max_entries: args.max_package_files,
+            max_ratio: args.max_compression_ratio,
+        },
         parallelism: args.parallelism,
-        downloader: Arc::new(Downloader::new(client, DownloadSettings::default())),
+        downloader: Arc::new(Downloader::new(
+            client,
+            DownloadSettings {
+                retries: args.download_retries,
+                stall_timeout: args.download_stall_timeout,
+                backoff: args.download_retry_delay,
+            },
+        )),
         dev_overrides,
         events: Arc::new(move |event: InstallEvent| {
             if let Some(line) = event_ui.event_line(&event) {
