@@ -479,7 +479,7 @@ impl Installer {
                 stage_unpacked(src.clone(), staged.to_path_buf(), meta, allowed.clone()).await
             }
             PackageLocation::LocalArchive(path) => {
-                self.stage_archive(path.clone(), None, meta, allowed, staged)
+                self.stage_archive(path.clone(), path.clone(), None, meta, allowed, staged)
                     .await
             }
             PackageLocation::Http(url) => {
@@ -489,8 +489,9 @@ impl Installer {
                     .download(url, &dest)
                     .await
                     .map_err(|err| err.to_string())?;
+                let shown_as = PathBuf::from(url.as_str());
                 let result = self
-                    .stage_archive(dest.clone(), Some(digest), meta, allowed, staged)
+                    .stage_archive(dest.clone(), shown_as, Some(digest), meta, allowed, staged)
                     .await;
                 let _ = tokio::fs::remove_file(&dest).await;
                 result
@@ -498,9 +499,11 @@ impl Installer {
         }
     }
 
+    /// `shown_as` names the archive in messages: its URL when downloaded.
     async fn stage_archive(
         &self,
         archive: PathBuf,
+        shown_as: PathBuf,
         known_digest: Option<[u8; 32]>,
         meta: &PackageMeta,
         allowed: &BTreeSet<PackageHash>,
@@ -531,7 +534,8 @@ impl Installer {
         let src = archive.clone();
         let files = blocking(move || {
             std::fs::create_dir_all(&dest)?;
-            extract_package(&src, &dest, &type_name, &limits).map_err(std::io::Error::other)
+            extract_package(&src, &dest, &type_name, &limits)
+                .map_err(|err| std::io::Error::other(err.shown_as(&shown_as)))
         })
         .await
         .map_err(|err| err.to_string())?;
