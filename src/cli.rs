@@ -194,6 +194,7 @@ mod tests {
         assert_eq!(args.download_retries, download.retries);
         assert_eq!(args.download_retry_delay, download.backoff);
         assert_eq!(args.download_stall_timeout, download.stall_timeout);
+        assert_eq!(args.max_package_size, download.max_bytes);
     }
 
     #[test]

@@ -123,6 +123,7 @@ async fn init(args: &InitArgs, launch_dir: &Path, ui: &Ui) -> Result<Diagnostics
                 retries: args.download_retries,
                 stall_timeout: args.download_stall_timeout,
                 backoff: args.download_retry_delay,
+                max_bytes: args.max_package_size,
             },
         )),
         dev_overrides,
