@@ -232,9 +232,19 @@ pub struct Origin {
 }
 
 impl Origin {
+    /// Served over HTTPS with HTTP/2 offered (and so used).
     pub fn new(channel: Channel) -> Self {
+        Self::with_server(channel, TestServer::https)
+    }
+
+    /// Served over HTTPS speaking only HTTP/1.1.
+    pub fn http1(channel: Channel) -> Self {
+        Self::with_server(channel, TestServer::https_http1_only)
+    }
+
+    fn with_server(channel: Channel, start: fn(&TestCa) -> TestServer) -> Self {
         let ca = TestCa::new();
-        let server = (channel != Channel::FsMirror).then(|| TestServer::https(&ca));
+        let server = (channel != Channel::FsMirror).then(|| start(&ca));
         let site = tempfile::tempdir().expect("temp dir");
         if let Some(server) = &server {
             server.serve_dir(site.path());
@@ -258,6 +268,11 @@ impl Origin {
             Channel::Registry => format!("{}/{NAMESPACE}/{TYPE}", self.host()),
             _ => format!("{NAMESPACE}/{TYPE}"),
         }
+    }
+
+    /// The directory the server serves (registry or mirror tree).
+    pub fn site(&self) -> &Path {
+        self.site.path()
     }
 
     /// The provider's hostname as installed directories spell it.
