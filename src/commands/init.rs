@@ -12,6 +12,7 @@ use crate::fetch::{DownloadSettings, Downloader};
 use crate::install::extract::ExtractLimits;
 use crate::install::installer::{InstallEvent, InstallMode, InstallOutcome, Installer};
 use crate::install::layout::InstallLayout;
+use crate::install::staging::Staging;
 use crate::lockfile::Locks;
 use crate::module;
 use crate::source::configured::{SourceOptions, build_source};
@@ -177,7 +178,7 @@ fn finish(
     };
     let InstallOutcome {
         locks,
-        staging,
+        mut staging,
         moves,
         selections,
         incomplete,
@@ -187,7 +188,8 @@ fn finish(
         .commit(&moves)
         .map_err(|err| write_failed("the installed providers", err))?;
     if let Some(path) = installer.layout.selections_file() {
-        write_selections(&path, &selections).map_err(|err| write_failed("selections.json", err))?;
+        write_selections(&staging, &path, &selections)
+            .map_err(|err| write_failed("selections.json", err))?;
     }
 
     if third_party_signed {
@@ -199,14 +201,19 @@ fn finish(
         if !incomplete.is_empty() {
             warnings.push(incomplete_lock_warning(&incomplete, &installer.platform));
         }
-        locks.save(Path::new(LOCK_FILE)).map_err(|err| {
-            Diagnostics::from(Diagnostic::error(
-                "Failed to update dependency lock file",
-                format!(
-                    "Error while writing new dependency lock information to {LOCK_FILE}: {err}."
-                ),
-            ))
-        })?;
+        // Through the staging area, so a kill mid-write leaves no temporary
+        // file beside the lock file.
+        let rendered = locks.render();
+        staging
+            .replace_file(Path::new(LOCK_FILE), rendered.as_bytes(), 0o644)
+            .map_err(|err| {
+                Diagnostics::from(Diagnostic::error(
+                    "Failed to update dependency lock file",
+                    format!(
+                        "Error while writing new dependency lock information to {LOCK_FILE}: {err}."
+                    ),
+                ))
+            })?;
         if previous.is_empty() {
             println!(
                 "\nTerraform has created a lock file {} to record the provider\nselections it made above. Include this file in your version control repository\nso that Terraform can guarantee to make the same selections by default when\nyou run \"terraform init\" in the future.",
@@ -261,6 +268,7 @@ fn incomplete_lock_warning(providers: &[ProviderAddr], platform: &Platform) -> D
 /// `selections.json` as Terraform 0.13 writes it, so 0.13 accepts the
 /// `.terraform/plugins` tree without reinstalling.
 fn write_selections(
+    staging: &Staging,
     path: &Path,
     selections: &BTreeMap<
         ProviderAddr,
@@ -279,5 +287,5 @@ fn write_selections(
     entries.sort_by(|a, b| a.0.cmp(&b.0));
     let map: serde_json::Map<String, serde_json::Value> = entries.into_iter().collect();
     let text = serde_json::to_string_pretty(&map).map_err(std::io::Error::other)?;
-    crate::fsutil::write_atomic(path, text.as_bytes(), 0o644)
+    staging.replace_file(path, text.as_bytes(), 0o644)
 }
