@@ -144,21 +144,31 @@ fn client_errors_on_the_archive_are_not_retried() {
     }
 }
 
-/// A body cut short resumes where it stopped when the server takes ranges,
-/// over HTTP/2 (stream reset) and HTTP/1.1 (connection closed).
+/// A body cut short resumes where it stopped when the server takes ranges.
+/// Over HTTP/1.1 the bytes before the close all arrive, so the offset is
+/// exact; over HTTP/2 a reset may discard frames still queued, so the
+/// download resumes from whatever did arrive (from the start if nothing).
 #[test]
 fn a_truncated_download_resumes_with_range() {
     for channel in NETWORK {
-        for origin in [Origin::new(channel), Origin::http1(channel)] {
-            let case = Case::new(origin);
-            case.server().enable_ranges();
-            case.server()
-                .fault_sequence(&case.archive(), [Fault::TruncateAfter(100_000)]);
-            case.installs(&[QUICK]);
-            let requests = case.server().requests_to(&case.archive());
-            assert_eq!(requests.len(), 2, "{channel:?}");
-            assert_eq!(requests[0].header("range"), None);
-            let range = requests[1].header("range").expect("the retry sends Range");
+        let case = Case::new(Origin::http1(channel));
+        case.server().enable_ranges();
+        case.server()
+            .fault_sequence(&case.archive(), [Fault::TruncateAfter(100_000)]);
+        case.installs(&[QUICK]);
+        let requests = case.server().requests_to(&case.archive());
+        assert_eq!(requests.len(), 2, "{channel:?}");
+        assert_eq!(requests[0].header("range"), None);
+        assert_eq!(requests[1].header("range"), Some("bytes=100000-"));
+
+        let case = Case::new(Origin::new(channel));
+        case.server().enable_ranges();
+        case.server()
+            .fault_sequence(&case.archive(), [Fault::TruncateAfter(100_000)]);
+        case.installs(&[QUICK]);
+        let requests = case.server().requests_to(&case.archive());
+        assert_eq!(requests.len(), 2, "{channel:?}");
+        if let Some(range) = requests[1].header("range") {
             let offset: u64 = range
                 .strip_prefix("bytes=")
                 .and_then(|rest| rest.strip_suffix('-'))
