@@ -162,6 +162,38 @@ pub struct InitArgs {
     #[arg(long, default_value_t = 8, value_name = "N")]
     pub parallelism: usize,
 
+    /// Largest size one provider package may unpack to (bytes, or with a
+    /// unit: 512MiB, 4GiB); stops decompression bombs.
+    #[arg(long, value_name = "BYTES", env = "TFINSTALL_MAX_PACKAGE_SIZE",
+          default_value = "2GiB", value_parser = crate::units::parse_size)]
+    pub max_package_size: u64,
+
+    /// Most entries (files and directories) one provider package may hold.
+    #[arg(long, value_name = "N", env = "TFINSTALL_MAX_PACKAGE_FILES",
+          default_value = "10000", value_parser = crate::units::parse_positive)]
+    pub max_package_files: u64,
+
+    /// Most an archive entry may inflate relative to its compressed size
+    /// (checked once it passes 1 MiB).
+    #[arg(long, value_name = "N", env = "TFINSTALL_MAX_COMPRESSION_RATIO",
+          default_value = "200", value_parser = crate::units::parse_positive)]
+    pub max_compression_ratio: u64,
+
+    /// How often a failed archive download is retried (5xx, resets, short bodies, stalls).
+    #[arg(long, value_name = "N", env = "TFINSTALL_DOWNLOAD_RETRIES",
+          default_value = "3", value_parser = crate::units::parse_count)]
+    pub download_retries: u32,
+
+    /// Wait before the first download retry, doubled for each further one (up to 30s).
+    #[arg(long, value_name = "DURATION", env = "TFINSTALL_DOWNLOAD_RETRY_DELAY",
+          default_value = "1s", value_parser = crate::units::parse_duration)]
+    pub download_retry_delay: std::time::Duration,
+
+    /// Abandon a download attempt when no data arrives for this long (e.g. 30s, 500ms).
+    #[arg(long, value_name = "DURATION", env = "TFINSTALL_DOWNLOAD_STALL_TIMEOUT",
+          default_value = "30s", value_parser = crate::units::parse_duration)]
+    pub download_stall_timeout: std::time::Duration,
+
     /// Disable coloured output (also: the NO_COLOR environment variable).
     #[arg(long = "no-color")]
     pub no_color: bool,
@@ -283,6 +315,25 @@ mod tests {
             norm(&["t", "init", "--", "-upgrade"]),
             ["t", "init", "--", "-upgrade"]
         );
+    }
+
+    /// The flags' defaults are spelled as text for `--help`; they must stay
+    /// the limits the library documents.
+    #[test]
+    fn limit_defaults_match_the_library_defaults() {
+        let cli = Cli::parse_from(["tfinstall", "init"]);
+        let Command::Init(args) = cli.command else {
+            panic!("expected init");
+        };
+        let limits = crate::install::extract::ExtractLimits::default();
+        assert_eq!(args.max_package_size, limits.max_total_bytes);
+        assert_eq!(args.max_package_files, limits.max_entries);
+        assert_eq!(args.max_compression_ratio, limits.max_ratio);
+        let download = crate::fetch::DownloadSettings::default();
+        assert_eq!(args.download_retries, download.retries);
+        assert_eq!(args.download_retry_delay, download.backoff);
+        assert_eq!(args.download_stall_timeout, download.stall_timeout);
+        assert_eq!(args.max_package_size, download.max_bytes);
     }
 
     #[test]

@@ -21,6 +21,10 @@ pub struct DownloadSettings {
     pub stall_timeout: Duration,
     /// Delay before the first retry; doubled each time, capped at 30 s.
     pub backoff: Duration,
+    /// Largest archive accepted. The package size limit serves here too: an
+    /// archive is never much larger than what it unpacks to, and without a
+    /// cap an endless body would fill the disk before any check ran.
+    pub max_bytes: u64,
 }
 
 impl Default for DownloadSettings {
@@ -29,24 +33,32 @@ impl Default for DownloadSettings {
             retries: 3,
             stall_timeout: Duration::from_secs(30),
             backoff: Duration::from_secs(1),
+            max_bytes: crate::install::extract::ExtractLimits::default().max_total_bytes,
         }
     }
 }
 
 impl DownloadSettings {
-    /// The defaults, with the stall limit from `TFINSTALL_DOWNLOAD_STALL_TIMEOUT`
-    /// (whole seconds) when that is a positive integer: the stall error
-    /// tells users to raise it for slow servers.
+    /// The defaults, overridden by the same environment variables `init`'s
+    /// flags read, for the commands that have no such flags. Values that do
+    /// not parse are ignored.
     pub fn from_env() -> Self {
-        let stall = std::env::var("TFINSTALL_DOWNLOAD_STALL_TIMEOUT")
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .filter(|secs| *secs > 0);
-        let mut settings = DownloadSettings::default();
-        if let Some(secs) = stall {
-            settings.stall_timeout = Duration::from_secs(secs);
+        let var = |name: &str| std::env::var(name).ok();
+        let defaults = DownloadSettings::default();
+        DownloadSettings {
+            retries: var("TFINSTALL_DOWNLOAD_RETRIES")
+                .and_then(|v| crate::units::parse_count(&v).ok())
+                .unwrap_or(defaults.retries),
+            stall_timeout: var("TFINSTALL_DOWNLOAD_STALL_TIMEOUT")
+                .and_then(|v| crate::units::parse_duration(&v).ok())
+                .unwrap_or(defaults.stall_timeout),
+            backoff: var("TFINSTALL_DOWNLOAD_RETRY_DELAY")
+                .and_then(|v| crate::units::parse_duration(&v).ok())
+                .unwrap_or(defaults.backoff),
+            max_bytes: var("TFINSTALL_MAX_PACKAGE_SIZE")
+                .and_then(|v| crate::units::parse_size(&v).ok())
+                .unwrap_or(defaults.max_bytes),
         }
-        settings
     }
 }
 
@@ -55,17 +67,28 @@ pub enum DownloadError {
     #[error("{host}: bad response code: {status}")]
     Status { host: String, status: u16 },
     #[error(
-        "{host}: the server sent {content_type:?} instead of a provider package (a zip archive); it may be an error page from a proxy or a misconfigured mirror"
+        "{host}: the server sent {what} instead of a provider package (a zip archive); it may be an error page from a proxy or a misconfigured mirror"
     )]
-    NotAnArchive { host: String, content_type: String },
+    NotAnArchive { host: String, what: String },
     #[error(
-        "{host}: no data received for {secs} seconds; the server stalled (raise the limit with TFINSTALL_DOWNLOAD_STALL_TIMEOUT if it is just slow)"
+        "{host}: no data received for {}; the server stalled (if it is just slow, raise the limit with -download-stall-timeout or TFINSTALL_DOWNLOAD_STALL_TIMEOUT)", crate::units::format_duration(*.timeout)
     )]
-    Stalled { host: String, secs: u64 },
+    Stalled { host: String, timeout: Duration },
     #[error("{host}: {message}")]
     Transport { host: String, message: String },
+    #[error(
+        "{host}: the archive is larger than {limit} bytes, the limit for one provider package (if the package is genuine, raise the limit with -max-package-size)"
+    )]
+    TooLarge { host: String, limit: u64 },
     #[error("failed to write the downloaded package: {0}")]
     Io(#[from] std::io::Error),
+    /// The last of several failed attempts; the count tells the user the
+    /// failure is not a blip that trying again at once would fix.
+    #[error("{last} (gave up after {attempts} attempts)")]
+    Exhausted {
+        attempts: u32,
+        last: Box<DownloadError>,
+    },
 }
 
 impl DownloadError {
@@ -75,7 +98,10 @@ impl DownloadError {
                 *status == 429 || (*status >= 500 && *status != 501)
             }
             DownloadError::Stalled { .. } | DownloadError::Transport { .. } => true,
-            DownloadError::NotAnArchive { .. } | DownloadError::Io(_) => false,
+            DownloadError::NotAnArchive { .. }
+            | DownloadError::TooLarge { .. }
+            | DownloadError::Io(_)
+            | DownloadError::Exhausted { .. } => false,
         }
     }
 }
@@ -145,6 +171,12 @@ impl Downloader {
                         partial.restart()?;
                     }
                 }
+                Err(err) if attempt > 0 && err.is_retryable() => {
+                    return Err(DownloadError::Exhausted {
+                        attempts: attempt + 1,
+                        last: Box::new(err),
+                    });
+                }
                 Err(err) => return Err(err),
             }
         }
@@ -163,7 +195,7 @@ impl Downloader {
         }
         let transport = |err: reqwest::Error| DownloadError::Transport {
             host: host.to_string(),
-            message: err.to_string(),
+            message: crate::http::error_chain(&err),
         };
         let response = self.with_stall_timeout(host, request.send()).await?;
         let response = response.map_err(transport)?;
@@ -205,7 +237,7 @@ impl Downloader {
             if media.starts_with("text/html") || media == "application/json" {
                 return Err(DownloadError::NotAnArchive {
                     host: host.to_string(),
-                    content_type: content_type.to_string(),
+                    what: format!("{content_type:?}"),
                 });
             }
         }
@@ -216,6 +248,15 @@ impl Downloader {
             .is_some_and(|v| v.eq_ignore_ascii_case("bytes"))
             || status == StatusCode::PARTIAL_CONTENT;
         let expected_len = response.content_length();
+        let too_large = || DownloadError::TooLarge {
+            host: host.to_string(),
+            limit: self.settings.max_bytes,
+        };
+        if expected_len
+            .is_some_and(|len| partial.written.saturating_add(len) > self.settings.max_bytes)
+        {
+            return Err(too_large());
+        }
         let total = expected_len.map(|len| len + partial.written);
         progress(DownloadProgress {
             received: partial.written,
@@ -225,6 +266,15 @@ impl Downloader {
         let mut received = 0u64;
         while let Some(chunk) = self.with_stall_timeout(host, body.next()).await? {
             let chunk = chunk.map_err(transport)?;
+            if partial.written.saturating_add(chunk.len() as u64) > self.settings.max_bytes {
+                return Err(too_large());
+            }
+            if partial.written == 0 && looks_like_html(&chunk) {
+                return Err(DownloadError::NotAnArchive {
+                    host: host.to_string(),
+                    what: "an HTML page".to_string(),
+                });
+            }
             partial.file.write_all(&chunk)?;
             partial.hasher.update(&chunk);
             partial.written += chunk.len() as u64;
@@ -254,9 +304,19 @@ impl Downloader {
             .await
             .map_err(|_| DownloadError::Stalled {
                 host: host.to_string(),
-                secs: self.settings.stall_timeout.as_secs(),
+                timeout: self.settings.stall_timeout,
             })
     }
+}
+
+/// Whether a body starts like an HTML document. Error pages from proxies and
+/// captive portals often come with status 200 and the content type the URL
+/// suggests; a zip starts with `PK`, so this never mistakes a real package.
+fn looks_like_html(start: &[u8]) -> bool {
+    let text = start.trim_ascii_start();
+    let prefix = &text[..text.len().min(16)];
+    let lower = prefix.to_ascii_lowercase();
+    lower.starts_with(b"<!doctype html") || lower.starts_with(b"<html")
 }
 
 impl Partial {

@@ -19,5 +19,6 @@ pub mod module;
 pub mod output;
 pub mod source;
 pub mod ui;
+pub mod units;
 pub mod verify;
 pub mod version;

@@ -12,6 +12,7 @@ use crate::fetch::{DownloadSettings, Downloader};
 use crate::install::extract::ExtractLimits;
 use crate::install::installer::{InstallMode, InstallOutcome, Installer};
 use crate::install::layout::InstallLayout;
+use crate::install::staging::{FileMode, Staging};
 use crate::lockfile::Locks;
 use crate::module;
 use crate::output::{LockFileChange, Output};
@@ -120,9 +121,21 @@ async fn init(
         source,
         layout: InstallLayout::new(&data_dir, args.layout),
         platform: Platform::current(),
-        limits: ExtractLimits::default(),
+        limits: ExtractLimits {
+            max_total_bytes: args.max_package_size,
+            max_entries: args.max_package_files,
+            max_ratio: args.max_compression_ratio,
+        },
         parallelism: args.parallelism,
-        downloader: Arc::new(Downloader::new(client, DownloadSettings::from_env())),
+        downloader: Arc::new(Downloader::new(
+            client,
+            DownloadSettings {
+                retries: args.download_retries,
+                stall_timeout: args.download_stall_timeout,
+                backoff: args.download_retry_delay,
+                max_bytes: args.max_package_size,
+            },
+        )),
         dev_overrides,
         events: out.event_sink(),
     };
@@ -219,7 +232,7 @@ fn finish(
     };
     let InstallOutcome {
         locks,
-        staging,
+        mut staging,
         moves,
         selections,
         incomplete,
@@ -231,7 +244,8 @@ fn finish(
         .map_err(|err| write_failed("the installed providers", err))?;
     memo.save();
     if let Some(path) = installer.layout.selections_file() {
-        write_selections(&path, &selections).map_err(|err| write_failed("selections.json", err))?;
+        write_selections(&staging, &path, &selections)
+            .map_err(|err| write_failed("selections.json", err))?;
     }
 
     if third_party_signed {
@@ -248,14 +262,23 @@ fn finish(
         if !incomplete.is_empty() {
             warnings.push(incomplete_lock_warning(&incomplete, &installer.platform));
         }
-        locks.save(Path::new(LOCK_FILE)).map_err(|err| {
-            Diagnostics::from(Diagnostic::error(
-                "Failed to update dependency lock file",
-                format!(
-                    "Error while writing new dependency lock information to {LOCK_FILE}: {err}."
-                ),
-            ))
-        })?;
+        // Through the staging area, so a kill mid-write leaves no temporary
+        // file beside the lock file.
+        let rendered = locks.render();
+        staging
+            .replace_file(
+                Path::new(LOCK_FILE),
+                rendered.as_bytes(),
+                FileMode::Exact(0o644),
+            )
+            .map_err(|err| {
+                Diagnostics::from(Diagnostic::error(
+                    "Failed to update dependency lock file",
+                    format!(
+                        "Error while writing new dependency lock information to {LOCK_FILE}: {err}."
+                    ),
+                ))
+            })?;
         if previous.is_empty() {
             lock_file = LockFileChange::Created;
             out.message("lock_file_created", |ui| format!(
@@ -312,6 +335,7 @@ fn incomplete_lock_warning(providers: &[ProviderAddr], platform: &Platform) -> D
 /// `selections.json` as Terraform 0.13 writes it, so 0.13 accepts the
 /// `.terraform/plugins` tree without reinstalling.
 fn write_selections(
+    staging: &Staging,
     path: &Path,
     selections: &BTreeMap<
         ProviderAddr,
@@ -330,7 +354,10 @@ fn write_selections(
     entries.sort_by(|a, b| a.0.cmp(&b.0));
     let map: serde_json::Map<String, serde_json::Value> = entries.into_iter().collect();
     let text = go_json_pretty(&serde_json::Value::Object(map))?;
-    write_if_changed(path, &text)
+    if std::fs::read(path).is_ok_and(|old| old == text.as_bytes()) {
+        return Ok(());
+    }
+    staging.replace_file(path, text.as_bytes(), FileMode::LessUmask(0o644))
 }
 
 /// Like the lock file, data-directory files are rewritten only when their
@@ -341,7 +368,6 @@ fn write_if_changed(path: &Path, text: &str) -> std::io::Result<()> {
     }
     crate::fsutil::write_atomic_umask(path, text.as_bytes(), 0o644)
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -157,7 +157,9 @@ pub enum ExtractError {
     InvalidArchive { path: PathBuf, detail: String },
     #[error("empty archive: {}", .0.display())]
     EmptyArchive(PathBuf),
-    #[error("package archive has {count} entries, more than the limit of {limit}")]
+    #[error(
+        "package archive has {count} entries, more than the limit of {limit}; if the package is genuine, raise the limit with -max-package-files"
+    )]
     TooManyEntries { count: u64, limit: u64 },
     /// The zip crate indexes entries by name and keeps only one of each, so
     /// which name was repeated is no longer known.
@@ -203,11 +205,11 @@ pub enum ExtractError {
         actual: u32,
     },
     #[error(
-        "package unpacks to more than {limit} bytes, the limit for one provider package; the archive may be a zip bomb"
+        "package unpacks to more than {limit} bytes, the limit for one provider package; the archive may be a zip bomb (if the package is genuine, raise the limit with -max-package-size)"
     )]
     TooLarge { limit: u64 },
     #[error(
-        "archive entry {name:?} inflates to more than {limit} times its compressed size; the archive may be a zip bomb"
+        "archive entry {name:?} inflates to more than {limit} times its compressed size; the archive may be a zip bomb (if the package is genuine, raise the limit with -max-compression-ratio)"
     )]
     RatioExceeded { name: String, limit: u64 },
     #[error("cannot write {}: {source}", path.display())]
@@ -218,6 +220,26 @@ pub enum ExtractError {
     ExecutableNotFound { provider_type: String },
     #[error("provider binary not found: could not read package directory: {source}")]
     ReadPackageDir { source: io::Error },
+}
+
+impl ExtractError {
+    /// Names the archive as the user knows it (its URL, say) instead of the
+    /// temporary file it was downloaded to, which is gone by the time the
+    /// message is read.
+    pub fn shown_as(self, name: &Path) -> ExtractError {
+        match self {
+            ExtractError::Open { source, .. } => ExtractError::Open {
+                path: name.to_path_buf(),
+                source,
+            },
+            ExtractError::InvalidArchive { detail, .. } => ExtractError::InvalidArchive {
+                path: name.to_path_buf(),
+                detail,
+            },
+            ExtractError::EmptyArchive(_) => ExtractError::EmptyArchive(name.to_path_buf()),
+            other => other,
+        }
+    }
 }
 
 /// Extracts the provider package `zip` into `dest` and returns every regular
@@ -244,7 +266,11 @@ pub fn extract_package(
         path: zip.to_path_buf(),
         source,
     })?;
-    let mut archive = ZipArchive::new(BufReader::new(file)).map_err(invalid)?;
+    let mut archive =
+        ZipArchive::new(BufReader::new(file)).map_err(|err| ExtractError::InvalidArchive {
+            path: zip.to_path_buf(),
+            detail: format!("{}{}", zip_error_detail(err), not_a_zip_hint(zip)),
+        })?;
     if archive.is_empty() {
         return Err(ExtractError::EmptyArchive(zip.to_path_buf()));
     }
@@ -323,10 +349,35 @@ pub fn find_executable(dir: &Path, provider_type: &str) -> Result<PathBuf, Extra
 /// our own messages already say in words fit for the context.
 fn zip_error_detail(err: ZipError) -> String {
     match err {
+        // The zip crate's own text for a header cut short names its internal
+        // types ("Unexpected end of zip::format::blocks::…").
+        ZipError::InvalidArchive(detail) if detail.starts_with("Unexpected end of") => {
+            "a header lies past the end of the archive (truncated or corrupt)".to_owned()
+        }
+        ZipError::Io(err) if err.kind() == io::ErrorKind::UnexpectedEof => {
+            "a header lies past the end of the archive (truncated or corrupt)".to_owned()
+        }
         ZipError::InvalidArchive(detail) => detail.into_owned(),
         ZipError::UnsupportedArchive(detail) => detail.to_owned(),
         ZipError::Io(err) => err.to_string(),
         other => other.to_string(),
+    }
+}
+
+/// What a file that is not a zip at all probably is, for the one case users
+/// meet in practice: a web server's or proxy's HTML page saved as the package.
+fn not_a_zip_hint(zip: &Path) -> &'static str {
+    let mut start = [0u8; 512];
+    let read = File::open(zip)
+        .and_then(|mut file| file.read(&mut start))
+        .unwrap_or(0);
+    let text = String::from_utf8_lossy(&start[..read]).to_ascii_lowercase();
+    let text = text.trim_start();
+    if text.starts_with("<!doctype html") || text.starts_with("<html") || text.starts_with("<?xml")
+    {
+        " (it is an HTML or XML page, probably an error page from a web server or proxy)"
+    } else {
+        ""
     }
 }
 
@@ -1533,7 +1584,8 @@ mod tests {
         assert_eq!(
             failed_while_writing(&archive, &limits),
             "package unpacks to more than 60 bytes, the limit for one provider package; \
-             the archive may be a zip bomb"
+             the archive may be a zip bomb (if the package is genuine, raise the limit with \
+             -max-package-size)"
         );
     }
 
@@ -1550,7 +1602,8 @@ mod tests {
         });
         assert_eq!(
             refused_with(&archive, &limits),
-            "package archive has 3 entries, more than the limit of 2"
+            "package archive has 3 entries, more than the limit of 2; \
+             if the package is genuine, raise the limit with -max-package-files"
         );
     }
 
@@ -1564,7 +1617,8 @@ mod tests {
         assert_eq!(
             failed_while_writing(&archive, &ExtractLimits::default()),
             "archive entry \"bomb\" inflates to more than 200 times its compressed size; \
-             the archive may be a zip bomb"
+             the archive may be a zip bomb (if the package is genuine, raise the limit with \
+             -max-compression-ratio)"
         );
         let small = vec![0u8; 512 << 10];
         let archive = build(|w| {

@@ -615,7 +615,12 @@ impl Installer {
                 Ok(package)
             }
             PackageLocation::LocalArchive(path) => {
-                self.stage_archive(path.clone(), None, meta, allowed, staged, emit)
+                let archive = LocalArchive {
+                    path: path.clone(),
+                    shown_as: path.clone(),
+                    digest: None,
+                };
+                self.stage_archive(archive, meta, allowed, staged, emit)
                     .await
             }
             PackageLocation::Http(url) => {
@@ -639,8 +644,13 @@ impl Installer {
                     received: size,
                     total: Some(size),
                 }));
+                let archive = LocalArchive {
+                    path: dest.clone(),
+                    shown_as: PathBuf::from(url.as_str()),
+                    digest: Some(digest),
+                };
                 let result = self
-                    .stage_archive(dest.clone(), Some(digest), meta, allowed, staged, emit)
+                    .stage_archive(archive, meta, allowed, staged, emit)
                     .await;
                 let _ = tokio::fs::remove_file(&dest).await;
                 result
@@ -650,14 +660,18 @@ impl Installer {
 
     async fn stage_archive(
         &self,
-        archive: PathBuf,
-        known_digest: Option<[u8; 32]>,
+        archive: LocalArchive,
         meta: &PackageMeta,
         allowed: &BTreeSet<PackageHash>,
         staged: &Path,
         emit: &(dyn Fn(InstallEvent) + Sync),
     ) -> Result<StagedPackage, String> {
-        let digest = match known_digest {
+        let LocalArchive {
+            path: archive,
+            shown_as,
+            digest,
+        } = archive;
+        let digest = match digest {
             Some(d) => d,
             None => {
                 let path = archive.clone();
@@ -692,7 +706,8 @@ impl Installer {
         let src = archive.clone();
         let files = blocking(move || {
             std::fs::create_dir_all(&dest)?;
-            extract_package(&src, &dest, &type_name, &limits).map_err(std::io::Error::other)
+            extract_package(&src, &dest, &type_name, &limits)
+                .map_err(|err| std::io::Error::other(err.shown_as(&shown_as)))
         })
         .await
         .map_err(|err| err.to_string())?;
@@ -718,6 +733,15 @@ impl Installer {
             signed_hashes,
         })
     }
+}
+
+/// An archive on disk, ready to be authenticated and unpacked.
+struct LocalArchive {
+    path: PathBuf,
+    /// How messages name it: its URL when it was downloaded.
+    shown_as: PathBuf,
+    /// Its SHA-256 when already computed while downloading.
+    digest: Option<[u8; 32]>,
 }
 
 struct StagedPackage {

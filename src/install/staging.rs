@@ -10,12 +10,19 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 const STAGING_DIR: &str = ".tfinstall-staging";
-const OWNER_LOCK: &str = ".owner.lock";
+const LOCK_SUFFIX: &str = ".lock";
 
+/// Each run stages into `.tfinstall-staging/ID/`, owned through the lock
+/// file `.tfinstall-staging/ID.lock` beside it. The lock file is created and
+/// locked before the directory exists and removed after it is gone, so at
+/// every moment a SIGKILL can strike, what is left is recognisable as
+/// abandoned: a lock file nobody holds (with or without its directory), or
+/// a directory without a lock file.
 pub struct Staging {
     root: PathBuf,
-    /// Held for the life of the run; a staging directory whose lock can be
-    /// taken belongs to a process that died, so the next run removes it.
+    lock_path: PathBuf,
+    /// Held for the life of the run; a lock that can be taken belongs to a
+    /// process that died, so the next run removes its directory.
     _owner: File,
     counter: AtomicUsize,
     /// Directories this run created, removed again if the run commits nothing.
@@ -33,14 +40,25 @@ impl Staging {
             }
         }
         remove_abandoned(&parent);
-        let root = tempfile::Builder::new()
-            .prefix(&format!("{}-", std::process::id()))
-            .tempdir_in(&parent)?
-            .keep();
-        let owner = File::create(root.join(OWNER_LOCK))?;
-        owner.lock()?;
+        let (lock_path, owner) = loop {
+            let lock_file = tempfile::Builder::new()
+                .prefix(&format!("{}-", std::process::id()))
+                .suffix(LOCK_SUFFIX)
+                .tempfile_in(&parent)?;
+            let (file, lock_path) = lock_file.keep().map_err(|err| err.error)?;
+            file.lock()?;
+            // Another run cleaning up may have taken the lock in the instant
+            // between creating and locking it, and deleted the file: then the
+            // lock guards nothing and a fresh one is needed.
+            if still_linked(&file, &lock_path) {
+                break (lock_path, file);
+            }
+        };
+        let root = owned_dir(&lock_path);
+        fs::create_dir(&root)?;
         Ok(Staging {
             root,
+            lock_path,
             _owner: owner,
             counter: AtomicUsize::new(0),
             created,
@@ -56,7 +74,7 @@ impl Staging {
     /// Moves each staged directory onto its target. An existing target is
     /// first moved aside into the staging area, so the swap is two renames
     /// and the old package disappears with the staging directory.
-    pub fn commit(mut self, moves: &[(PathBuf, PathBuf)]) -> io::Result<()> {
+    pub fn commit(&mut self, moves: &[(PathBuf, PathBuf)]) -> io::Result<()> {
         for (staged, target) in moves {
             if let Some(parent) = target.parent() {
                 fs::create_dir_all(parent)?;
@@ -71,11 +89,69 @@ impl Staging {
         }
         Ok(())
     }
+
+    /// Replaces the file `target` with `contents`: written and flushed in
+    /// the staging area, then renamed over `target`. Readers, and a run
+    /// killed at any moment, see the old file or the new one; a temporary
+    /// file left by a killed run is inside its staging directory, which the
+    /// next run removes, never in the user's working directory. When the
+    /// data directory is on another file system than `target` (`TF_DATA_DIR`),
+    /// the temporary file goes beside `target` instead.
+    pub fn replace_file(&self, target: &Path, contents: &[u8], mode: FileMode) -> io::Result<()> {
+        if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
+            fs::create_dir_all(parent)?;
+        }
+        let temp = self.new_path("file");
+        let result = write_new_file(&temp, contents, mode).and_then(|()| fs::rename(&temp, target));
+        if result.is_err() {
+            let _ = fs::remove_file(&temp);
+        }
+        match result {
+            Err(err) if err.kind() == io::ErrorKind::CrossesDevices => match mode {
+                FileMode::Exact(mode) => crate::fsutil::write_atomic(target, contents, mode),
+                FileMode::LessUmask(mode) => {
+                    crate::fsutil::write_atomic_umask(target, contents, mode)
+                }
+            },
+            other => other,
+        }
+    }
+}
+
+/// The mode of a file written through the staging area.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileMode {
+    /// Exactly this mode, whatever the umask (Terraform's lock file is 0644).
+    Exact(u32),
+    /// This mode less the process umask, as a plain create gives: what Go's
+    /// `os.WriteFile` leaves, and so what Terraform leaves for most files.
+    LessUmask(u32),
+}
+
+fn write_new_file(path: &Path, contents: &[u8], mode: FileMode) -> io::Result<()> {
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        if let FileMode::LessUmask(mode) = mode {
+            options.mode(mode);
+        }
+    }
+    let mut file = options.open(path)?;
+    io::Write::write_all(&mut file, contents)?;
+    #[cfg(unix)]
+    if let FileMode::Exact(mode) = mode {
+        use std::os::unix::fs::PermissionsExt;
+        file.set_permissions(fs::Permissions::from_mode(mode))?;
+    }
+    file.sync_all()
 }
 
 impl Drop for Staging {
     fn drop(&mut self) {
         let _ = fs::remove_dir_all(&self.root);
+        let _ = fs::remove_file(&self.lock_path);
         // Other runs may still be staging beside us; only an empty parent goes.
         if let Some(parent) = self.root.parent() {
             let _ = fs::remove_dir(parent);
@@ -86,32 +162,134 @@ impl Drop for Staging {
     }
 }
 
-/// Removes staging directories of processes that are gone (their owner lock
-/// is free). Failures are ignored: a leftover costs disk space, never
-/// correctness, and the next run tries again.
+/// Removes staging directories of processes that are gone. Failures are
+/// ignored: a leftover costs disk space, never correctness, and the next run
+/// tries again.
 fn remove_abandoned(parent: &Path) {
     let Ok(entries) = fs::read_dir(parent) else {
         return;
     };
     for entry in entries.flatten() {
-        let dir = entry.path();
-        let abandoned = match File::open(dir.join(OWNER_LOCK)) {
-            Ok(lock) => lock.try_lock().is_ok(),
-            // A directory without its lock is either being set up by a live
-            // process this very moment or was abandoned before locking: only
-            // an old one is taken to be abandoned.
-            Err(err) => err.kind() == io::ErrorKind::NotFound && older_than_an_hour(&dir),
-        };
-        if abandoned {
-            let _ = fs::remove_dir_all(&dir);
+        let path = entry.path();
+        let is_lock = path
+            .file_name()
+            .and_then(|name| name.to_str())
+            .is_some_and(|name| name.ends_with(LOCK_SUFFIX));
+        if is_lock {
+            // Holding the lock while deleting keeps a live owner from ever
+            // seeing its directory vanish: it holds the lock all along.
+            let Ok(lock) = File::open(&path) else {
+                continue;
+            };
+            if lock.try_lock().is_ok() {
+                let dir = owned_dir(&path);
+                if fs::remove_dir_all(&dir).is_ok() || !dir.exists() {
+                    let _ = fs::remove_file(&path);
+                }
+            }
+        } else if path.is_dir() {
+            let mut lock_name = entry.file_name();
+            lock_name.push(LOCK_SUFFIX);
+            if !parent.join(lock_name).exists() {
+                let _ = fs::remove_dir_all(&path);
+            }
         }
     }
 }
 
-fn older_than_an_hour(path: &Path) -> bool {
-    fs::metadata(path)
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| t.elapsed().ok())
-        .is_some_and(|age| age.as_secs() > 3600)
+/// `…/ID.lock` → `…/ID`.
+fn owned_dir(lock_path: &Path) -> PathBuf {
+    let name = lock_path
+        .file_name()
+        .and_then(|name| name.to_str())
+        .and_then(|name| name.strip_suffix(LOCK_SUFFIX))
+        .unwrap_or_default();
+    lock_path.with_file_name(name)
+}
+
+/// Whether `path` still names the open `file`.
+#[cfg(unix)]
+fn still_linked(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), fs::metadata(path)) {
+        (Ok(open), Ok(named)) => open.dev() == named.dev() && open.ino() == named.ino(),
+        _ => false,
+    }
+}
+
+/// Windows does not delete a file another process has open, so the race
+/// this guards against cannot happen there.
+#[cfg(not(unix))]
+fn still_linked(_file: &File, path: &Path) -> bool {
+    path.exists()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn leftovers_of_dead_runs_are_removed_and_live_runs_kept() {
+        let data = tempfile::tempdir().unwrap();
+        let parent = data.path().join(STAGING_DIR);
+        fs::create_dir_all(parent.join("dead/0-null")).unwrap();
+        fs::write(parent.join("dead/0-null/file"), b"x").unwrap();
+        fs::write(parent.join("dead.lock"), b"").unwrap();
+        fs::write(parent.join("locked-only.lock"), b"").unwrap();
+        fs::create_dir_all(parent.join("unlocked-dir/0-tls")).unwrap();
+
+        let live = Staging::create(data.path()).unwrap();
+        let live_dir = live
+            .root
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        assert_eq!(
+            names(&parent),
+            [live_dir.clone(), format!("{live_dir}.lock")],
+            "only the live run's directory and lock remain"
+        );
+
+        let second = Staging::create(data.path()).unwrap();
+        assert!(live.root.is_dir(), "a live run's directory is never taken");
+        drop(second);
+        drop(live);
+        assert!(!data.path().join(STAGING_DIR).exists());
+    }
+
+    #[test]
+    fn replace_file_swaps_whole_files_and_leaves_no_temporary_file() {
+        let data = tempfile::tempdir().unwrap();
+        let target = data.path().join("out/lock.hcl");
+        let staging = Staging::create(&data.path().join(".terraform")).unwrap();
+        staging
+            .replace_file(&target, b"one", FileMode::Exact(0o644))
+            .unwrap();
+        staging
+            .replace_file(&target, b"two", FileMode::Exact(0o600))
+            .unwrap();
+        assert_eq!(fs::read(&target).unwrap(), b"two");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = fs::metadata(&target).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        assert_eq!(names(&data.path().join("out")), ["lock.hcl"]);
+        assert!(names(&staging.root).is_empty());
+    }
 }

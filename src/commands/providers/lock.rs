@@ -210,7 +210,7 @@ async fn install_platforms(
                 ),
             ))
         })?;
-    let downloader = Arc::new(Downloader::new(client, DownloadSettings::default()));
+    let downloader = Arc::new(Downloader::new(client, DownloadSettings::from_env()));
     let output = Arc::new(OrderedOutput::new(platforms.len()));
     let installs = platforms.iter().enumerate().map(|(slot, platform)| {
         let layout = InstallLayout::new(

@@ -144,7 +144,7 @@ async fn mirror(
     let run = Run {
         dir: dir.clone(),
         source,
-        downloader: Downloader::new(client, DownloadSettings::default()),
+        downloader: Downloader::new(client, DownloadSettings::from_env()),
         permits: Semaphore::new(args.parallelism.max(1)),
         staging,
         counter: AtomicUsize::new(0),

@@ -1,0 +1,419 @@
+//! Network faults on the archive download, injected by the test server,
+//! through the binary: retries with backoff, `Range` resumption, the stall
+//! timeout, error pages instead of archives, and credentials kept from other
+//! hosts on redirects. Retry delays and the stall timeout are lowered with
+//! init's flags so every test is quick; every run is bounded in time.
+
+mod support;
+
+mod harness;
+
+use std::time::Duration;
+
+use harness::{Channel, NAMESPACE, Origin, Project, TYPE, assert_unchanged, output_text};
+use rand::{RngCore as _, SeedableRng as _};
+use support::{Compression, Fault, Response, TestServer, ZipEntry, build_zip};
+
+const EXE: &str = "terraform-provider-null_v1.0.0";
+const VERSION: &str = "1.0.0";
+/// Network channels; a filesystem mirror has no network to fail.
+const NETWORK: [Channel; 2] = [Channel::NetworkMirror, Channel::Registry];
+/// Retry quickly: the delays are not what these tests are about.
+const QUICK: &str = "-download-retry-delay=10ms";
+
+/// A stored (so incompressible and large on the wire) package: 256 KiB of
+/// pseudo-random executable, so faults can strike mid-body.
+fn large_executable() -> Vec<u8> {
+    let mut data = vec![0u8; 256 * 1024];
+    rand::rngs::StdRng::seed_from_u64(9).fill_bytes(&mut data);
+    data
+}
+
+fn large_package() -> Vec<u8> {
+    build_zip(
+        &[ZipEntry::executable(EXE, large_executable())],
+        Compression::Stored,
+    )
+}
+
+struct Case {
+    origin: Origin,
+    project: Project,
+}
+
+impl Case {
+    fn new(origin: Origin) -> Self {
+        origin.publish(&[(VERSION, large_package())]);
+        let project = Project::new();
+        project.require(&origin.source(), VERSION);
+        Case { origin, project }
+    }
+
+    fn archive(&self) -> String {
+        self.origin.archive_path(VERSION)
+    }
+
+    fn server(&self) -> &TestServer {
+        self.origin.server()
+    }
+
+    fn run(&self, args: &[&str]) -> (bool, String, String) {
+        let mut command = self.project.init(args);
+        self.origin.configure(&self.project, &mut command);
+        let output = command.output().unwrap();
+        let (stdout, stderr) = output_text(&output);
+        (output.status.success(), stdout, stderr)
+    }
+
+    /// Runs init expecting success, and checks the package arrived whole.
+    fn installs(&self, args: &[&str]) {
+        let (ok, stdout, stderr) = self.run(args);
+        assert!(ok, "{:?}\n{stdout}\n{stderr}", self.origin.channel);
+        let installed = self
+            .project
+            .package_dir(&self.origin.host(), VERSION)
+            .join(EXE);
+        assert!(
+            std::fs::read(&installed).unwrap() == large_executable(),
+            "{:?}: the installed executable differs from the published one",
+            self.origin.channel
+        );
+        assert!(!self.project.staging_dir().exists());
+    }
+
+    /// Runs init expecting failure, leaving the working directory as it
+    /// was; returns standard error, which must name the provider.
+    fn fails(&self, args: &[&str]) -> String {
+        let before = self.project.snapshot();
+        let (ok, stdout, stderr) = self.run(args);
+        assert!(
+            !ok,
+            "{:?} must fail:\n{stdout}\n{stderr}",
+            self.origin.channel
+        );
+        assert!(
+            stderr.contains(&format!("{NAMESPACE}/{TYPE} v{VERSION}")),
+            "{:?}: the error must name the provider:\n{stderr}",
+            self.origin.channel
+        );
+        assert_unchanged(
+            &before,
+            &self.project.snapshot(),
+            &format!("{:?}", self.origin.channel),
+        );
+        stderr
+    }
+}
+
+#[test]
+fn server_errors_on_the_archive_are_retried_until_it_arrives() {
+    for channel in NETWORK {
+        let case = Case::new(Origin::new(channel));
+        case.server()
+            .status_sequence(&case.archive(), &[503, 500, 429, 200]);
+        case.installs(&[QUICK]);
+        assert_eq!(case.server().count(&case.archive()), 4, "{channel:?}");
+    }
+}
+
+#[test]
+fn persistent_server_errors_fail_after_the_configured_retries() {
+    for channel in NETWORK {
+        let case = Case::new(Origin::new(channel));
+        case.server().fault(&case.archive(), Fault::Status(502));
+        let stderr = case.fails(&[QUICK, "-download-retries=2"]);
+        assert!(
+            stderr.contains("127.0.0.1: bad response code: 502 (gave up after 3 attempts)"),
+            "{stderr}"
+        );
+        assert_eq!(case.server().count(&case.archive()), 3, "{channel:?}");
+    }
+}
+
+#[test]
+fn client_errors_on_the_archive_are_not_retried() {
+    for channel in NETWORK {
+        let case = Case::new(Origin::new(channel));
+        case.server().fault(&case.archive(), Fault::Status(404));
+        let stderr = case.fails(&[QUICK]);
+        assert!(
+            stderr.contains("127.0.0.1: bad response code: 404\n"),
+            "{stderr}"
+        );
+        assert_eq!(case.server().count(&case.archive()), 1, "{channel:?}");
+    }
+}
+
+/// A body cut short resumes where it stopped when the server takes ranges.
+/// Over HTTP/1.1 the bytes before the close all arrive, so the offset is
+/// exact; over HTTP/2 a reset may discard frames still queued, so the
+/// download resumes from whatever did arrive (from the start if nothing).
+#[test]
+fn a_truncated_download_resumes_with_range() {
+    for channel in NETWORK {
+        let case = Case::new(Origin::http1(channel));
+        case.server().enable_ranges();
+        case.server()
+            .fault_sequence(&case.archive(), [Fault::TruncateAfter(100_000)]);
+        case.installs(&[QUICK]);
+        let requests = case.server().requests_to(&case.archive());
+        assert_eq!(requests.len(), 2, "{channel:?}");
+        assert_eq!(requests[0].header("range"), None);
+        assert_eq!(requests[1].header("range"), Some("bytes=100000-"));
+
+        let case = Case::new(Origin::new(channel));
+        case.server().enable_ranges();
+        case.server()
+            .fault_sequence(&case.archive(), [Fault::TruncateAfter(100_000)]);
+        case.installs(&[QUICK]);
+        let requests = case.server().requests_to(&case.archive());
+        assert_eq!(requests.len(), 2, "{channel:?}");
+        if let Some(range) = requests[1].header("range") {
+            let offset: u64 = range
+                .strip_prefix("bytes=")
+                .and_then(|rest| rest.strip_suffix('-'))
+                .and_then(|offset| offset.parse().ok())
+                .unwrap_or_else(|| panic!("unexpected Range {range:?}"));
+            assert!(
+                offset > 0 && offset <= 100_000,
+                "{channel:?}: resumed at {offset}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_truncated_download_without_range_support_starts_over() {
+    for channel in NETWORK {
+        let case = Case::new(Origin::new(channel));
+        case.server()
+            .fault_sequence(&case.archive(), [Fault::TruncateAfter(100_000)]);
+        case.installs(&[QUICK]);
+        let requests = case.server().requests_to(&case.archive());
+        assert_eq!(requests.len(), 2, "{channel:?}");
+        assert!(requests.iter().all(|r| r.header("range").is_none()));
+    }
+}
+
+#[test]
+fn a_connection_dropped_before_the_body_is_retried() {
+    for channel in NETWORK {
+        let case = Case::new(Origin::http1(channel));
+        case.server().fault_sequence(
+            &case.archive(),
+            [Fault::TruncateAfter(0), Fault::TruncateAfter(0)],
+        );
+        case.installs(&[QUICK]);
+        assert_eq!(case.server().count(&case.archive()), 3, "{channel:?}");
+    }
+}
+
+#[test]
+fn truncations_that_persist_fail_with_a_clear_error() {
+    for channel in NETWORK {
+        let case = Case::new(Origin::http1(channel));
+        case.server()
+            .fault(&case.archive(), Fault::TruncateAfter(10_000));
+        let stderr = case.fails(&[QUICK, "-download-retries=1"]);
+        assert!(
+            stderr.contains("error decoding response body: ")
+                && stderr.contains("(gave up after 2 attempts)"),
+            "{stderr}"
+        );
+        assert_eq!(case.server().count(&case.archive()), 2, "{channel:?}");
+    }
+}
+
+#[test]
+fn a_stalled_download_is_abandoned_after_the_stall_timeout() {
+    for channel in NETWORK {
+        let case = Case::new(Origin::new(channel));
+        case.server()
+            .fault(&case.archive(), Fault::StallAfter(50_000));
+        let stderr = case.fails(&[
+            QUICK,
+            "-download-retries=1",
+            "-download-stall-timeout=400ms",
+        ]);
+        assert!(
+            stderr.contains("no data received for 400ms; the server stalled")
+                && stderr.contains("(gave up after 2 attempts)")
+                && stderr.contains("-download-stall-timeout"),
+            "{stderr}"
+        );
+        assert_eq!(case.server().count(&case.archive()), 2, "{channel:?}");
+    }
+}
+
+/// The environment variables set the same limits as the flags.
+#[test]
+fn a_server_that_never_answers_is_abandoned() {
+    for channel in NETWORK {
+        let case = Case::new(Origin::new(channel));
+        case.server()
+            .fault(&case.archive(), Fault::Latency(Duration::from_secs(600)));
+        let mut command = case.project.init(&[]);
+        case.origin.configure(&case.project, &mut command);
+        let before = case.project.snapshot();
+        let output = command
+            .env("TFINSTALL_DOWNLOAD_STALL_TIMEOUT", "300ms")
+            .env("TFINSTALL_DOWNLOAD_RETRIES", "0")
+            .output()
+            .unwrap();
+        let (_, stderr) = output_text(&output);
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("no data received for 300ms"), "{stderr}");
+        assert_eq!(case.server().count(&case.archive()), 1, "{channel:?}");
+        assert_unchanged(&before, &case.project.snapshot(), "never answers");
+    }
+}
+
+#[test]
+fn a_stalled_download_resumes_after_the_stall_timeout() {
+    for channel in NETWORK {
+        let case = Case::new(Origin::new(channel));
+        case.server().enable_ranges();
+        case.server()
+            .fault_sequence(&case.archive(), [Fault::StallAfter(64 * 1024)]);
+        case.installs(&[QUICK, "-download-stall-timeout=400ms"]);
+        let requests = case.server().requests_to(&case.archive());
+        assert_eq!(requests.len(), 2, "{channel:?}");
+        assert_eq!(requests[1].header("range"), Some("bytes=65536-"));
+    }
+}
+
+const ERROR_PAGE: &str = "<!DOCTYPE html>\n<html><head><title>Service Unavailable</title></head><body>Try later</body></html>\n";
+
+#[test]
+fn an_html_page_sent_as_html_is_a_clear_error_and_not_retried() {
+    for channel in NETWORK {
+        let case = Case::new(Origin::new(channel));
+        case.server().fault(
+            &case.archive(),
+            Fault::Respond(Response::bytes("text/html; charset=utf-8", ERROR_PAGE)),
+        );
+        let stderr = case.fails(&[QUICK]);
+        assert!(
+            stderr.contains(
+                "the server sent \"text/html; charset=utf-8\" instead of a provider package"
+            ),
+            "{stderr}"
+        );
+        assert_eq!(case.server().count(&case.archive()), 1, "{channel:?}");
+    }
+}
+
+/// Proxies and misconfigured servers send error pages with status 200 and
+/// whatever content type the path suggests.
+#[test]
+fn an_html_page_sent_as_a_zip_is_a_clear_error() {
+    for channel in NETWORK {
+        let case = Case::new(Origin::new(channel));
+        case.server().fault(
+            &case.archive(),
+            Fault::Respond(Response::bytes("application/zip", ERROR_PAGE)),
+        );
+        let stderr = case.fails(&[QUICK]);
+        assert!(
+            stderr.contains("the server sent an HTML page instead of a provider package"),
+            "{stderr}"
+        );
+        assert_eq!(case.server().count(&case.archive()), 1, "{channel:?}");
+    }
+}
+
+#[test]
+fn json_sent_instead_of_the_archive_is_a_clear_error() {
+    for channel in NETWORK {
+        let case = Case::new(Origin::new(channel));
+        case.server().fault(
+            &case.archive(),
+            Fault::Respond(Response::json(r#"{"errors":["not found"]}"#)),
+        );
+        let stderr = case.fails(&[QUICK]);
+        assert!(
+            stderr.contains("the server sent \"application/json\" instead of a provider package"),
+            "{stderr}"
+        );
+    }
+}
+
+/// An archive larger than the package size limit is refused before it is
+/// downloaded (its length is announced), and never retried.
+#[test]
+fn an_archive_over_the_size_limit_is_refused() {
+    for channel in NETWORK {
+        let case = Case::new(Origin::new(channel));
+        let stderr = case.fails(&[QUICK, "-max-package-size=100KiB"]);
+        assert!(
+            stderr.contains("127.0.0.1: the archive is larger than 102400 bytes")
+                && stderr.contains("-max-package-size"),
+            "{stderr}"
+        );
+        assert_eq!(case.server().count(&case.archive()), 1, "{channel:?}");
+    }
+}
+
+/// The registry's token goes to the registry host only: every document and
+/// the archive are redirected to another host, which must never see it.
+#[test]
+fn credentials_never_follow_a_redirect_to_another_host() {
+    let origin = Origin::new(Channel::Registry);
+    origin.publish(&[(VERSION, large_package())]);
+    let other = TestServer::https(&origin.ca);
+    other.serve_dir(origin.site());
+    let platform = support::current_platform();
+    let (os, arch) = platform.split_once('_').unwrap();
+    let redirected = [
+        format!("/v1/providers/{NAMESPACE}/{TYPE}/versions"),
+        format!("/v1/providers/{NAMESPACE}/{TYPE}/{VERSION}/download/{os}/{arch}"),
+        origin.archive_path(VERSION),
+    ];
+    for path in &redirected {
+        origin.server().fault(
+            path,
+            Fault::Redirect {
+                status: 307,
+                location: other.url_for(path),
+            },
+        );
+    }
+
+    let project = Project::new();
+    project.require(&origin.source(), VERSION);
+    let config = project.root().join("credentials.tfrc");
+    std::fs::write(
+        &config,
+        format!(
+            "credentials \"{}\" {{\n  token = \"s3cret-token\"\n}}\n",
+            origin.host()
+        ),
+    )
+    .unwrap();
+    let mut command = project.init(&[]);
+    origin.configure(&project, &mut command);
+    let output = command.env("TF_CLI_CONFIG_FILE", &config).output().unwrap();
+    let (stdout, stderr) = output_text(&output);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+
+    let versions = origin.server().requests_to(&redirected[0]);
+    assert_eq!(
+        versions[0].header("authorization"),
+        Some("Bearer s3cret-token"),
+        "the registry host itself gets the token"
+    );
+    for path in &redirected {
+        assert_eq!(other.count(path), 1, "{path} was not redirected");
+    }
+    for request in other.requests() {
+        assert_eq!(
+            request.header("authorization"),
+            None,
+            "{} on the other host carried credentials",
+            request.path
+        );
+    }
+    for request in origin.server().requests_to(&redirected[2]) {
+        assert_eq!(request.header("authorization"), None, "archive request");
+    }
+}
