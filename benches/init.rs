@@ -14,7 +14,11 @@
 //! all connections; 0 = none), `--runs K` (median of K),
 //! `--scenarios cold,warm,noop,one,big`, `--tools tfinstall,terraform`,
 //! `--parallelism P` (passed to tfinstall), `--sweep P1,P2,…` (cold runs of
-//! tfinstall at each parallelism, to choose the default).
+//! tfinstall at each parallelism, to choose the default), `--perf` (record
+//! each tfinstall run with `perf record` beside its work dir, as
+//! `RUN.perf.data`; build with `CARGO_PROFILE_RELEASE_STRIP=false` for
+//! symbols; times and RSS then include perf's own), `--serve` (only start
+//! the registry and print how to reach it, for profiling by hand).
 //!
 //! The fixtures are real: pseudo-random (incompressible) executables in
 //! deflated zips, `SHA256SUMS` signed with an ECDSA key (Terraform 1.0 cannot
@@ -36,7 +40,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use support::terraform::Terraform;
-use support::{Fault, PgpKey, Payload, ProviderSpec, Registry, Response, TestCa, TestServer};
+use support::{Fault, Payload, PgpKey, ProviderSpec, Registry, Response, TestCa, TestServer};
 
 const HOST: &str = "registry.bench";
 const NAMESPACE: &str = "bench";
@@ -55,6 +59,8 @@ struct Options {
     tools: Vec<Tool>,
     parallelism: Option<usize>,
     sweep: Vec<usize>,
+    perf: bool,
+    serve: bool,
 }
 
 impl Default for Options {
@@ -70,6 +76,8 @@ impl Default for Options {
             tools: vec![Tool::Terraform, Tool::Tfinstall],
             parallelism: None,
             sweep: Vec::new(),
+            perf: false,
+            serve: false,
         }
     }
 }
@@ -102,12 +110,12 @@ impl Options {
                 "--providers" => options.providers = number(value()?)?.max(1),
                 "--size-mb" => options.size_mb = number(value()?)?.max(1),
                 "--big-mb" => options.big_mb = number(value()?)?.max(1),
-                "--latency-ms" => {
-                    options.latency = Duration::from_millis(number(value()?)? as u64)
-                }
+                "--latency-ms" => options.latency = Duration::from_millis(number(value()?)? as u64),
                 "--bandwidth-mbps" => options.bandwidth_mbps = number(value()?)?,
                 "--runs" => options.runs = number(value()?)?.max(1),
                 "--parallelism" => options.parallelism = Some(number(value()?)?),
+                "--perf" => options.perf = true,
+                "--serve" => options.serve = true,
                 "--scenarios" => {
                     options.scenarios = list(value()?)
                         .iter()
@@ -215,8 +223,13 @@ impl ScenarioKind {
     fn title(self, options: &Options) -> String {
         match self {
             ScenarioKind::Cold => format!("cold, {} × {} MB", options.providers, options.size_mb),
-            ScenarioKind::Warm => format!("warm cache, {} × {} MB", options.providers, options.size_mb),
-            ScenarioKind::Noop => format!("no-op re-init, {} × {} MB", options.providers, options.size_mb),
+            ScenarioKind::Warm => {
+                format!("warm cache, {} × {} MB", options.providers, options.size_mb)
+            }
+            ScenarioKind::Noop => format!(
+                "no-op re-init, {} × {} MB",
+                options.providers, options.size_mb
+            ),
             ScenarioKind::One => format!("cold, 1 × {} MB", options.size_mb),
             ScenarioKind::Big => format!("cold, 1 × {} MB", options.big_mb),
         }
@@ -237,7 +250,6 @@ struct Bench {
     work: PathBuf,
     ca: TestCa,
     server: TestServer,
-    cli_config: PathBuf,
     terraform: PathBuf,
     tfinstall: PathBuf,
     /// Types of the N normal providers.
@@ -261,7 +273,12 @@ fn main() {
             std::process::exit(2);
         }
     };
+    let serve = options.serve;
     let mut bench = Bench::new(options);
+    if serve {
+        bench.serve();
+        return;
+    }
     let report = bench.run();
     println!("\n{report}");
     let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/results.md");
@@ -298,7 +315,7 @@ impl Bench {
                     .payload(Payload::Random(options.size_mb * MB)),
             );
         }
-        if options.scenarios.contains(&ScenarioKind::Big) {
+        if options.serve || options.scenarios.contains(&ScenarioKind::Big) {
             registry = registry.provider(
                 ProviderSpec::new(NAMESPACE, &big, VERSION)
                     .hostname(HOST)
@@ -315,11 +332,9 @@ impl Bench {
         if options.bandwidth_mbps > 0 {
             server.limit_bandwidth(options.bandwidth_mbps * MB);
         }
-        let cli_config = work.join("cli.tfrc");
         Bench {
             options,
             ca,
-            cli_config,
             terraform,
             tfinstall: PathBuf::from(env!("CARGO_BIN_EXE_tfinstall")),
             server,
@@ -330,9 +345,33 @@ impl Bench {
         }
     }
 
+    /// Keeps the registry up until the process is killed.
+    fn serve(&self) {
+        let config = self.work.join("cli.tfrc");
+        fs::write(&config, self.host_block()).expect("write CLI config");
+        let dir = new_workdir(&self.work.join("serve"), &main_tf(&self.small));
+        let big = new_workdir(
+            &self.work.join("serve-big"),
+            &main_tf(std::slice::from_ref(&self.big)),
+        );
+        println!(
+            "registry up; in {} ({} × {} MB) or {} (1 × {} MB) run:\n  env -i PATH=/usr/bin:/bin HOME=$PWD/../home TF_CLI_CONFIG_FILE={} SSL_CERT_FILE={} {} init -layout providers",
+            dir.display(),
+            self.options.providers,
+            self.options.size_mb,
+            big.display(),
+            self.options.big_mb,
+            config.display(),
+            self.ca.ca_pem_path().display(),
+            self.tfinstall.display()
+        );
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
+
     fn run(&mut self) -> String {
-        let mut results: Vec<(ScenarioKind, BTreeMap<Tool, Vec<Sample>>, Vec<String>)> =
-            Vec::new();
+        let mut results: Vec<(ScenarioKind, BTreeMap<Tool, Vec<Sample>>, Vec<String>)> = Vec::new();
         for kind in self.options.scenarios.clone() {
             eprintln!("scenario: {}", kind.title(&self.options));
             let (samples, notes) = self.scenario(kind, self.options.parallelism);
@@ -341,7 +380,8 @@ impl Bench {
         let mut sweep = Vec::new();
         for parallelism in self.options.sweep.clone() {
             eprintln!("sweep: cold with -parallelism={parallelism}");
-            let (samples, _) = self.scenario_for(ScenarioKind::Cold, Tool::Tfinstall, Some(parallelism));
+            let (samples, _) =
+                self.scenario_for(ScenarioKind::Cold, Tool::Tfinstall, Some(parallelism));
             sweep.push((parallelism, samples));
         }
         self.report(&results, &sweep)
@@ -416,21 +456,28 @@ impl Bench {
         };
         let main_tf = main_tf(&providers);
         let mut config = self.host_block();
+        if kind == ScenarioKind::Warm {
+            let cache = base.join("plugin-cache");
+            fs::create_dir_all(&cache).expect("create plugin cache");
+            let _ = writeln!(
+                config,
+                "plugin_cache_dir = {:?}",
+                cache.display().to_string()
+            );
+        }
+        let config_path = base.join("cli.tfrc");
+        fs::write(&config_path, &config).expect("write CLI config");
         let mut note = None;
         let reuse = match kind {
             ScenarioKind::Cold | ScenarioKind::One | ScenarioKind::Big => None,
             ScenarioKind::Noop => {
                 let dir = new_workdir(&base.join("noop"), &main_tf);
-                self.untimed(tool, &dir, &config, parallelism);
+                self.untimed(tool, &dir, &config_path, parallelism);
                 Some(Reuse::Same(dir))
             }
             ScenarioKind::Warm => {
                 let cache = base.join("plugin-cache");
-                fs::create_dir_all(&cache).expect("create plugin cache");
-                config.push_str(&format!("plugin_cache_dir = {:?}\n", cache.display().to_string()));
                 let fill = new_workdir(&base.join("fill"), &main_tf);
-                let config_path = base.join("cli.tfrc");
-                fs::write(&config_path, &config).expect("write CLI config");
                 self.untimed(tool, &fill, &config_path, parallelism);
                 if is_empty_dir(&cache) {
                     // The tool ignored the cache: fill it from what it
@@ -442,12 +489,11 @@ impl Bench {
                         tool.name()
                     ));
                 }
-                let lock = fs::read(fill.join(".terraform.lock.hcl")).expect("lock file after fill");
+                let lock =
+                    fs::read(fill.join(".terraform.lock.hcl")).expect("lock file after fill");
                 Some(Reuse::WithLock(lock))
             }
         };
-        let config_path = base.join("cli.tfrc");
-        fs::write(&config_path, &config).expect("write CLI config");
         Setup {
             base,
             main_tf,
@@ -464,7 +510,13 @@ impl Bench {
         )
     }
 
-    fn command(&self, tool: Tool, dir: &Path, config: &Path, parallelism: Option<usize>) -> Command {
+    fn command(
+        &self,
+        tool: Tool,
+        dir: &Path,
+        config: &Path,
+        parallelism: Option<usize>,
+    ) -> Command {
         let home = dir.with_extension("home");
         fs::create_dir_all(&home).expect("create home");
         let mut command = Command::new("/usr/bin/time");
@@ -491,6 +543,12 @@ impl Bench {
                     .args(["init", "-no-color", "-input=false"]);
             }
             Tool::Tfinstall => {
+                if self.options.perf {
+                    command
+                        .args(["perf", "record", "-q", "-F", "1999", "-g", "-o"])
+                        .arg(dir.with_extension("perf.data"))
+                        .arg("--");
+                }
                 command
                     .arg(&self.tfinstall)
                     .args(["init", "-no-color", "-layout", "providers"]);
@@ -502,7 +560,13 @@ impl Bench {
         command
     }
 
-    fn timed(&mut self, tool: Tool, dir: &Path, config: &Path, parallelism: Option<usize>) -> Sample {
+    fn timed(
+        &mut self,
+        tool: Tool,
+        dir: &Path,
+        config: &Path,
+        parallelism: Option<usize>,
+    ) -> Sample {
         self.run_counter += 1;
         let mut command = self.command(tool, dir, config, parallelism);
         self.server.clear_log();
@@ -559,7 +623,11 @@ impl Bench {
             );
             let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|");
         } else {
-            let _ = writeln!(out, "| scenario | {} | peak RSS | requests |", self.options.tools[0].name());
+            let _ = writeln!(
+                out,
+                "| scenario | {} | peak RSS | requests |",
+                self.options.tools[0].name()
+            );
             let _ = writeln!(out, "|---|---:|---:|---:|");
         }
         let mut notes = Vec::new();
@@ -683,7 +751,11 @@ fn serve_from_memory(server: &TestServer, root: &Path) {
             .expect("below root")
             .to_string_lossy()
             .replace('\\', "/");
-        let name = file.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        let name = file
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
         let content_type = if name.ends_with(".zip") {
             "application/zip"
         } else if name.ends_with(".sig") {
