@@ -1,12 +1,16 @@
 //! Archive downloads: streamed to disk and hashed on the way, so memory stays
 //! flat whatever the package size and the `zh:` hash costs no second read.
+//! Hashing and writing run on a thread of their own, beside the network side
+//! (TLS, HTTP/2), so a download is as fast as the slower of the two rather
+//! than their sum.
 //! Unlike Terraform, downloads are retried with backoff, resumed with `Range`
 //! where the server allows it, and abandoned when the server stalls.
 
-use std::io::Write;
+use std::io::{BufWriter, Seek, Write};
 use std::path::Path;
 use std::time::Duration;
 
+use bytes::Bytes;
 use futures_util::StreamExt;
 use reqwest::StatusCode;
 use reqwest::header::{ACCEPT_RANGES, CONTENT_RANGE, CONTENT_TYPE, RANGE};
@@ -119,12 +123,89 @@ pub struct Downloader {
     settings: DownloadSettings,
 }
 
+/// Archive bytes are written in pieces of this size rather than one write
+/// per network chunk (16 KiB on HTTP/2): a 200 MB package is then some
+/// 800 system calls instead of 13,000.
+const WRITE_BUFFER_BYTES: usize = 256 * 1024;
+
+/// Network chunks (16 KiB on HTTP/2) received but not yet hashed and
+/// written, at most: bounds the memory a fast network and a slow disk take.
+const SINK_QUEUE_CHUNKS: usize = 16;
+
 /// Progress through one download, kept across attempts so a retry can resume.
 struct Partial {
-    file: std::fs::File,
-    hasher: Sha256,
+    sink: Sink,
     written: u64,
     resumable: bool,
+}
+
+enum SinkOp {
+    Data(Bytes),
+    /// Start the file and the hash over.
+    Restart,
+}
+
+/// The archive file and its SHA-256, fed from the network side through a
+/// bounded queue and owned by a blocking thread.
+struct Sink {
+    queue: Option<tokio::sync::mpsc::Sender<SinkOp>>,
+    writer: tokio::task::JoinHandle<std::io::Result<[u8; 32]>>,
+}
+
+impl Sink {
+    fn new(file: std::fs::File) -> Sink {
+        let (queue, mut ops) = tokio::sync::mpsc::channel(SINK_QUEUE_CHUNKS);
+        let writer = tokio::task::spawn_blocking(move || {
+            let mut file = BufWriter::with_capacity(WRITE_BUFFER_BYTES, file);
+            let mut hasher = Sha256::new();
+            while let Some(op) = ops.blocking_recv() {
+                match op {
+                    SinkOp::Data(chunk) => {
+                        hasher.update(&chunk);
+                        file.write_all(&chunk)?;
+                    }
+                    SinkOp::Restart => {
+                        file.flush()?;
+                        file.get_ref().set_len(0)?;
+                        file.get_mut().rewind()?;
+                        hasher = Sha256::new();
+                    }
+                }
+            }
+            // Not synced to disk: the archive is unpacked from the page cache
+            // and deleted, and a crash throws the staging area away.
+            file.flush()?;
+            Ok(hasher.finalize().into())
+        });
+        Sink {
+            queue: Some(queue),
+            writer,
+        }
+    }
+
+    async fn send(&mut self, op: SinkOp) -> Result<(), DownloadError> {
+        let sent = match &self.queue {
+            Some(queue) => queue.send(op).await.is_ok(),
+            None => false,
+        };
+        if sent {
+            return Ok(());
+        }
+        // The writer stopped early, which only a write error makes it do.
+        self.finish().await?;
+        Err(DownloadError::Io(std::io::Error::other(
+            "the archive writer stopped",
+        )))
+    }
+
+    /// Waits for everything queued to be on disk; the archive's SHA-256.
+    async fn finish(&mut self) -> Result<[u8; 32], DownloadError> {
+        self.queue = None;
+        match (&mut self.writer).await {
+            Ok(result) => Ok(result?),
+            Err(err) => Err(DownloadError::Io(std::io::Error::other(err))),
+        }
+    }
 }
 
 impl Downloader {
@@ -149,8 +230,7 @@ impl Downloader {
     ) -> Result<[u8; 32], DownloadError> {
         let host = url.host_str().unwrap_or_default().to_string();
         let mut partial = Partial {
-            file: std::fs::File::create_new(dest)?,
-            hasher: Sha256::new(),
+            sink: Sink::new(std::fs::File::create_new(dest)?),
             written: 0,
             resumable: false,
         };
@@ -158,17 +238,14 @@ impl Downloader {
         let mut attempt = 0;
         loop {
             match self.attempt(url, &host, &mut partial, progress).await {
-                Ok(()) => {
-                    partial.file.sync_all()?;
-                    return Ok(partial.hasher.finalize().into());
-                }
+                Ok(()) => return partial.sink.finish().await,
                 Err(err) if err.is_retryable() && attempt < self.settings.retries => {
                     attempt += 1;
                     tracing::debug!("retrying {url} after: {err}");
                     tokio::time::sleep(delay).await;
                     delay = (delay * 2).min(Duration::from_secs(30));
                     if !partial.resumable {
-                        partial.restart()?;
+                        partial.restart().await?;
                     }
                 }
                 Err(err) if attempt > 0 && err.is_retryable() => {
@@ -202,7 +279,7 @@ impl Downloader {
         let status = response.status();
         if partial.written > 0 && status == StatusCode::OK {
             // The server ignored the range: start over from the first byte.
-            partial.restart()?;
+            partial.restart().await?;
         } else if partial.written > 0 && status == StatusCode::PARTIAL_CONTENT {
             let expected = format!("bytes {}-", partial.written);
             let starts_right = response
@@ -211,7 +288,7 @@ impl Downloader {
                 .and_then(|v| v.to_str().ok())
                 .is_some_and(|v| v.starts_with(&expected));
             if !starts_right {
-                partial.restart()?;
+                partial.restart().await?;
                 return Err(DownloadError::Transport {
                     host: host.to_string(),
                     message: "the server resumed the download at the wrong offset".to_string(),
@@ -275,10 +352,10 @@ impl Downloader {
                     what: "an HTML page".to_string(),
                 });
             }
-            partial.file.write_all(&chunk)?;
-            partial.hasher.update(&chunk);
-            partial.written += chunk.len() as u64;
-            received += chunk.len() as u64;
+            let len = chunk.len() as u64;
+            partial.sink.send(SinkOp::Data(chunk)).await?;
+            partial.written += len;
+            received += len;
             progress(DownloadProgress {
                 received: partial.written,
                 total,
@@ -320,10 +397,8 @@ fn looks_like_html(start: &[u8]) -> bool {
 }
 
 impl Partial {
-    fn restart(&mut self) -> std::io::Result<()> {
-        self.file.set_len(0)?;
-        std::io::Seek::rewind(&mut self.file)?;
-        self.hasher = Sha256::new();
+    async fn restart(&mut self) -> Result<(), DownloadError> {
+        self.sink.send(SinkOp::Restart).await?;
         self.written = 0;
         Ok(())
     }
