@@ -337,9 +337,8 @@ impl Scenario {
 /// and tfinstall's memo of installed packages' hashes.
 fn data_tree(dir: &Path) -> TreeSnapshot {
     let mut tree = TreeSnapshot::of(&dir.join(".terraform"));
-    tree.nodes.retain(|path, _| {
-        path != "modules" && !path.starts_with("modules/") && path != HASH_MEMO
-    });
+    tree.nodes
+        .retain(|path, _| path != "modules" && !path.starts_with("modules/") && path != HASH_MEMO);
     tree
 }
 

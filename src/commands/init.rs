@@ -242,7 +242,7 @@ fn finish(
     staging
         .commit(&moves)
         .map_err(|err| write_failed("the installed providers", err))?;
-    memo.save();
+    memo.save(&staging);
     if let Some(path) = installer.layout.selections_file() {
         write_selections(&staging, &path, &selections)
             .map_err(|err| write_failed("selections.json", err))?;

@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::{Deserialize, Serialize};
 
+use crate::install::staging::{FileMode, Staging};
 use crate::verify::hash::PackageHash;
 
 const MEMO_FILE: &str = ".tfinstall-hashes.json";
@@ -130,10 +131,11 @@ impl HashMemo {
         );
     }
 
-    /// Writes the memo, keeping only packages that still exist, unless
-    /// nothing changed. Failing to save costs a re-hash next time, never
-    /// correctness, so errors are ignored.
-    pub fn save(&self) {
+    /// Writes the memo through the staging area (so a killed run leaves the
+    /// old one or the new one), keeping only packages that still exist,
+    /// unless nothing changed. Failing to save costs a re-hash next time,
+    /// never correctness, so errors are ignored.
+    pub fn save(&self, staging: &Staging) {
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         let before = entries.len();
         entries.retain(|dir, _| Path::new(dir).is_dir());
@@ -143,7 +145,7 @@ impl HashMemo {
         if let Ok(json) = serde_json::to_vec(&*entries)
             && self.path.parent().is_some_and(Path::is_dir)
         {
-            let _ = crate::fsutil::write_atomic(&self.path, &json, 0o644);
+            let _ = staging.replace_file(&self.path, &json, FileMode::Exact(0o644));
         }
     }
 }
@@ -196,7 +198,7 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(50));
         let memo = HashMemo::load(data.path());
         let first = memo.h1_of_dir(&pkg).unwrap();
-        memo.save();
+        memo.save(&Staging::create(data.path()).unwrap());
         // Prove the memo is used: a wrong remembered hash comes back as is
         // while no file changes.
         let reloaded = HashMemo::load(data.path());
