@@ -43,7 +43,7 @@ use crate::version::Version;
 
 const TMP_DIR: &str = ".tmp";
 const CACHEDIR_TAG: &str = "CACHEDIR.TAG";
-const META_FORMAT: u32 = 1;
+pub const META_FORMAT: u32 = 1;
 
 /// How long a waiter polls before it says it is waiting; OpenTofu uses the
 /// same delay for its "Waiting for lock" line.

@@ -26,6 +26,7 @@ use crate::http::ApiClient;
 use crate::install::extract::ExtractLimits;
 use crate::install::installer::{InstallEvent, InstallMode, Installer};
 use crate::install::layout::{InstallLayout, LayoutKind};
+use crate::install::link::LinkMode;
 use crate::lockfile::{LockedProvider, Locks};
 use crate::output::Output;
 use crate::source::Source;
@@ -114,7 +115,7 @@ async fn lock(args: &ProvidersLockArgs, ui: &Ui) -> Result<(Diagnostics, bool), 
     };
 
     let data_dir = data_dir();
-    let (mut requirements, mut warnings) = configuration_requirements(&data_dir)?;
+    let (mut requirements, mut warnings) = configuration_requirements(Path::new("."), &data_dir)?;
     select_providers(&mut requirements, &args.providers)?;
     let (previous, lock_diags) = Locks::load(Path::new(LOCK_FILE));
     if lock_diags.has_errors() {
@@ -229,6 +230,8 @@ async fn install_platforms(
             parallelism,
             downloader: downloader.clone(),
             dev_overrides: BTreeSet::new(),
+            cache: None,
+            link_mode: LinkMode::Auto,
             events: Arc::new(move |event: InstallEvent| {
                 if let Some(line) = event_line(&ui, &events_platform, &event) {
                     events_output.line(slot, line);

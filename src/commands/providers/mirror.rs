@@ -93,7 +93,7 @@ async fn mirror(
     };
     let platforms = target_platforms(&args.platforms)?;
     let data_dir = data_dir();
-    let (requirements, mut warnings) = configuration_requirements(&data_dir)?;
+    let (requirements, mut warnings) = configuration_requirements(Path::new("."), &data_dir)?;
     let locks = if args.lock_file {
         let (locks, lock_diags) = Locks::load(Path::new(LOCK_FILE));
         if lock_diags.has_errors() {
