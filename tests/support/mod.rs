@@ -3,14 +3,19 @@
 
 //! Shared toolkit for integration tests: real HTTPS servers with a CA made at
 //! test time, real zips, real OpenPGP signatures and on-disk registry and
-//! mirror trees, so that tests exercise the same code paths as production.
+//! mirror trees, so that tests exercise the same code paths as production;
+//! a [`Project`] (home and working directory) to run the built binary in,
+//! and the [`Snapshot`] every "nothing changed" assertion compares.
 //!
 //! Include it with `mod support;` and use the re-exports below.
 
+pub mod fake_package;
 pub mod fixtures;
 pub mod openpgp;
+pub mod project;
 pub mod pty;
 pub mod server;
+pub mod snapshot;
 pub mod terraform;
 pub mod tls;
 pub mod zips;
@@ -23,12 +28,18 @@ use sha2::{Digest, Sha256};
 // A test that uses only some of these would otherwise warn about the rest.
 #[allow(unused_imports)]
 pub use self::{
+    fake_package::Pkg,
     fixtures::{
         FsMirror, Layout, MirrorHashes, NetworkMirror, PackageInfo, Payload, ProviderSpec,
         PublishedTree, Registry, UrlStyle, edit_json,
     },
     openpgp::PgpKey,
+    project::{
+        LOCK_HEADER, Project, Run, filesystem_mirror_config, host_block, lock_block, lock_file,
+        lock_text, network_mirror_config, read_text, required_providers,
+    },
     server::{Fault, LoggedRequest, Response, TestServer},
+    snapshot::{Entry, LOCK_FILE, Snapshot, mode_of},
     tls::TestCa,
     zips::{Compression, RawZip, ZipEntry, build_zip},
 };
