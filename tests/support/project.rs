@@ -44,6 +44,14 @@ impl Project {
         }
     }
 
+    /// A project whose `main.tf` requires each `(local name, source,
+    /// constraint)`.
+    pub fn requiring(providers: &[(&str, &str, &str)]) -> Project {
+        let project = Project::new();
+        project.require(providers);
+        project
+    }
+
     /// Writes `content` to `rel` below the working directory.
     pub fn write(&self, rel: &str, content: &str) -> PathBuf {
         write_file(&self.work.join(rel), content)
