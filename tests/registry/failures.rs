@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
-use crate::harness::{Run, Scenario};
+use crate::harness::Scenario;
 use crate::support::{
-    self, Fault, PgpKey, ProviderSpec, PublishedTree, Registry, Response, TestCa, TestServer,
+    self, Fault, PgpKey, ProviderSpec, PublishedTree, Registry, Response, Run, TestCa, TestServer,
 };
 
 /// A working directory with `acme/good` installed from the scenario's
@@ -36,10 +36,12 @@ impl Broken {
         let tree = scenario.publish(registry);
         let host = scenario.host();
         let good = format!("{host}/acme/good");
-        scenario.require(&[("good", &good, "")]);
-        scenario.run().assert_success();
+        scenario.project.require(&[("good", &good, "")]);
+        scenario.project.init(&[]).assert_success();
         let address = format!("{host}/acme/bad");
-        scenario.require(&[("good", &good, ""), ("bad", &address, constraint)]);
+        scenario
+            .project
+            .require(&[("good", &good, ""), ("bad", &address, constraint)]);
         Broken {
             scenario,
             tree,
@@ -83,7 +85,13 @@ impl Broken {
                 "Error while installing {} v{version}: {error}",
                 self.address
             ));
-        assert!(!self.scenario.package_dir(&self.address, version).exists());
+        assert!(
+            !self
+                .scenario
+                .project
+                .installed_dir(&self.address, version)
+                .exists()
+        );
     }
 
     /// The failure Terraform reports when it cannot list versions.
@@ -261,7 +269,7 @@ fn transient_server_errors_are_retried() {
     server.status_sequence(&sums, &[503, 200]);
     server.status_sequence(&zip, &[500, 200]);
 
-    let run = broken.scenario.run();
+    let run = broken.scenario.project.init(&[]);
     run.assert_success();
     assert!(
         run.stdout.contains(&format!(
@@ -346,7 +354,10 @@ fn garbage_json_is_reported_with_the_document_url() {
 #[test]
 fn a_stalled_registry_times_out() {
     let mut broken = Broken::new(&[ProviderSpec::new("acme", "bad", "1.0.0")]);
-    broken.scenario.env("TF_REGISTRY_CLIENT_TIMEOUT", "1");
+    broken
+        .scenario
+        .project
+        .env("TF_REGISTRY_CLIENT_TIMEOUT", "1");
     let server = &broken.scenario.server;
 
     // Headers, then nothing: the body never completes.
@@ -381,7 +392,10 @@ fn a_stalled_registry_times_out() {
 #[test]
 fn a_stalled_archive_download_is_abandoned_and_retried() {
     let mut broken = Broken::new(&[ProviderSpec::new("acme", "bad", "1.0.0")]);
-    broken.scenario.env("TFINSTALL_DOWNLOAD_STALL_TIMEOUT", "1");
+    broken
+        .scenario
+        .project
+        .env("TFINSTALL_DOWNLOAD_STALL_TIMEOUT", "1");
     let zip = broken
         .tree
         .package("bad", "1.0.0", &support::current_platform())
@@ -392,12 +406,13 @@ fn a_stalled_archive_download_is_abandoned_and_retried() {
         .scenario
         .server
         .fault_sequence(&zip, [Fault::StallAfter(10), Fault::Pass]);
-    broken.scenario.run().assert_success();
+    broken.scenario.project.init(&[]).assert_success();
     assert_eq!(broken.scenario.server.count(&zip), 2);
     assert!(
         broken
             .scenario
-            .package_dir(&broken.address, "1.0.0")
+            .project
+            .installed_dir(&broken.address, "1.0.0")
             .is_dir()
     );
 }
@@ -471,7 +486,9 @@ fn a_host_without_a_provider_registry_is_an_invalid_registry_host() {
     std::fs::write(&discovery, "{\"modules.v1\": \"/v1/modules/\"}").unwrap();
     let good = format!("{}/acme/good", scenario.host());
     let elsewhere = format!("{}/acme/thing", host_server.host());
-    scenario.require(&[("good", &good, ""), ("thing", &elsewhere, "")]);
+    scenario
+        .project
+        .require(&[("good", &good, ""), ("thing", &elsewhere, "")]);
 
     let run = scenario.run_failing();
     run.assert_says("Error: Invalid provider registry host")
@@ -499,6 +516,7 @@ fn a_server_certificate_from_an_untrusted_ca_is_refused() {
     let address = format!("{}/acme/bad", impostor.host());
     broken
         .scenario
+        .project
         .require(&[("good", &good, ""), ("bad", &address, "")]);
     let run = broken.scenario.run_failing();
     run.assert_says("Error: Failed to query available provider packages")
