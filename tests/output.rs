@@ -4,29 +4,29 @@
 
 mod support;
 
-use std::collections::BTreeMap;
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
 use support::pty::run_on_pty;
-use support::{Fault, Payload, PgpKey, ProviderSpec, Registry, TestCa, TestServer};
+use support::{
+    Fault, Payload, PgpKey, Project, ProviderSpec, Registry, Snapshot, TestCa, TestServer,
+};
 
-/// A registry on a local HTTPS server and a working directory whose
-/// configuration requires its providers.
-struct Project {
+/// A registry on a local HTTPS server and a project whose configuration
+/// requires its providers.
+struct World {
     ca: TestCa,
     server: TestServer,
     key: PgpKey,
-    home: tempfile::TempDir,
-    work: tempfile::TempDir,
     _registry_dir: tempfile::TempDir,
+    /// Trusts the registry's CA.
+    project: Project,
 }
 
-impl Project {
+impl World {
     /// `alpha` 1.0.0 and `beta` 2.1.0 in namespace `test`, each `payload`
     /// big; the configuration wants `alpha ~> 1.0` and any `beta`.
-    fn new(payload: Payload) -> Project {
+    fn new(payload: Payload) -> World {
         let ca = TestCa::new();
         let server = TestServer::https(&ca);
         let key = PgpKey::generate();
@@ -36,23 +36,24 @@ impl Project {
             .provider(ProviderSpec::new("test", "beta", "2.1.0").payload(payload))
             .write(registry_dir.path(), &server.url());
         server.serve_dir(registry_dir.path());
-        let project = Project {
+        let mut project = Project::new();
+        project.trust(&ca);
+        let world = World {
             ca,
             server,
             key,
-            home: tempfile::tempdir().unwrap(),
-            work: tempfile::tempdir().unwrap(),
             _registry_dir: registry_dir,
+            project,
         };
-        project.write_config("~> 1.0");
-        project
+        world.write_config("~> 1.0");
+        world
     }
 
     fn write_config(&self, alpha_constraint: &str) {
         let host = self.server.host();
-        std::fs::write(
-            self.work.path().join("main.tf"),
-            format!(
+        self.project.write(
+            "main.tf",
+            &format!(
                 r#"terraform {{
   required_providers {{
     alpha = {{
@@ -70,12 +71,10 @@ module "net" {{
 }}
 "#
             ),
-        )
-        .unwrap();
-        std::fs::create_dir_all(self.work.path().join("net")).unwrap();
-        std::fs::write(
-            self.work.path().join("net/main.tf"),
-            format!(
+        );
+        self.project.write(
+            "net/main.tf",
+            &format!(
                 r#"terraform {{
   required_providers {{
     beta = {{
@@ -86,29 +85,17 @@ module "net" {{
 }}
 "#
             ),
-        )
-        .unwrap();
-    }
-
-    fn command(&self) -> assert_cmd::Command {
-        let mut command = support::tfinstall_command(self.home.path());
-        self.ca.configure(&mut command);
-        command.current_dir(self.work.path());
-        command
+        );
     }
 
     /// The same environment as [`Project::command`], for running on a pty.
     fn std_command(&self, args: &[&str]) -> std::process::Command {
-        let home = self.home.path();
         let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tfinstall"));
         command
             .args(args)
-            .current_dir(self.work.path())
+            .current_dir(&self.project.work)
             .env_clear()
-            .env("HOME", home)
-            .env("XDG_CONFIG_HOME", home.join(".config"))
-            .env("XDG_DATA_HOME", home.join(".local/share"))
-            .env("XDG_CACHE_HOME", home.join(".cache"))
+            .envs(support::home_environment(&self.project.home))
             .env("SSL_CERT_FILE", self.ca.ca_pem_path())
             .env("TERM", "xterm-256color");
         command
@@ -157,30 +144,6 @@ fn validated_stream(stdout: &[u8]) -> Vec<Value> {
 
 fn of_type<'a>(stream: &'a [Value], kind: &str) -> Vec<&'a Value> {
     stream.iter().filter(|m| m["type"] == kind).collect()
-}
-
-/// Paths, bytes and modes of everything below `dir`, to show a failed run
-/// changed nothing.
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (Vec<u8>, u32)> {
-    let mut files = BTreeMap::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(current) = pending.pop() {
-        for entry in std::fs::read_dir(&current).unwrap() {
-            let path = entry.unwrap().path();
-            let meta = std::fs::symlink_metadata(&path).unwrap();
-            let content = if meta.is_dir() {
-                pending.push(path.clone());
-                Vec::new()
-            } else {
-                std::fs::read(&path).unwrap()
-            };
-            files.insert(
-                path.strip_prefix(dir).unwrap().to_path_buf(),
-                (content, meta.permissions().mode()),
-            );
-        }
-    }
-    files
 }
 
 /// Removes escape sequences, keeping the text a terminal would show
@@ -244,8 +207,13 @@ fn the_schema_rejects_what_it_does_not_describe() {
 
 #[test]
 fn json_stream_of_a_successful_install_follows_the_schema() {
-    let project = Project::new(Payload::Random(300_000));
-    let output = project.command().args(["init", "-json"]).output().unwrap();
+    let world = World::new(Payload::Random(300_000));
+    let output = world
+        .project
+        .command(&[])
+        .args(["init", "-json"])
+        .output()
+        .unwrap();
     assert!(output.status.success(), "{output:?}");
     assert!(
         output.stderr.is_empty(),
@@ -256,7 +224,7 @@ fn json_stream_of_a_successful_install_follows_the_schema() {
 
     assert_eq!(stream[0]["type"], "version");
     assert_eq!(stream[0]["ui"], "1.0");
-    let host = project.server.host();
+    let host = world.server.host();
     let alpha = format!("{host}/test/alpha");
     let beta = format!("{host}/test/beta");
     let queries = of_type(&stream, "query");
@@ -275,7 +243,7 @@ fn json_stream_of_a_successful_install_follows_the_schema() {
         selected[0]["package"]
             .as_str()
             .unwrap()
-            .starts_with(&project.server.url())
+            .starts_with(&world.server.url())
     );
 
     for provider in [&alpha, &beta] {
@@ -290,7 +258,7 @@ fn json_stream_of_a_successful_install_follows_the_schema() {
         assert!(last["total_bytes"].as_u64().unwrap() > 300_000);
     }
 
-    let key_id = project.key.key_id();
+    let key_id = world.key.key_id();
     for kind in ["verified", "installed"] {
         let messages = of_type(&stream, kind);
         assert_eq!(messages.len(), 2, "{kind}");
@@ -328,7 +296,12 @@ fn json_stream_of_a_successful_install_follows_the_schema() {
     assert_eq!(summary["errors"], 0);
 
     // A second run reuses everything and says so.
-    let again = project.command().args(["init", "-json"]).output().unwrap();
+    let again = world
+        .project
+        .command(&[])
+        .args(["init", "-json"])
+        .output()
+        .unwrap();
     assert!(again.status.success());
     let stream = validated_stream(&again.stdout);
     assert_eq!(of_type(&stream, "using_installed").len(), 2);
@@ -340,14 +313,24 @@ fn json_stream_of_a_successful_install_follows_the_schema() {
 
 #[test]
 fn json_stream_of_failed_runs_follows_the_schema_and_changes_nothing() {
-    let project = Project::new(Payload::Small);
-    project.command().args(["init", "-json"]).assert().success();
-    let before = snapshot(project.work.path());
+    let world = World::new(Payload::Small);
+    world
+        .project
+        .command(&[])
+        .args(["init", "-json"])
+        .assert()
+        .success();
+    let before = Snapshot::of(&world.project.work);
 
     // No version matches.
-    project.write_config("~> 7.0");
-    let before_config_change = snapshot(project.work.path());
-    let output = project.command().args(["init", "-json"]).output().unwrap();
+    world.write_config("~> 7.0");
+    let before_config_change = Snapshot::of(&world.project.work);
+    let output = world
+        .project
+        .command(&[])
+        .args(["init", "-json"])
+        .output()
+        .unwrap();
     assert_eq!(output.status.code(), Some(1));
     assert!(output.stderr.is_empty());
     let stream = validated_stream(&output.stdout);
@@ -372,17 +355,26 @@ fn json_stream_of_failed_runs_follows_the_schema_and_changes_nothing() {
     assert_eq!(summary["success"], false);
     assert_eq!(summary["errors"], 1);
     assert_eq!(summary["lock_file"], "unchanged");
-    assert_eq!(snapshot(project.work.path()), before_config_change);
+    assert_eq!(Snapshot::of(&world.project.work), before_config_change);
 
-    // The download fails.
-    project.write_config("~> 1.0");
-    assert_eq!(snapshot(project.work.path()), before);
-    std::fs::remove_dir_all(project.work.path().join(".terraform")).unwrap();
-    let before = snapshot(project.work.path());
-    project
+    // The download fails. The configuration is back as it was, though
+    // rewritten, so only its content compares.
+    world.write_config("~> 1.0");
+    assert_eq!(
+        Snapshot::of(&world.project.work).without_times(),
+        before.without_times()
+    );
+    std::fs::remove_dir_all(world.project.work.join(".terraform")).unwrap();
+    let before = Snapshot::of(&world.project.work);
+    world
         .server
-        .fault(&project.zip_path("alpha", "1.0.0"), Fault::Status(404));
-    let output = project.command().args(["init", "-json"]).output().unwrap();
+        .fault(&world.zip_path("alpha", "1.0.0"), Fault::Status(404));
+    let output = world
+        .project
+        .command(&[])
+        .args(["init", "-json"])
+        .output()
+        .unwrap();
     assert_eq!(output.status.code(), Some(1));
     let stream = validated_stream(&output.stdout);
     let error = of_type(&stream, "diagnostic")
@@ -397,16 +389,21 @@ fn json_stream_of_failed_runs_follows_the_schema_and_changes_nothing() {
             .contains("bad response code: 404")
     );
     assert_eq!(stream.last().unwrap()["success"], false);
-    assert_eq!(snapshot(project.work.path()), before);
+    assert_eq!(Snapshot::of(&world.project.work), before);
 
     // The configuration is invalid: the diagnostic points at the file.
     std::fs::write(
-        project.work.path().join("broken.tf"),
+        world.project.work.join("broken.tf"),
         "terraform {\n  required_providers {\n    x = 1\n",
     )
     .unwrap();
-    let before = snapshot(project.work.path());
-    let output = project.command().args(["init", "-json"]).output().unwrap();
+    let before = Snapshot::of(&world.project.work);
+    let output = world
+        .project
+        .command(&[])
+        .args(["init", "-json"])
+        .output()
+        .unwrap();
     assert_eq!(output.status.code(), Some(1));
     let stream = validated_stream(&output.stdout);
     let error = of_type(&stream, "diagnostic")
@@ -414,15 +411,15 @@ fn json_stream_of_failed_runs_follows_the_schema_and_changes_nothing() {
         .find(|m| m["diagnostic"]["severity"] == "error")
         .expect("an error diagnostic");
     assert_eq!(error["diagnostic"]["range"]["filename"], "broken.tf");
-    assert_eq!(snapshot(project.work.path()), before);
+    assert_eq!(Snapshot::of(&world.project.work), before);
 }
 
 #[test]
 fn a_terminal_gets_colour_and_a_progress_display() {
-    let project = Project::new(Payload::Random(1_500_000));
+    let world = World::new(Payload::Random(1_500_000));
     for type_name in ["alpha", "beta"] {
-        project.server.fault(
-            &project.zip_path(
+        world.server.fault(
+            &world.zip_path(
                 type_name,
                 if type_name == "alpha" {
                     "1.0.0"
@@ -433,13 +430,13 @@ fn a_terminal_gets_colour_and_a_progress_display() {
             Fault::Throttle(3_000_000),
         );
     }
-    let run = run_on_pty(project.std_command(&["init"]));
+    let run = run_on_pty(world.std_command(&["init"]));
     assert!(run.status.success(), "{}", run.text);
     assert!(
         run.text
             .contains("\x1b[1mInitializing provider plugins...\x1b[0m")
     );
-    let host = project.server.host();
+    let host = world.server.host();
     let plain = strip_escapes(&run.text);
     // The bars: label, bytes of the total, rate and time left.
     assert!(
@@ -449,7 +446,7 @@ fn a_terminal_gets_colour_and_a_progress_display() {
     assert!(plain.contains(" / 1.43 MiB"), "{plain}");
     assert!(plain.contains("/s") && plain.contains("ETA"), "{plain}");
     // Lines printed while bars were drawn arrive whole.
-    let key_id = project.key.key_id();
+    let key_id = world.key.key_id();
     for (name, version) in [("alpha", "1.0.0"), ("beta", "2.1.0")] {
         let line = format!(
             "- Installed {host}/test/{name} v{version} (self-signed, key ID \x1b[1m{key_id}\x1b[0m)\r\n"
@@ -460,12 +457,12 @@ fn a_terminal_gets_colour_and_a_progress_display() {
 
 #[test]
 fn no_color_and_the_no_color_flag_turn_colour_off_on_a_terminal() {
-    let project = Project::new(Payload::Random(600_000));
-    project.server.fault(
-        &project.zip_path("alpha", "1.0.0"),
+    let world = World::new(Payload::Random(600_000));
+    world.server.fault(
+        &world.zip_path("alpha", "1.0.0"),
         Fault::Throttle(2_000_000),
     );
-    let mut with_env = project.std_command(&["init"]);
+    let mut with_env = world.std_command(&["init"]);
     with_env.env("NO_COLOR", "1");
     let run = run_on_pty(with_env);
     assert!(run.status.success(), "{}", run.text);
@@ -474,28 +471,28 @@ fn no_color_and_the_no_color_flag_turn_colour_off_on_a_terminal() {
     // Progress is not colour: it still shows, in plain characters.
     assert!(strip_escapes(&run.text).contains("ETA"), "{:?}", run.text);
 
-    std::fs::remove_dir_all(project.work.path().join(".terraform")).unwrap();
-    let run = run_on_pty(project.std_command(&["init", "-no-color"]));
+    std::fs::remove_dir_all(world.project.work.join(".terraform")).unwrap();
+    let run = run_on_pty(world.std_command(&["init", "-no-color"]));
     assert!(run.status.success(), "{}", run.text);
     assert!(!has_sgr(&run.text), "{:?}", run.text);
 }
 
 #[test]
 fn piped_output_has_no_colour_and_no_progress() {
-    let project = Project::new(Payload::Random(600_000));
-    project.server.fault(
-        &project.zip_path("alpha", "1.0.0"),
+    let world = World::new(Payload::Random(600_000));
+    world.server.fault(
+        &world.zip_path("alpha", "1.0.0"),
         Fault::Throttle(2_000_000),
     );
-    let output = project.command().arg("init").output().unwrap();
+    let output = world.project.command(&[]).arg("init").output().unwrap();
     assert!(output.status.success());
     let stdout = String::from_utf8(output.stdout).unwrap();
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(!stdout.contains('\x1b') && !stderr.contains('\x1b'));
     assert!(!stdout.contains("ETA") && !stderr.contains("ETA"));
     assert_eq!(stderr, "");
-    let host = project.server.host();
-    let key_id = project.key.key_id();
+    let host = world.server.host();
+    let key_id = world.key.key_id();
     assert!(stdout.contains(&format!(
         "\nInitializing provider plugins...\n- Finding {host}/test/alpha versions matching \"~> 1.0\"...\n- Finding {host}/test/beta versions matching \">= 2.0.0\"...\n- Installing {host}/test/alpha v1.0.0...\n- Installed {host}/test/alpha v1.0.0 (self-signed, key ID {key_id})\n- Installing {host}/test/beta v2.1.0...\n- Installed {host}/test/beta v2.1.0 (self-signed, key ID {key_id})\n"
     )), "{stdout}");
@@ -503,9 +500,14 @@ fn piped_output_has_no_colour_and_no_progress() {
 
 #[test]
 fn providers_shows_the_requirement_tree_with_origins_and_locks() {
-    let project = Project::new(Payload::Small);
-    let host = project.server.host();
-    let before = project.command().arg("providers").output().unwrap();
+    let world = World::new(Payload::Small);
+    let host = world.server.host();
+    let before = world
+        .project
+        .command(&[])
+        .arg("providers")
+        .output()
+        .unwrap();
     assert!(before.status.success());
     let expected_tree = format!(
         "
@@ -535,8 +537,13 @@ Providers required only by state are not shown: tfinstall does not read Terrafor
         )
     );
 
-    project.command().arg("init").assert().success();
-    let after = project.command().arg("providers").output().unwrap();
+    world.project.command(&[]).arg("init").assert().success();
+    let after = world
+        .project
+        .command(&[])
+        .arg("providers")
+        .output()
+        .unwrap();
     let text = String::from_utf8(after.stdout).unwrap();
     assert!(
         text.starts_with(&format!(
@@ -547,13 +554,13 @@ Providers required only by state are not shown: tfinstall does not read Terrafor
 
     // A resource of a provider no module declares makes it required too.
     std::fs::write(
-        project.work.path().join("net/extra.tf"),
+        world.project.work.join("net/extra.tf"),
         "resource \"gamma_thing\" \"x\" {}\n",
     )
     .unwrap();
-    let json = project
-        .command()
-        .args(["providers", "-json"])
+    let json = world
+        .project
+        .command(&["providers", "-json"])
         .output()
         .unwrap();
     assert!(json.status.success());
@@ -573,8 +580,16 @@ Providers required only by state are not shown: tfinstall does not read Terrafor
         "gamma_thing.x"
     );
     assert_eq!(report["locked"][1]["version"], "2.1.0");
-    let text =
-        String::from_utf8(project.command().arg("providers").output().unwrap().stdout).unwrap();
+    let text = String::from_utf8(
+        world
+            .project
+            .command(&[])
+            .arg("providers")
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
     assert!(
         text.contains(&format!(
             "└── module.net\n    ├── provider[{host}/test/beta] >= 2.0.0\n    │   └── required_providers \"beta\" >= 2.0.0 (net/main.tf:3)\n    └── provider[registry.terraform.io/hashicorp/gamma]\n        └── used by gamma_thing.x (net/extra.tf:1)\n"
@@ -588,9 +603,14 @@ Providers required only by state are not shown: tfinstall does not read Terrafor
 
 #[test]
 fn providers_reports_a_broken_configuration() {
-    let project = Project::new(Payload::Small);
-    std::fs::write(project.work.path().join("broken.tf"), "terraform {\n").unwrap();
-    let output = project.command().arg("providers").output().unwrap();
+    let world = World::new(Payload::Small);
+    std::fs::write(world.project.work.join("broken.tf"), "terraform {\n").unwrap();
+    let output = world
+        .project
+        .command(&[])
+        .arg("providers")
+        .output()
+        .unwrap();
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(stderr.contains("Error: "), "{stderr}");

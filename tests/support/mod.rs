@@ -20,7 +20,7 @@ pub mod terraform;
 pub mod tls;
 pub mod zips;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
@@ -158,10 +158,17 @@ fn clean_environment(mut command: assert_cmd::Command, home: &Path) -> assert_cm
             command.env_remove(name);
         }
     }
+    command.envs(home_environment(home));
     command
-        .env("HOME", home)
-        .env("XDG_CONFIG_HOME", home.join(".config"))
-        .env("XDG_DATA_HOME", home.join(".local/share"))
-        .env("XDG_CACHE_HOME", home.join(".cache"));
-    command
+}
+
+/// `HOME` and the XDG base directories, all below `home`: what a command
+/// run for a test sees as its user's directories.
+pub fn home_environment(home: &Path) -> [(&'static str, PathBuf); 4] {
+    [
+        ("HOME", home.to_path_buf()),
+        ("XDG_CONFIG_HOME", home.join(".config")),
+        ("XDG_DATA_HOME", home.join(".local/share")),
+        ("XDG_CACHE_HOME", home.join(".cache")),
+    ]
 }
