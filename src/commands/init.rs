@@ -246,14 +246,7 @@ fn finish(
         if !incomplete.is_empty() {
             warnings.push(incomplete_lock_warning(&incomplete, &installer.platform));
         }
-        locks.save(Path::new(LOCK_FILE)).map_err(|err| {
-            Diagnostics::from(Diagnostic::error(
-                "Failed to update dependency lock file",
-                format!(
-                    "Error while writing new dependency lock information to {LOCK_FILE}: {err}."
-                ),
-            ))
-        })?;
+        save_lock_file(&locks)?;
         if previous.is_empty() {
             lock_file = LockFileChange::Created;
             out.message("lock_file_created", |ui| format!(
@@ -305,6 +298,17 @@ fn incomplete_lock_warning(providers: &[ProviderAddr], platform: &Platform) -> D
             "Due to your customized provider installation methods, Terraform was forced to calculate lock file checksums locally for the following providers:{list}\n\nThe current .terraform.lock.hcl file only includes checksums for {platform}, so Terraform running on another platform will fail to install these providers.\n\nTo calculate additional checksums for another platform, run:\n  terraform providers lock -platform=linux_amd64\n(where linux_amd64 is the platform to generate)"
         ),
     )
+}
+
+/// Writes `locks` to the lock file in the working directory, reporting a
+/// failure the way Terraform does.
+pub fn save_lock_file(locks: &Locks) -> Result<(), Diagnostics> {
+    locks.save(Path::new(LOCK_FILE)).map_err(|err| {
+        Diagnostics::from(Diagnostic::error(
+            "Failed to update dependency lock file",
+            format!("Error while writing new dependency lock information to {LOCK_FILE}: {err}."),
+        ))
+    })
 }
 
 /// `selections.json` as Terraform 0.13 writes it, so 0.13 accepts the
