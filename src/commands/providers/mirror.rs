@@ -30,6 +30,7 @@ use crate::diag::{Diagnostic, Diagnostics};
 use crate::fetch::{DownloadSettings, Downloader};
 use crate::fsutil::write_atomic;
 use crate::install::installer::{authenticate_archive, mirror_mismatch};
+use crate::install::layout::provider_dir;
 use crate::lockfile::Locks;
 use crate::output::Output;
 use crate::source::configured::{SourceOptions, build_source_excluding};
@@ -379,13 +380,10 @@ fn packed_path(
     version: &Version,
     platform: &Platform,
 ) -> PathBuf {
-    dir.join(provider.hostname.for_display())
-        .join(&provider.namespace)
-        .join(&provider.type_name)
-        .join(format!(
-            "terraform-provider-{}_{version}_{platform}.zip",
-            provider.type_name
-        ))
+    provider_dir(dir, provider).join(format!(
+        "terraform-provider-{}_{version}_{platform}.zip",
+        provider.type_name
+    ))
 }
 
 /// Whether the archive already at `target` is the package the source
