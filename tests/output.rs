@@ -8,50 +8,31 @@ use std::path::Path;
 
 use serde_json::Value;
 use support::pty::run_on_pty;
-use support::{
-    Fault, Payload, PgpKey, Project, ProviderSpec, Registry, Snapshot, TestCa, TestServer,
-};
+use support::{Fault, HostedRegistry, Payload, ProviderSpec, Snapshot};
 
 /// A registry on a local HTTPS server and a project whose configuration
 /// requires its providers.
 struct World {
-    ca: TestCa,
-    server: TestServer,
-    key: PgpKey,
-    _registry_dir: tempfile::TempDir,
-    /// Trusts the registry's CA.
-    project: Project,
+    registry: HostedRegistry,
 }
 
 impl World {
     /// `alpha` 1.0.0 and `beta` 2.1.0 in namespace `test`, each `payload`
     /// big; the configuration wants `alpha ~> 1.0` and any `beta`.
     fn new(payload: Payload) -> World {
-        let ca = TestCa::new();
-        let server = TestServer::https(&ca);
-        let key = PgpKey::generate();
-        let registry_dir = tempfile::tempdir().unwrap();
-        Registry::new(&key)
-            .provider(ProviderSpec::new("test", "alpha", "1.0.0").payload(payload))
-            .provider(ProviderSpec::new("test", "beta", "2.1.0").payload(payload))
-            .write(registry_dir.path(), &server.url());
-        server.serve_dir(registry_dir.path());
-        let mut project = Project::new();
-        project.trust(&ca);
-        let world = World {
-            ca,
-            server,
-            key,
-            _registry_dir: registry_dir,
-            project,
-        };
+        let registry = HostedRegistry::new(|registry| {
+            registry
+                .provider(ProviderSpec::new("test", "alpha", "1.0.0").payload(payload))
+                .provider(ProviderSpec::new("test", "beta", "2.1.0").payload(payload))
+        });
+        let world = World { registry };
         world.write_config("~> 1.0");
         world
     }
 
     fn write_config(&self, alpha_constraint: &str) {
-        let host = self.server.host();
-        self.project.write(
+        let host = self.registry.server.host();
+        self.registry.project.write(
             "main.tf",
             &format!(
                 r#"terraform {{
@@ -72,7 +53,7 @@ module "net" {{
 "#
             ),
         );
-        self.project.write(
+        self.registry.project.write(
             "net/main.tf",
             &format!(
                 r#"terraform {{
@@ -88,26 +69,23 @@ module "net" {{
         );
     }
 
-    /// The same environment as [`Project::command`], for running on a pty.
+    /// The server path of a package for this platform.
+    fn zip_path(&self, type_name: &str, version: &str) -> String {
+        self.registry
+            .zip_path(type_name, version, &support::current_platform())
+    }
+
+    /// The same environment as [`support::Project::command`], for running on a pty.
     fn std_command(&self, args: &[&str]) -> std::process::Command {
         let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tfinstall"));
         command
             .args(args)
-            .current_dir(&self.project.work)
+            .current_dir(&self.registry.project.work)
             .env_clear()
-            .envs(support::home_environment(&self.project.home))
-            .env("SSL_CERT_FILE", self.ca.ca_pem_path())
+            .envs(support::home_environment(&self.registry.project.home))
+            .env("SSL_CERT_FILE", self.registry.ca.ca_pem_path())
             .env("TERM", "xterm-256color");
         command
-    }
-
-    fn zip_path(&self, type_name: &str, version: &str) -> String {
-        let spec = ProviderSpec::new("test", type_name, version);
-        format!(
-            "/{}{}",
-            Registry::files_path("test", type_name, version),
-            spec.zip_filename(&support::current_platform())
-        )
     }
 }
 
@@ -209,9 +187,9 @@ fn the_schema_rejects_what_it_does_not_describe() {
 fn json_stream_of_a_successful_install_follows_the_schema() {
     let world = World::new(Payload::Random(300_000));
     let output = world
+        .registry
         .project
-        .command(&[])
-        .args(["init", "-json"])
+        .command(&["init", "-json"])
         .output()
         .unwrap();
     assert!(output.status.success(), "{output:?}");
@@ -224,7 +202,7 @@ fn json_stream_of_a_successful_install_follows_the_schema() {
 
     assert_eq!(stream[0]["type"], "version");
     assert_eq!(stream[0]["ui"], "1.0");
-    let host = world.server.host();
+    let host = world.registry.server.host();
     let alpha = format!("{host}/test/alpha");
     let beta = format!("{host}/test/beta");
     let queries = of_type(&stream, "query");
@@ -243,7 +221,7 @@ fn json_stream_of_a_successful_install_follows_the_schema() {
         selected[0]["package"]
             .as_str()
             .unwrap()
-            .starts_with(&world.server.url())
+            .starts_with(&world.registry.server.url())
     );
 
     for provider in [&alpha, &beta] {
@@ -258,7 +236,7 @@ fn json_stream_of_a_successful_install_follows_the_schema() {
         assert!(last["total_bytes"].as_u64().unwrap() > 300_000);
     }
 
-    let key_id = world.key.key_id();
+    let key_id = world.registry.key.key_id();
     for kind in ["verified", "installed"] {
         let messages = of_type(&stream, kind);
         assert_eq!(messages.len(), 2, "{kind}");
@@ -297,9 +275,9 @@ fn json_stream_of_a_successful_install_follows_the_schema() {
 
     // A second run reuses everything and says so.
     let again = world
+        .registry
         .project
-        .command(&[])
-        .args(["init", "-json"])
+        .command(&["init", "-json"])
         .output()
         .unwrap();
     assert!(again.status.success());
@@ -315,20 +293,20 @@ fn json_stream_of_a_successful_install_follows_the_schema() {
 fn json_stream_of_failed_runs_follows_the_schema_and_changes_nothing() {
     let world = World::new(Payload::Small);
     world
+        .registry
         .project
-        .command(&[])
-        .args(["init", "-json"])
+        .command(&["init", "-json"])
         .assert()
         .success();
-    let before = Snapshot::of(&world.project.work);
+    let before = Snapshot::of(&world.registry.project.work);
 
     // No version matches.
     world.write_config("~> 7.0");
-    let before_config_change = Snapshot::of(&world.project.work);
+    let before_config_change = Snapshot::of(&world.registry.project.work);
     let output = world
+        .registry
         .project
-        .command(&[])
-        .args(["init", "-json"])
+        .command(&["init", "-json"])
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
@@ -355,24 +333,28 @@ fn json_stream_of_failed_runs_follows_the_schema_and_changes_nothing() {
     assert_eq!(summary["success"], false);
     assert_eq!(summary["errors"], 1);
     assert_eq!(summary["lock_file"], "unchanged");
-    assert_eq!(Snapshot::of(&world.project.work), before_config_change);
+    assert_eq!(
+        Snapshot::of(&world.registry.project.work),
+        before_config_change
+    );
 
     // The download fails. The configuration is back as it was, though
     // rewritten, so only its content compares.
     world.write_config("~> 1.0");
     assert_eq!(
-        Snapshot::of(&world.project.work).without_times(),
+        Snapshot::of(&world.registry.project.work).without_times(),
         before.without_times()
     );
-    std::fs::remove_dir_all(world.project.work.join(".terraform")).unwrap();
-    let before = Snapshot::of(&world.project.work);
+    std::fs::remove_dir_all(world.registry.project.work.join(".terraform")).unwrap();
+    let before = Snapshot::of(&world.registry.project.work);
     world
+        .registry
         .server
         .fault(&world.zip_path("alpha", "1.0.0"), Fault::Status(404));
     let output = world
+        .registry
         .project
-        .command(&[])
-        .args(["init", "-json"])
+        .command(&["init", "-json"])
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
@@ -389,19 +371,19 @@ fn json_stream_of_failed_runs_follows_the_schema_and_changes_nothing() {
             .contains("bad response code: 404")
     );
     assert_eq!(stream.last().unwrap()["success"], false);
-    assert_eq!(Snapshot::of(&world.project.work), before);
+    assert_eq!(Snapshot::of(&world.registry.project.work), before);
 
     // The configuration is invalid: the diagnostic points at the file.
     std::fs::write(
-        world.project.work.join("broken.tf"),
+        world.registry.project.work.join("broken.tf"),
         "terraform {\n  required_providers {\n    x = 1\n",
     )
     .unwrap();
-    let before = Snapshot::of(&world.project.work);
+    let before = Snapshot::of(&world.registry.project.work);
     let output = world
+        .registry
         .project
-        .command(&[])
-        .args(["init", "-json"])
+        .command(&["init", "-json"])
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
@@ -411,14 +393,14 @@ fn json_stream_of_failed_runs_follows_the_schema_and_changes_nothing() {
         .find(|m| m["diagnostic"]["severity"] == "error")
         .expect("an error diagnostic");
     assert_eq!(error["diagnostic"]["range"]["filename"], "broken.tf");
-    assert_eq!(Snapshot::of(&world.project.work), before);
+    assert_eq!(Snapshot::of(&world.registry.project.work), before);
 }
 
 #[test]
 fn a_terminal_gets_colour_and_a_progress_display() {
     let world = World::new(Payload::Random(1_500_000));
     for type_name in ["alpha", "beta"] {
-        world.server.fault(
+        world.registry.server.fault(
             &world.zip_path(
                 type_name,
                 if type_name == "alpha" {
@@ -436,7 +418,7 @@ fn a_terminal_gets_colour_and_a_progress_display() {
         run.text
             .contains("\x1b[1mInitializing provider plugins...\x1b[0m")
     );
-    let host = world.server.host();
+    let host = world.registry.server.host();
     let plain = strip_escapes(&run.text);
     // The bars: label, bytes of the total, rate and time left.
     assert!(
@@ -446,7 +428,7 @@ fn a_terminal_gets_colour_and_a_progress_display() {
     assert!(plain.contains(" / 1.43 MiB"), "{plain}");
     assert!(plain.contains("/s") && plain.contains("ETA"), "{plain}");
     // Lines printed while bars were drawn arrive whole.
-    let key_id = world.key.key_id();
+    let key_id = world.registry.key.key_id();
     for (name, version) in [("alpha", "1.0.0"), ("beta", "2.1.0")] {
         let line = format!(
             "- Installed {host}/test/{name} v{version} (self-signed, key ID \x1b[1m{key_id}\x1b[0m)\r\n"
@@ -458,7 +440,7 @@ fn a_terminal_gets_colour_and_a_progress_display() {
 #[test]
 fn no_color_and_the_no_color_flag_turn_colour_off_on_a_terminal() {
     let world = World::new(Payload::Random(600_000));
-    world.server.fault(
+    world.registry.server.fault(
         &world.zip_path("alpha", "1.0.0"),
         Fault::Throttle(2_000_000),
     );
@@ -471,7 +453,7 @@ fn no_color_and_the_no_color_flag_turn_colour_off_on_a_terminal() {
     // Progress is not colour: it still shows, in plain characters.
     assert!(strip_escapes(&run.text).contains("ETA"), "{:?}", run.text);
 
-    std::fs::remove_dir_all(world.project.work.join(".terraform")).unwrap();
+    std::fs::remove_dir_all(world.registry.project.work.join(".terraform")).unwrap();
     let run = run_on_pty(world.std_command(&["init", "-no-color"]));
     assert!(run.status.success(), "{}", run.text);
     assert!(!has_sgr(&run.text), "{:?}", run.text);
@@ -480,19 +462,19 @@ fn no_color_and_the_no_color_flag_turn_colour_off_on_a_terminal() {
 #[test]
 fn piped_output_has_no_colour_and_no_progress() {
     let world = World::new(Payload::Random(600_000));
-    world.server.fault(
+    world.registry.server.fault(
         &world.zip_path("alpha", "1.0.0"),
         Fault::Throttle(2_000_000),
     );
-    let output = world.project.command(&[]).arg("init").output().unwrap();
+    let output = world.registry.project.command(&["init"]).output().unwrap();
     assert!(output.status.success());
     let stdout = String::from_utf8(output.stdout).unwrap();
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(!stdout.contains('\x1b') && !stderr.contains('\x1b'));
     assert!(!stdout.contains("ETA") && !stderr.contains("ETA"));
     assert_eq!(stderr, "");
-    let host = world.server.host();
-    let key_id = world.key.key_id();
+    let host = world.registry.server.host();
+    let key_id = world.registry.key.key_id();
     assert!(stdout.contains(&format!(
         "\nInitializing provider plugins...\n- Finding {host}/test/alpha versions matching \"~> 1.0\"...\n- Finding {host}/test/beta versions matching \">= 2.0.0\"...\n- Installing {host}/test/alpha v1.0.0...\n- Installed {host}/test/alpha v1.0.0 (self-signed, key ID {key_id})\n- Installing {host}/test/beta v2.1.0...\n- Installed {host}/test/beta v2.1.0 (self-signed, key ID {key_id})\n"
     )), "{stdout}");
@@ -501,11 +483,11 @@ fn piped_output_has_no_colour_and_no_progress() {
 #[test]
 fn providers_shows_the_requirement_tree_with_origins_and_locks() {
     let world = World::new(Payload::Small);
-    let host = world.server.host();
+    let host = world.registry.server.host();
     let before = world
+        .registry
         .project
-        .command(&[])
-        .arg("providers")
+        .command(&["providers"])
         .output()
         .unwrap();
     assert!(before.status.success());
@@ -537,11 +519,11 @@ Providers required only by state are not shown: tfinstall does not read Terrafor
         )
     );
 
-    world.project.command(&[]).arg("init").assert().success();
+    world.registry.project.command(&["init"]).assert().success();
     let after = world
+        .registry
         .project
-        .command(&[])
-        .arg("providers")
+        .command(&["providers"])
         .output()
         .unwrap();
     let text = String::from_utf8(after.stdout).unwrap();
@@ -554,11 +536,12 @@ Providers required only by state are not shown: tfinstall does not read Terrafor
 
     // A resource of a provider no module declares makes it required too.
     std::fs::write(
-        world.project.work.join("net/extra.tf"),
+        world.registry.project.work.join("net/extra.tf"),
         "resource \"gamma_thing\" \"x\" {}\n",
     )
     .unwrap();
     let json = world
+        .registry
         .project
         .command(&["providers", "-json"])
         .output()
@@ -582,9 +565,9 @@ Providers required only by state are not shown: tfinstall does not read Terrafor
     assert_eq!(report["locked"][1]["version"], "2.1.0");
     let text = String::from_utf8(
         world
+            .registry
             .project
-            .command(&[])
-            .arg("providers")
+            .command(&["providers"])
             .output()
             .unwrap()
             .stdout,
@@ -604,11 +587,15 @@ Providers required only by state are not shown: tfinstall does not read Terrafor
 #[test]
 fn providers_reports_a_broken_configuration() {
     let world = World::new(Payload::Small);
-    std::fs::write(world.project.work.join("broken.tf"), "terraform {\n").unwrap();
+    std::fs::write(
+        world.registry.project.work.join("broken.tf"),
+        "terraform {\n",
+    )
+    .unwrap();
     let output = world
+        .registry
         .project
-        .command(&[])
-        .arg("providers")
+        .command(&["providers"])
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(1));

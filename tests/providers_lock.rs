@@ -4,7 +4,6 @@
 mod support;
 
 use support::*;
-use tempfile::TempDir;
 
 /// Two platforms other than the current one, so every test covers a
 /// platform that `init` here could never install.
@@ -38,61 +37,16 @@ const MAIN_TF: &str = r#"terraform {
 }
 "#;
 
-/// A registry for `registry.terraform.io` (through a CLI-config `host`
-/// override) and a project using it.
-struct World {
-    ca: TestCa,
-    key: PgpKey,
-    server: TestServer,
-    _site: TempDir,
-    tree: PublishedTree,
-    /// Trusts the registry's CA.
-    project: Project,
-}
-
-impl World {
-    fn new(specs: Vec<ProviderSpec>, main_tf: &str) -> World {
-        let ca = TestCa::new();
-        let key = PgpKey::generate();
-        let server = TestServer::https(&ca);
-        let site = tempfile::tempdir().unwrap();
-        let mut registry = Registry::new(&key);
-        for spec in specs {
-            registry = registry.provider(spec);
-        }
-        let tree = registry.write(site.path(), &server.url());
-        server.serve_dir(site.path());
-        let mut project = Project::new();
-        project.trust(&ca).cli_config(&host_block(
-            "registry.terraform.io",
-            &server.url_for("/v1/providers/"),
-        ));
-        project.write("main.tf", main_tf);
-        World {
-            ca,
-            key,
-            server,
-            _site: site,
-            tree,
-            project,
-        }
-    }
-
-    fn null(platforms: &[String]) -> World {
-        let platforms: Vec<&str> = platforms.iter().map(String::as_str).collect();
-        World::new(
-            vec![ProviderSpec::new("hashicorp", "null", "3.2.0").platforms(&platforms)],
-            MAIN_TF,
-        )
-    }
-
-    fn zip_path(&self, version: &str, platform: &str) -> String {
-        self.tree
-            .package("null", version, platform)
-            .url_path
-            .clone()
-            .unwrap()
-    }
+/// `hashicorp/null` 3.2.0 for `platforms` from a registry standing in for
+/// `registry.terraform.io`, and a project requiring `~> 3.0` of it.
+fn null_world(platforms: &[String]) -> HostedRegistry {
+    let platforms: Vec<&str> = platforms.iter().map(String::as_str).collect();
+    let world = HostedRegistry::new(|registry| {
+        registry.provider(ProviderSpec::new("hashicorp", "null", "3.2.0").platforms(&platforms))
+    })
+    .standing_in_for("registry.terraform.io");
+    world.project.write("main.tf", MAIN_TF);
+    world
 }
 
 /// The hashes the lock file records for one provider, in file order.
@@ -119,7 +73,7 @@ fn init_hashes(tree: &PublishedTree, platform: &str) -> Vec<String> {
 
 #[test]
 fn multi_platform_lock_holds_what_init_records_on_each_platform() {
-    let world = World::null(&all_platforms());
+    let world = null_world(&all_platforms());
     let others = other_platforms();
     let current = current_platform();
     let run = world.project.run(&[
@@ -173,7 +127,7 @@ fn multi_platform_lock_holds_what_init_records_on_each_platform() {
 
 #[test]
 fn a_lock_made_by_providers_lock_is_accepted_by_init_unchanged() {
-    let world = World::null(&all_platforms());
+    let world = null_world(&all_platforms());
     let others = other_platforms();
     world
         .project
@@ -201,7 +155,7 @@ fn a_lock_made_by_providers_lock_is_accepted_by_init_unchanged() {
 
 #[test]
 fn running_again_changes_nothing_and_says_so() {
-    let world = World::null(&all_platforms());
+    let world = null_world(&all_platforms());
     let platform = format!("-platform={}", other_platforms()[0]);
     world
         .project
@@ -230,7 +184,7 @@ fn running_again_changes_nothing_and_says_so() {
 
 #[test]
 fn a_new_platform_adds_checksums_to_an_existing_lock() {
-    let world = World::null(&all_platforms());
+    let world = null_world(&all_platforms());
     let others = other_platforms();
     world
         .project
@@ -260,7 +214,7 @@ fn the_installed_package_for_this_platform_is_not_downloaded_again() {
 }
 
 fn installed_package_is_reused(layout: &str) {
-    let world = World::null(&all_platforms());
+    let world = null_world(&all_platforms());
     let current = current_platform();
     let other = &other_platforms()[0];
     world.project.command(&["init", layout]).assert().success();
@@ -281,8 +235,16 @@ fn installed_package_is_reused(layout: &str) {
         )),
         "{stdout}"
     );
-    assert_eq!(world.server.count(&world.zip_path("3.2.0", &current)), 0);
-    assert_eq!(world.server.count(&world.zip_path("3.2.0", other)), 1);
+    assert_eq!(
+        world
+            .server
+            .count(&world.zip_path("null", "3.2.0", &current)),
+        0
+    );
+    assert_eq!(
+        world.server.count(&world.zip_path("null", "3.2.0", other)),
+        1
+    );
     let lock = world.project.lock();
     assert!(lock.contains(world.tree.package("null", "3.2.0", other).h1.as_str()));
     assert_eq!(Snapshot::of(&world.project.data()), installed);
@@ -292,13 +254,16 @@ fn installed_package_is_reused(layout: &str) {
 fn only_the_named_providers_are_locked() {
     let platforms = [current_platform()];
     let platform_refs: Vec<&str> = platforms.iter().map(String::as_str).collect();
-    let world = World::new(
-        vec![
-            ProviderSpec::new("hashicorp", "null", "3.2.0").platforms(&platform_refs),
-            ProviderSpec::new("hashicorp", "random", "3.1.0").platforms(&platform_refs),
-        ],
-        "terraform {\n  required_providers {\n    null = { source = \"hashicorp/null\" }\n    random = { source = \"hashicorp/random\" }\n  }\n}\n",
-    );
+    let world = HostedRegistry::new(|registry| {
+        registry
+            .provider(ProviderSpec::new("hashicorp", "null", "3.2.0").platforms(&platform_refs))
+            .provider(ProviderSpec::new("hashicorp", "random", "3.1.0").platforms(&platform_refs))
+    })
+    .standing_in_for("registry.terraform.io");
+    world.project.require(&[
+        ("null", "hashicorp/null", ""),
+        ("random", "hashicorp/random", ""),
+    ]);
     world
         .project
         .command(&["providers", "lock", "hashicorp/random"])
@@ -311,7 +276,7 @@ fn only_the_named_providers_are_locked() {
 
 #[test]
 fn a_filesystem_mirror_gives_only_local_hashes() {
-    let world = World::null(&[current_platform()]);
+    let world = null_world(&[current_platform()]);
     let mirror_dir = tempfile::tempdir().unwrap();
     let other = &other_platforms()[0];
     let platforms = [current_platform(), other.clone()];
@@ -341,7 +306,7 @@ fn a_filesystem_mirror_gives_only_local_hashes() {
 
 #[test]
 fn a_network_mirror_gives_verified_local_hashes() {
-    let world = World::null(&[current_platform()]);
+    let world = null_world(&[current_platform()]);
     let mirror_server = TestServer::https(&world.ca);
     let mirror_site = tempfile::tempdir().unwrap();
     let other = &other_platforms()[0];
@@ -367,7 +332,7 @@ fn a_network_mirror_gives_verified_local_hashes() {
 
 /// Runs a failing lock command and checks its message and that neither the
 /// lock file nor `.terraform` changed.
-fn assert_fails_cleanly(world: &World, args: &[&str], expected_stderr: &[&str]) {
+fn assert_fails_cleanly(world: &HostedRegistry, args: &[&str], expected_stderr: &[&str]) {
     let before = Snapshot::of(&world.project.work);
     let run = world.project.run(args);
     run.assert_failure();
@@ -379,8 +344,8 @@ fn assert_fails_cleanly(world: &World, args: &[&str], expected_stderr: &[&str]) 
 }
 
 /// A project with an installed tree and a lock file to keep intact.
-fn initialized_world() -> World {
-    let world = World::null(&[current_platform(), other_platforms()[0].clone()]);
+fn initialized_world() -> HostedRegistry {
+    let world = null_world(&[current_platform(), other_platforms()[0].clone()]);
     world.project.command(&["init"]).assert().success();
     world
 }
@@ -462,7 +427,7 @@ fn a_download_that_fails_verification_changes_nothing() {
     let world = initialized_world();
     let other = &other_platforms()[0];
     world.server.fault(
-        &world.zip_path("3.2.0", other),
+        &world.zip_path("null", "3.2.0", other),
         support::Fault::Respond(support::Response::bytes(
             "application/zip",
             support::build_zip(
@@ -487,7 +452,7 @@ fn a_download_that_fails_verification_changes_nothing() {
 
 #[test]
 fn locked_hashes_are_kept_but_not_enforced() {
-    let world = World::null(&all_platforms());
+    let world = null_world(&all_platforms());
     let stale = "h1:c3RhbGUgaGFzaCBmcm9tIGFub3RoZXIgYnVpbGQgb2YgdGhlIHBhY2thZ2U=";
     std::fs::write(
         world.project.lock_path(),

@@ -7,7 +7,6 @@ mod support;
 use std::path::PathBuf;
 
 use support::*;
-use tempfile::TempDir;
 
 fn other_platform() -> String {
     ["linux_arm64", "linux_amd64"]
@@ -32,45 +31,26 @@ const PROVIDER_DIR: &str = "registry.terraform.io/hashicorp/null";
 /// A registry for `registry.terraform.io` (through a CLI-config `host`
 /// override), a project using it and an output directory for the mirror.
 struct World {
-    ca: TestCa,
-    server: TestServer,
-    _site: TempDir,
-    tree: PublishedTree,
-    /// Trusts the registry's CA.
-    project: Project,
+    registry: HostedRegistry,
     out: PathBuf,
 }
 
 impl World {
     fn new(versions: &[&str]) -> World {
-        let ca = TestCa::new();
-        let key = PgpKey::generate();
-        let server = TestServer::https(&ca);
-        let site = tempfile::tempdir().unwrap();
         let platforms = [current_platform(), other_platform()];
         let platforms: Vec<&str> = platforms.iter().map(String::as_str).collect();
-        let mut registry = Registry::new(&key);
-        for version in versions {
-            registry = registry
-                .provider(ProviderSpec::new("hashicorp", "null", version).platforms(&platforms));
-        }
-        let tree = registry.write(site.path(), &server.url());
-        server.serve_dir(site.path());
-        let mut project = Project::new();
-        project.trust(&ca).cli_config(&host_block(
-            "registry.terraform.io",
-            &server.url_for("/v1/providers/"),
-        ));
-        project.write("main.tf", MAIN_TF);
-        let out = project.dir("out");
-        World {
-            ca,
-            server,
-            _site: site,
-            tree,
-            project,
-            out,
-        }
+        let registry = HostedRegistry::new(|mut registry| {
+            for version in versions {
+                registry = registry.provider(
+                    ProviderSpec::new("hashicorp", "null", version).platforms(&platforms),
+                );
+            }
+            registry
+        })
+        .standing_in_for("registry.terraform.io");
+        registry.project.write("main.tf", MAIN_TF);
+        let out = registry.project.dir("out");
+        World { registry, out }
     }
 
     fn mirror_args(&self, platforms: &[&str]) -> Vec<String> {
@@ -83,24 +63,16 @@ impl World {
     fn mirror(&self, platforms: &[&str]) -> Run {
         let args = self.mirror_args(platforms);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        self.project.run(&args)
+        self.registry.project.run(&args)
     }
 
     fn provider_dir(&self) -> PathBuf {
         self.out.join(PROVIDER_DIR)
     }
 
-    fn zip_path(&self, version: &str, platform: &str) -> String {
-        self.tree
-            .package("null", version, platform)
-            .url_path
-            .clone()
-            .unwrap()
-    }
-
     /// The `VERSION.json` archive entry this run must write for a package.
     fn archive_entry(&self, version: &str, platform: &str) -> String {
-        let package = self.tree.package("null", version, platform);
+        let package = self.registry.tree.package("null", version, platform);
         format!(
             "    \"{platform}\": {{\n      \"hashes\": [\n        \"{}\",\n        \"{}\"\n      ],\n      \"url\": \"{}\"\n    }}",
             package.h1,
@@ -139,7 +111,7 @@ fn a_mirror_served_by_a_static_server_works_as_a_network_mirror_for_init() {
         format!("{{\n  \"archives\": {{\n{}\n  }}\n}}", entries.join(",\n"))
     );
     for platform in [&current, &other] {
-        let package = world.tree.package("null", "3.2.0", platform);
+        let package = world.registry.tree.package("null", "3.2.0", platform);
         assert_eq!(
             std::fs::read(dir.join(&package.filename)).unwrap(),
             std::fs::read(&package.path).unwrap()
@@ -152,14 +124,14 @@ fn a_mirror_served_by_a_static_server_works_as_a_network_mirror_for_init() {
         .collect();
     assert_eq!(top, ["registry.terraform.io"]);
 
-    let mirror_server = TestServer::https(&world.ca);
+    let mirror_server = TestServer::https(&world.registry.ca);
     mirror_server.serve_dir(&world.out);
     let mut consumer = Project::new();
     consumer
-        .trust(&world.ca)
+        .trust(&world.registry.ca)
         .cli_config(&network_mirror_config(&mirror_server.url()));
     consumer.write("main.tf", MAIN_TF);
-    world.server.clear_log();
+    world.registry.server.clear_log();
     let run = consumer.init(&[]);
     run.assert_success();
     assert!(
@@ -168,11 +140,15 @@ fn a_mirror_served_by_a_static_server_works_as_a_network_mirror_for_init() {
         "{}",
         run.stdout
     );
-    assert!(world.server.requests().is_empty());
+    assert!(world.registry.server.requests().is_empty());
     assert_eq!(
         mirror_server.count(&format!(
             "/{PROVIDER_DIR}/{}",
-            world.tree.package("null", "3.2.0", &current).filename
+            world
+                .registry
+                .tree
+                .package("null", "3.2.0", &current)
+                .filename
         )),
         1
     );
@@ -185,7 +161,7 @@ fn running_again_downloads_nothing_and_rewrites_nothing() {
     let other = other_platform();
     world.mirror(&[&current, &other]).assert_success();
     let before = Snapshot::of(&world.out);
-    world.server.clear_log();
+    world.registry.server.clear_log();
 
     let run = world.mirror(&[&current, &other]);
     run.assert_success();
@@ -196,7 +172,13 @@ fn running_again_downloads_nothing_and_rewrites_nothing() {
         )
     );
     for platform in [&current, &other] {
-        assert_eq!(world.server.count(&world.zip_path("3.2.0", platform)), 0);
+        assert_eq!(
+            world
+                .registry
+                .server
+                .count(&world.registry.zip_path("null", "3.2.0", platform)),
+            0
+        );
     }
     assert_eq!(Snapshot::of(&world.out), before);
 }
@@ -206,7 +188,7 @@ fn a_package_that_no_longer_verifies_is_replaced() {
     let world = World::new(&["3.2.0"]);
     let current = current_platform();
     world.mirror(&[&current]).assert_success();
-    let package = world.tree.package("null", "3.2.0", &current);
+    let package = world.registry.tree.package("null", "3.2.0", &current);
     let mirrored = world.provider_dir().join(&package.filename);
     std::fs::write(&mirrored, b"not the package").unwrap();
 
@@ -277,9 +259,10 @@ fn a_failed_download_leaves_the_mirror_as_it_was() {
     world.mirror(&[&current]).assert_success();
     let before = Snapshot::of(&world.out);
 
-    world
-        .server
-        .fault(&world.zip_path("3.2.0", &other), Fault::Status(404));
+    world.registry.server.fault(
+        &world.registry.zip_path("null", "3.2.0", &other),
+        Fault::Status(404),
+    );
     let run = world.mirror(&[&current, &other]);
     run.assert_failure();
     let stderr = &run.stderr;
@@ -296,8 +279,8 @@ fn a_failed_download_leaves_the_mirror_as_it_was() {
     assert_eq!(Snapshot::of(&world.out), before);
 
     // A download that arrives but is not the signed package fares the same.
-    world.server.fault(
-        &world.zip_path("3.2.0", &other),
+    world.registry.server.fault(
+        &world.registry.zip_path("null", "3.2.0", &other),
         Fault::Respond(Response::bytes(
             "application/zip",
             b"PK not a real zip".to_vec(),
@@ -326,16 +309,16 @@ fn a_mirror_can_be_made_from_a_network_mirror_or_a_filesystem_mirror() {
     world.mirror(&[&current]).assert_success();
     // Compared with trees written later, so by content only.
     let first = Snapshot::of(&world.out).without_times();
-    let mirror_server = TestServer::https(&world.ca);
+    let mirror_server = TestServer::https(&world.registry.ca);
     mirror_server.serve_dir(&world.out);
-    world.server.clear_log();
+    world.registry.server.clear_log();
 
-    let from_network = world.project.dir("from-network");
-    let config = world.project.write_home(
+    let from_network = world.registry.project.dir("from-network");
+    let config = world.registry.project.write_home(
         "from-network.tfrc",
         &network_mirror_config(&mirror_server.url()),
     );
-    let mut command = world.project.command(&[
+    let mut command = world.registry.project.command(&[
         "providers",
         "mirror",
         &format!("-platform={current}"),
@@ -350,11 +333,12 @@ fn a_mirror_can_be_made_from_a_network_mirror_or_a_filesystem_mirror() {
     );
     assert_eq!(Snapshot::of(&from_network).without_times(), first);
 
-    let from_disk = world.project.dir("from-disk");
+    let from_disk = world.registry.project.dir("from-disk");
     let config = world
+        .registry
         .project
         .write_home("from-disk.tfrc", &filesystem_mirror_config(&world.out));
-    let mut command = world.project.command(&[
+    let mut command = world.registry.project.command(&[
         "providers",
         "mirror",
         &format!("-platform={current}"),
@@ -365,7 +349,7 @@ fn a_mirror_can_be_made_from_a_network_mirror_or_a_filesystem_mirror() {
     run.assert_success();
     assert!(!run.stdout.contains("Package authenticated"));
     assert_eq!(Snapshot::of(&from_disk).without_times(), first);
-    assert!(world.server.requests().is_empty());
+    assert!(world.registry.server.requests().is_empty());
 }
 
 #[test]
@@ -373,7 +357,7 @@ fn the_lock_file_chooses_the_version_unless_told_otherwise() {
     let world = World::new(&["3.1.0", "3.2.0"]);
     let current = current_platform();
     std::fs::write(
-        world.project.lock_path(),
+        world.registry.project.lock_path(),
         "provider \"registry.terraform.io/hashicorp/null\" {\n  version     = \"3.1.0\"\n  constraints = \"~> 3.0\"\n}\n",
     )
     .unwrap();
@@ -389,7 +373,7 @@ fn the_lock_file_chooses_the_version_unless_told_otherwise() {
     let mut args = world.mirror_args(&[&current]);
     args.insert(2, "-lock-file=false".to_string());
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let run = world.project.run(&args);
+    let run = world.registry.project.run(&args);
     run.assert_success();
     assert!(
         run.stdout
@@ -404,7 +388,7 @@ fn the_lock_file_chooses_the_version_unless_told_otherwise() {
 #[test]
 fn the_output_directory_is_required() {
     let world = World::new(&["3.2.0"]);
-    let run = world.project.run(&["providers", "mirror"]);
+    let run = world.registry.project.run(&["providers", "mirror"]);
     run.assert_failure();
     let stderr = &run.stderr;
     assert!(
@@ -414,5 +398,5 @@ fn the_output_directory_is_required() {
     assert!(stderr.contains(
         "The providers mirror command requires an output directory as a command-line argument."
     ));
-    assert!(world.server.requests().is_empty());
+    assert!(world.registry.server.requests().is_empty());
 }

@@ -11,6 +11,7 @@
 
 pub mod fake_package;
 pub mod fixtures;
+pub mod hosted;
 pub mod openpgp;
 pub mod project;
 pub mod pty;
@@ -33,6 +34,7 @@ pub use self::{
         FsMirror, Layout, MirrorHashes, NetworkMirror, PackageInfo, Payload, ProviderSpec,
         PublishedTree, Registry, UrlStyle, edit_json,
     },
+    hosted::HostedRegistry,
     openpgp::PgpKey,
     project::{
         LOCK_HEADER, Project, Run, filesystem_mirror_config, host_block, lock_block, lock_file,
