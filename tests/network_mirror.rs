@@ -110,15 +110,6 @@ fn assert_installed_from_mirror(project: &Project, served: &Served, run: &Run, a
     assert_eq!(served.server.count(&served.zip_path("3.2.2")), 1);
 }
 
-#[track_caller]
-fn assert_unchanged(project: &Project, before: &Snapshot) {
-    assert_eq!(
-        &project.snapshot(),
-        before,
-        "a failed run changed the working directory"
-    );
-}
-
 #[test]
 fn installs_from_a_mirror_with_terraforms_lock_entry_and_warning() {
     let served = Served::new(null_mirror());
@@ -249,7 +240,7 @@ fn a_package_matching_no_listed_hash_is_refused() {
             "Error while installing hashicorp/null v3.2.2: provider package doesn't match the expected checksum \"{listed}\""
         ))
         .assert_not_contains("- Installed");
-    assert_unchanged(&project, &before);
+    project.assert_unchanged(&before);
 }
 
 #[test]
@@ -267,7 +258,7 @@ fn a_zip_matching_only_one_of_two_listed_zh_hashes_is_refused_with_terraforms_si
         .assert_contains(
             "Error while installing hashicorp/null v3.2.2: provider package doesn't match the any of the expected checksums",
         );
-    assert_unchanged(&project, &before);
+    project.assert_unchanged(&before);
 }
 
 #[test]
@@ -281,7 +272,7 @@ fn only_unknown_hash_schemes_are_refused() {
     served.init(&project).assert_failure().assert_contains(
         "Error while installing hashicorp/null v3.2.2: this version of Terraform does not support any of the checksum formats given for this provider",
     );
-    assert_unchanged(&project, &before);
+    project.assert_unchanged(&before);
 }
 
 #[test]
@@ -347,7 +338,7 @@ fn a_missing_version_document_aborts_instead_of_falling_through() {
         1
     );
     assert_eq!(served.server.count(&download), 0);
-    assert_unchanged(&project, &before);
+    project.assert_unchanged(&before);
 }
 
 #[test]
@@ -400,7 +391,7 @@ fn credentials_go_to_the_json_documents_and_never_to_the_archive() {
         .assert_contains(&format!(
             "Could not retrieve the list of available versions for provider hashicorp/null: host {host} rejected the given authentication credentials"
         ));
-    assert_unchanged(&project, &before);
+    project.assert_unchanged(&before);
     assert_eq!(served.server.count(&served.zip_path("3.2.2")), 0);
 
     // With a credentials block for the mirror's host (and port) it works.
@@ -464,7 +455,7 @@ fn an_http_mirror_is_refused_with_a_clear_message() {
         server.requests().is_empty(),
         "an http mirror must never be contacted"
     );
-    assert_unchanged(&project, &before);
+    project.assert_unchanged(&before);
 }
 
 #[test]
@@ -492,7 +483,7 @@ fn a_json_document_with_the_wrong_content_type_is_refused() {
             "failed to query provider mirror {} for {NULL}: response has invalid Content-Type: must be application/json",
             served.base
         ));
-    assert_unchanged(&project, &before);
+    project.assert_unchanged(&before);
 }
 
 #[test]
@@ -514,7 +505,7 @@ fn garbage_json_is_refused() {
             served.base
             ))
             .assert_not_contains("- Installed");
-        assert_unchanged(&project, &before);
+        project.assert_unchanged(&before);
     }
 }
 
@@ -535,7 +526,7 @@ fn a_server_error_is_reported_with_its_status() {
             served.base
         ))
         .assert_contains("500");
-    assert_unchanged(&project, &before);
+    project.assert_unchanged(&before);
 }
 
 /// Terraform has a mirror-specific message for a missing platform but its
@@ -559,7 +550,7 @@ fn a_platform_the_mirror_lacks_is_reported_naming_the_mirror() {
             served.base,
             current_platform()
         ));
-    assert_unchanged(&project, &before);
+    project.assert_unchanged(&before);
 }
 
 #[test]
@@ -608,7 +599,7 @@ fn a_mirror_zip_not_matching_the_lock_is_refused() {
         .assert_contains(&format!(
             "Error while installing hashicorp/null v3.2.2: the current package for {NULL} 3.2.2 doesn't match any of the checksums previously recorded in the dependency lock file"
         ));
-    assert_unchanged(&project, &before);
+    project.assert_unchanged(&before);
 }
 
 #[test]
@@ -676,5 +667,5 @@ fn a_refused_upgrade_leaves_the_previous_install_and_lock_alone() {
         .assert_failure()
         .assert_contains("- Installing hashicorp/null v3.2.2...")
         .assert_contains("provider package doesn't match the expected checksum");
-    assert_unchanged(&project, &installed);
+    project.assert_unchanged(&installed);
 }

@@ -83,15 +83,6 @@ fn spec(namespace: &str, type_name: &str, version: &str) -> ProviderSpec {
     ProviderSpec::new(namespace, type_name, version)
 }
 
-#[track_caller]
-fn assert_unchanged(project: &Project, before: &Snapshot) {
-    assert_eq!(
-        &project.snapshot(),
-        before,
-        "a failed run changed the working directory"
-    );
-}
-
 /// All three method kinds with overlapping include/exclude. Versions are
 /// the union over the methods that handle a provider; each chosen version's
 /// package comes from the first method, in configuration order, that has it.
@@ -270,7 +261,7 @@ fn a_provider_no_method_has_lists_the_search_locations() {
             world.mirror_base
         ))
         .assert_not_contains("- Installed");
-    assert_unchanged(&project, &before);
+    project.assert_unchanged(&before);
 }
 
 #[test]
@@ -299,7 +290,7 @@ fn a_provider_no_method_handles_is_not_found_anywhere() {
         "Could not retrieve the list of available versions for provider example.com/acme/widget: provider example.com/acme/widget was not found in any of the search locations\n",
     );
     assert!(world.server.requests().is_empty());
-    assert_unchanged(&project, &before);
+    project.assert_unchanged(&before);
 }
 
 #[test]
@@ -449,7 +440,7 @@ fn config_dir_files_merge_in_name_order() {
             run.assert_failure().assert_contains(&format!(
                 "host {host} rejected the given authentication credentials"
             ));
-            assert_unchanged(&project, &before);
+            project.assert_unchanged(&before);
         }
         run.assert_not_contains("notes.txt");
     }
@@ -575,7 +566,7 @@ fn invalid_include_and_exclude_patterns_stop_the_run() {
             rc.display()
         ))
         .assert_not_contains("- Installed");
-    assert_unchanged(&project, &before);
+    project.assert_unchanged(&before);
 }
 
 #[test]

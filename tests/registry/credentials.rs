@@ -192,7 +192,7 @@ fn a_rejected_token_fails_cleanly_without_printing_it() {
     let address = format!("{}/acme/widget", scenario.host());
     scenario.project.require(&[("widget", &address, "")]);
 
-    let run = scenario.run_failing();
+    let run = scenario.project.init_failing(&[]);
     run.assert_says("Error: Failed to query available provider packages")
         .assert_says(&format!(
             "Could not retrieve the list of available versions for provider {address}: host {} requires authentication credentials",
@@ -203,7 +203,7 @@ fn a_rejected_token_fails_cleanly_without_printing_it() {
         "credentials \"{}\" {{\n  token = \"{TOKEN}\"\n}}\n",
         scenario.host()
     ));
-    let run = scenario.run_failing();
+    let run = scenario.project.init_failing(&[]);
     run.assert_says(&format!(
         "host {} rejected the given authentication credentials",
         scenario.host()

@@ -127,7 +127,7 @@ fn a_signature_that_does_not_match_the_checksums_is_refused() {
             .sign_detached(b"some other checksum list\n"),
     )
     .unwrap();
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     broken.assert_install_error(&run, "1.0.0", "error checking signature: ");
 }
 
@@ -141,7 +141,7 @@ fn a_signature_by_a_key_the_registry_did_not_list_is_refused() {
         stranger.sign_detached(&sums),
     )
     .unwrap();
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     broken.assert_install_error(
         &run,
         "1.0.0",
@@ -162,7 +162,7 @@ fn a_tampered_checksum_list_is_refused() {
 
     // The line for the package no longer matches the registry's `shasum`.
     std::fs::write(&sums_path, original.replace(&listed, &forged)).unwrap();
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     broken.assert_install_error(
         &run,
         "1.0.0",
@@ -172,13 +172,13 @@ fn a_tampered_checksum_list_is_refused() {
     // An extra line keeps the package's own line intact but breaks the
     // signature over the whole list.
     std::fs::write(&sums_path, format!("{original}{forged}  extra.zip\n")).unwrap();
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     broken.assert_install_error(&run, "1.0.0", "error checking signature: ");
 
     // A list without the package's file name at all.
     let other_name = original.replace(&Broken::zip_name("1.0.0"), "renamed.zip");
     std::fs::write(&sums_path, other_name).unwrap();
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     broken.assert_install_error(
         &run,
         "1.0.0",
@@ -196,7 +196,7 @@ fn a_tampered_archive_is_refused() {
     let expected = support::sha256_hex(&std::fs::read(&zip_path).unwrap());
     let evil = ProviderSpec::new("evil", "bad", "1.0.0").package_zip(&support::current_platform());
     std::fs::write(&zip_path, &evil).unwrap();
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     broken.assert_install_error(
         &run,
         "1.0.0",
@@ -216,7 +216,7 @@ fn a_missing_platform_names_the_platforms_that_exist() {
         .take(2)
         .collect();
     let broken = Broken::new(&[ProviderSpec::new("acme", "bad", "1.0.0").platforms(&others)]);
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     let mut listed = others.clone();
     listed.sort();
     run.assert_says("Error: Incompatible provider version")
@@ -237,7 +237,7 @@ fn a_missing_platform_names_the_platforms_that_exist() {
 #[test]
 fn an_unknown_provider_is_reported_by_name() {
     let broken = Broken::new(&[]);
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     broken.assert_listing_error(
         &run,
         &format!(
@@ -296,7 +296,7 @@ fn persistent_server_errors_fail_after_the_retries() {
         .scenario
         .server
         .fault(&broken.versions_path(), Fault::Status(500));
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     broken.assert_query_error(
         &run,
         "the request failed after 2 attempts, please try again later: 500 Internal Server Error returned from 127.0.0.1",
@@ -316,7 +316,7 @@ fn persistent_server_errors_fail_after_the_retries() {
         .clone()
         .unwrap();
     broken.scenario.server.fault(&zip, Fault::Status(404));
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     broken.assert_install_error(&run, "1.0.0", "127.0.0.1: bad response code: 404");
     assert_eq!(broken.scenario.server.count(&zip), 1);
 }
@@ -328,7 +328,7 @@ fn garbage_json_is_reported_with_the_document_url() {
     let garbage = Response::json("{\"versions\": [ <html>Gateway error</html>");
 
     server.fault(&broken.versions_path(), Fault::Respond(garbage.clone()));
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     broken.assert_query_error(
         &run,
         &format!(
@@ -339,7 +339,7 @@ fn garbage_json_is_reported_with_the_document_url() {
 
     server.clear_faults();
     server.fault(&broken.download_path("1.0.0"), Fault::Respond(garbage));
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     broken.assert_install_error(
         &run,
         "1.0.0",
@@ -362,7 +362,7 @@ fn a_stalled_registry_times_out() {
 
     // Headers, then nothing: the body never completes.
     server.fault(&broken.versions_path(), Fault::StallAfter(4));
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     broken.assert_query_error(
         &run,
         &format!(
@@ -377,7 +377,7 @@ fn a_stalled_registry_times_out() {
         &broken.download_path("1.0.0"),
         Fault::Latency(Duration::from_secs(30)),
     );
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     broken.assert_install_error(
         &run,
         "1.0.0",
@@ -427,7 +427,7 @@ fn protocol_incompatible_versions_get_terraforms_advice() {
         ],
         ">= 1.0",
     );
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     run.assert_says("Error: Incompatible provider version")
         .assert_says(&format!(
             "Provider \"{}\" v2.0.0 is not compatible with Terraform 1.16.0.",
@@ -453,7 +453,7 @@ fn protocol_incompatible_versions_get_terraforms_advice() {
         ],
         "1.0.0",
     );
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     run.assert_says(&format!(
         "Provider \"{}\" v1.0.0 is not compatible with Terraform 1.16.0.",
         broken.address
@@ -466,7 +466,7 @@ fn protocol_incompatible_versions_get_terraforms_advice() {
 
     // Nothing compatible at all.
     let broken = Broken::new(&[ProviderSpec::new("acme", "bad", "1.0.0").protocols(&["4.0"])]);
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     run.assert_says("Error: Incompatible provider version")
         .assert_says(&format!(
             "No compatible versions of provider {} were found.",
@@ -490,7 +490,7 @@ fn a_host_without_a_provider_registry_is_an_invalid_registry_host() {
         .project
         .require(&[("good", &good, ""), ("thing", &elsewhere, "")]);
 
-    let run = scenario.run_failing();
+    let run = scenario.project.init_failing(&[]);
     run.assert_says("Error: Invalid provider registry host")
         .assert_says(&format!(
             "The host \"{}\" given in provider source address \"{elsewhere}\" does not offer a Terraform provider registry.",
@@ -498,7 +498,7 @@ fn a_host_without_a_provider_registry_is_an_invalid_registry_host() {
         ));
 
     std::fs::write(&discovery, "{\"providers.v2\": \"/v2/providers/\"}").unwrap();
-    let run = scenario.run_failing();
+    let run = scenario.project.init_failing(&[]);
     run.assert_says("Error: Invalid provider registry host")
         .assert_says(&format!(
             "The host \"{}\" given in provider source address \"{elsewhere}\" does not offer a Terraform provider registry that is compatible with this Terraform version, but it may be compatible with a different Terraform version.",
@@ -518,7 +518,7 @@ fn a_server_certificate_from_an_untrusted_ca_is_refused() {
         .scenario
         .project
         .require(&[("good", &good, ""), ("bad", &address, "")]);
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     run.assert_says("Error: Failed to query available provider packages")
         .assert_says(&format!(
             "Could not retrieve the list of available versions for provider {address}: could not connect to {}: failed to request discovery document:",

@@ -4,7 +4,7 @@
 use tempfile::TempDir;
 
 use crate::support::{
-    self, PgpKey, Project, ProviderSpec, PublishedTree, Registry, Run, TestCa, TestServer, UrlStyle,
+    self, PgpKey, Project, ProviderSpec, PublishedTree, Registry, TestCa, TestServer, UrlStyle,
 };
 
 pub struct Scenario {
@@ -51,21 +51,6 @@ impl Scenario {
 
     pub fn publish_styled(&self, registry: Registry, style: UrlStyle) -> PublishedTree {
         self.publish(registry.url_style(style))
-    }
-
-    /// Runs `tfinstall init` expecting a failure, and checks that the
-    /// working directory is exactly as before.
-    pub fn run_failing(&self) -> Run {
-        let before = self.project.snapshot();
-        let run = self.project.init(&[]);
-        run.assert_failure();
-        assert_eq!(
-            self.project.snapshot(),
-            before,
-            "a failed run must leave .terraform and the lock file alone\n--- stderr\n{}",
-            run.stderr
-        );
-        run
     }
 
     /// The server log's requests for `path` that carried `token`.

@@ -148,6 +148,32 @@ impl Project {
     pub fn snapshot(&self) -> Snapshot {
         Snapshot::of_install(&self.work)
     }
+
+    /// `.terraform` and the lock file are exactly as in `before`.
+    #[track_caller]
+    pub fn assert_unchanged(&self, before: &Snapshot) {
+        assert_eq!(
+            &self.snapshot(),
+            before,
+            "a failed run changed .terraform or the lock file"
+        );
+    }
+
+    /// Runs `tfinstall init ARGS…` expecting exit 1, and checks that it
+    /// left `.terraform` and the lock file exactly as they were.
+    #[track_caller]
+    pub fn init_failing(&self, args: &[&str]) -> Run {
+        let before = self.snapshot();
+        let run = self.init(args);
+        run.assert_failure();
+        assert_eq!(
+            self.snapshot(),
+            before,
+            "a failed run changed .terraform or the lock file\n--- stderr\n{}",
+            run.stderr
+        );
+        run
+    }
 }
 
 impl Default for Project {
