@@ -69,6 +69,20 @@ module "net" {{
         );
     }
 
+    /// `tfinstall init -json`, run to completion.
+    fn init_json(&self) -> std::process::Output {
+        self.registry
+            .project
+            .command(&["init", "-json"])
+            .output()
+            .unwrap()
+    }
+
+    /// The whole working directory, configuration included.
+    fn snapshot(&self) -> Snapshot {
+        Snapshot::of(&self.registry.project.work)
+    }
+
     /// The server path of a package for this platform.
     fn zip_path(&self, type_name: &str, version: &str) -> String {
         self.registry
@@ -122,6 +136,14 @@ fn validated_stream(stdout: &[u8]) -> Vec<Value> {
 
 fn of_type<'a>(stream: &'a [Value], kind: &str) -> Vec<&'a Value> {
     stream.iter().filter(|m| m["type"] == kind).collect()
+}
+
+/// The error diagnostics of a stream, in order.
+fn errors_in(stream: &[Value]) -> Vec<&Value> {
+    of_type(stream, "diagnostic")
+        .into_iter()
+        .filter(|m| m["diagnostic"]["severity"] == "error")
+        .collect()
 }
 
 /// Removes escape sequences, keeping the text a terminal would show
@@ -186,12 +208,7 @@ fn the_schema_rejects_what_it_does_not_describe() {
 #[test]
 fn json_stream_of_a_successful_install_follows_the_schema() {
     let world = World::new(Payload::Random(300_000));
-    let output = world
-        .registry
-        .project
-        .command(&["init", "-json"])
-        .output()
-        .unwrap();
+    let output = world.init_json();
     assert!(output.status.success(), "{output:?}");
     assert!(
         output.stderr.is_empty(),
@@ -274,12 +291,7 @@ fn json_stream_of_a_successful_install_follows_the_schema() {
     assert_eq!(summary["errors"], 0);
 
     // A second run reuses everything and says so.
-    let again = world
-        .registry
-        .project
-        .command(&["init", "-json"])
-        .output()
-        .unwrap();
+    let again = world.init_json();
     assert!(again.status.success());
     let stream = validated_stream(&again.stdout);
     assert_eq!(of_type(&stream, "using_installed").len(), 2);
@@ -298,24 +310,16 @@ fn json_stream_of_failed_runs_follows_the_schema_and_changes_nothing() {
         .command(&["init", "-json"])
         .assert()
         .success();
-    let before = Snapshot::of(&world.registry.project.work);
+    let before = world.snapshot();
 
     // No version matches.
     world.write_config("~> 7.0");
-    let before_config_change = Snapshot::of(&world.registry.project.work);
-    let output = world
-        .registry
-        .project
-        .command(&["init", "-json"])
-        .output()
-        .unwrap();
+    let before_config_change = world.snapshot();
+    let output = world.init_json();
     assert_eq!(output.status.code(), Some(1));
     assert!(output.stderr.is_empty());
     let stream = validated_stream(&output.stdout);
-    let errors: Vec<&Value> = of_type(&stream, "diagnostic")
-        .into_iter()
-        .filter(|m| m["diagnostic"]["severity"] == "error")
-        .collect();
+    let errors = errors_in(&stream);
     assert_eq!(errors.len(), 1);
     assert_eq!(errors[0]["@level"], "error");
     assert_eq!(
@@ -333,36 +337,22 @@ fn json_stream_of_failed_runs_follows_the_schema_and_changes_nothing() {
     assert_eq!(summary["success"], false);
     assert_eq!(summary["errors"], 1);
     assert_eq!(summary["lock_file"], "unchanged");
-    assert_eq!(
-        Snapshot::of(&world.registry.project.work),
-        before_config_change
-    );
+    assert_eq!(world.snapshot(), before_config_change);
 
     // The download fails. The configuration is back as it was, though
     // rewritten, so only its content compares.
     world.write_config("~> 1.0");
-    assert_eq!(
-        Snapshot::of(&world.registry.project.work).without_times(),
-        before.without_times()
-    );
+    assert_eq!(world.snapshot().without_times(), before.without_times());
     std::fs::remove_dir_all(world.registry.project.work.join(".terraform")).unwrap();
-    let before = Snapshot::of(&world.registry.project.work);
+    let before = world.snapshot();
     world
         .registry
         .server
         .fault(&world.zip_path("alpha", "1.0.0"), Fault::Status(404));
-    let output = world
-        .registry
-        .project
-        .command(&["init", "-json"])
-        .output()
-        .unwrap();
+    let output = world.init_json();
     assert_eq!(output.status.code(), Some(1));
     let stream = validated_stream(&output.stdout);
-    let error = of_type(&stream, "diagnostic")
-        .into_iter()
-        .find(|m| m["diagnostic"]["severity"] == "error")
-        .expect("an error diagnostic");
+    let error = errors_in(&stream)[0];
     assert_eq!(error["diagnostic"]["summary"], "Failed to install provider");
     assert!(
         error["diagnostic"]["detail"]
@@ -371,7 +361,7 @@ fn json_stream_of_failed_runs_follows_the_schema_and_changes_nothing() {
             .contains("bad response code: 404")
     );
     assert_eq!(stream.last().unwrap()["success"], false);
-    assert_eq!(Snapshot::of(&world.registry.project.work), before);
+    assert_eq!(world.snapshot(), before);
 
     // The configuration is invalid: the diagnostic points at the file.
     std::fs::write(
@@ -379,21 +369,13 @@ fn json_stream_of_failed_runs_follows_the_schema_and_changes_nothing() {
         "terraform {\n  required_providers {\n    x = 1\n",
     )
     .unwrap();
-    let before = Snapshot::of(&world.registry.project.work);
-    let output = world
-        .registry
-        .project
-        .command(&["init", "-json"])
-        .output()
-        .unwrap();
+    let before = world.snapshot();
+    let output = world.init_json();
     assert_eq!(output.status.code(), Some(1));
     let stream = validated_stream(&output.stdout);
-    let error = of_type(&stream, "diagnostic")
-        .into_iter()
-        .find(|m| m["diagnostic"]["severity"] == "error")
-        .expect("an error diagnostic");
+    let error = errors_in(&stream)[0];
     assert_eq!(error["diagnostic"]["range"]["filename"], "broken.tf");
-    assert_eq!(Snapshot::of(&world.registry.project.work), before);
+    assert_eq!(world.snapshot(), before);
 }
 
 #[test]

@@ -27,15 +27,8 @@ fn all_platforms() -> Vec<String> {
     all
 }
 
-const MAIN_TF: &str = r#"terraform {
-  required_providers {
-    null = {
-      source  = "hashicorp/null"
-      version = "~> 3.0"
-    }
-  }
-}
-"#;
+/// The configuration's one requirement: `hashicorp/null` `~> 3.0`.
+const NULL: [(&str, &str, &str); 1] = [("null", "hashicorp/null", "~> 3.0")];
 
 /// `hashicorp/null` 3.2.0 for `platforms` from a registry standing in for
 /// `registry.terraform.io`, and a project requiring `~> 3.0` of it.
@@ -45,7 +38,7 @@ fn null_world(platforms: &[String]) -> HostedRegistry {
         registry.provider(ProviderSpec::new("hashicorp", "null", "3.2.0").platforms(&platforms))
     })
     .standing_in_for("registry.terraform.io");
-    world.project.write("main.tf", MAIN_TF);
+    world.project.require(&NULL);
     world
 }
 
@@ -112,13 +105,11 @@ fn multi_platform_lock_holds_what_init_records_on_each_platform() {
     assert!(lock.starts_with("# This file is maintained automatically by \"terraform init\".\n# Manual edits may be lost in future updates.\n\nprovider \"registry.terraform.io/hashicorp/null\" {\n  version     = \"3.2.0\"\n  constraints = \"~> 3.0\"\n  hashes = [\n"));
 
     // And init here, in a project of its own, records exactly its share.
-    let fresh = tempfile::tempdir().unwrap();
-    std::fs::write(fresh.path().join("main.tf"), MAIN_TF).unwrap();
+    let fresh = Project::requiring(&NULL);
     let mut init = world.project.command(&["init"]);
-    init.current_dir(fresh.path()).assert().success();
-    let init_lock = std::fs::read_to_string(fresh.path().join(".terraform.lock.hcl")).unwrap();
+    init.current_dir(&fresh.work).assert().success();
     assert_eq!(
-        locked_hashes(&init_lock),
+        locked_hashes(&fresh.lock()),
         init_hashes(&world.tree, &current)
     );
     // The lock command installs nothing.

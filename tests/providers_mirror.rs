@@ -16,15 +16,8 @@ fn other_platform() -> String {
         .unwrap()
 }
 
-const MAIN_TF: &str = r#"terraform {
-  required_providers {
-    null = {
-      source  = "hashicorp/null"
-      version = "~> 3.0"
-    }
-  }
-}
-"#;
+/// The configuration's one requirement: `hashicorp/null` `~> 3.0`.
+const NULL: [(&str, &str, &str); 1] = [("null", "hashicorp/null", "~> 3.0")];
 
 const PROVIDER_DIR: &str = "registry.terraform.io/hashicorp/null";
 
@@ -48,7 +41,7 @@ impl World {
             registry
         })
         .standing_in_for("registry.terraform.io");
-        registry.project.write("main.tf", MAIN_TF);
+        registry.project.require(&NULL);
         let out = registry.project.dir("out");
         World { registry, out }
     }
@@ -130,7 +123,7 @@ fn a_mirror_served_by_a_static_server_works_as_a_network_mirror_for_init() {
     consumer
         .trust(&world.registry.ca)
         .cli_config(&network_mirror_config(&mirror_server.url()));
-    consumer.write("main.tf", MAIN_TF);
+    consumer.require(&NULL);
     world.registry.server.clear_log();
     let run = consumer.init(&[]);
     run.assert_success();
