@@ -27,10 +27,8 @@ mod support;
 
 use std::path::{Path, PathBuf};
 
-use support::terraform::{Terraform, TreeSnapshot};
+use support::terraform::Terraform;
 use support::*;
-
-const LOCK: &str = ".terraform.lock.hcl";
 
 /// Which Terraform each `tfinstall` layout is compared with: the release,
 /// its work dir, tfinstall's work dir and tfinstall's layout arguments.
@@ -228,12 +226,12 @@ impl Scenario {
             );
             data_tree(&theirs).assert_same(&data_tree(&ours), &format!("{what}: .terraform trees"));
             if terraform == Terraform::V1_0_3 {
-                let mut expected = read_text(&theirs.join(LOCK));
+                let mut expected = read_text(&theirs.join(LOCK_FILE));
                 for provider in dropped {
                     expected = without_lock_entry(&expected, provider);
                 }
                 assert_eq!(
-                    read_text(&ours.join(LOCK)),
+                    read_text(&ours.join(LOCK_FILE)),
                     expected,
                     "{what}: lock files differ"
                 );
@@ -260,10 +258,10 @@ impl Scenario {
             ".terraform trees of Terraform 1.0.3 and tfinstall",
         );
         assert_eq!(our_tree.symlinks, Vec::<String>::new());
-        let our_lock = read_text(&ours.join(LOCK));
+        let our_lock = read_text(&ours.join(LOCK_FILE));
         assert_eq!(
             our_lock,
-            read_text(&theirs.join(LOCK)),
+            read_text(&theirs.join(LOCK_FILE)),
             "lock files of tfinstall (left) and Terraform 1.0.3 (right) differ"
         );
 
@@ -271,7 +269,7 @@ impl Scenario {
         self.clear_log();
         self.terraform_init(Terraform::V1_0_3, &ours, &[]);
         assert_eq!(self.archive_downloads(), Vec::<String>::new());
-        assert_eq!(read_text(&ours.join(LOCK)), our_lock);
+        assert_eq!(read_text(&ours.join(LOCK_FILE)), our_lock);
         data_tree(&ours).assert_same(
             &our_tree,
             ".terraform before and after Terraform 1.0.3 re-init",
@@ -279,11 +277,11 @@ impl Scenario {
 
         // And the other way round: tfinstall takes Terraform's lock file as
         // it is and installs the same tree from it.
-        let their_lock = read_text(&theirs.join(LOCK));
+        let their_lock = read_text(&theirs.join(LOCK_FILE));
         let from_their_lock = self.workdir("tfinstall-from-their-lock");
-        std::fs::write(from_their_lock.join(LOCK), &their_lock).expect("copy lock file");
+        std::fs::write(from_their_lock.join(LOCK_FILE), &their_lock).expect("copy lock file");
         self.tfinstall_init(&from_their_lock, &["-layout", "providers"]);
-        assert_eq!(read_text(&from_their_lock.join(LOCK)), their_lock);
+        assert_eq!(read_text(&from_their_lock.join(LOCK_FILE)), their_lock);
         data_tree(&from_their_lock).assert_same(
             &our_tree,
             ".terraform of tfinstall from Terraform's lock file",
@@ -292,9 +290,9 @@ impl Scenario {
         // The lock file alone is enough: Terraform installs exactly what it
         // names, checks the packages against its hashes and leaves it as is.
         let lock_only = self.workdir("lock-only");
-        std::fs::write(lock_only.join(LOCK), &our_lock).expect("copy lock file");
+        std::fs::write(lock_only.join(LOCK_FILE), &our_lock).expect("copy lock file");
         self.terraform_init(Terraform::V1_0_3, &lock_only, &[]);
-        assert_eq!(read_text(&lock_only.join(LOCK)), our_lock);
+        assert_eq!(read_text(&lock_only.join(LOCK_FILE)), our_lock);
         data_tree(&lock_only).assert_same(
             &our_tree,
             ".terraform of Terraform from tfinstall's lock file",
@@ -314,8 +312,11 @@ impl Scenario {
             ".terraform trees of Terraform 0.13.5 and tfinstall",
         );
         assert_eq!(our_tree.symlinks, Vec::<String>::new());
-        assert!(!theirs.join(LOCK).exists());
-        assert!(ours.join(LOCK).exists(), "tfinstall records a lock file");
+        assert!(!theirs.join(LOCK_FILE).exists());
+        assert!(
+            ours.join(LOCK_FILE).exists(),
+            "tfinstall records a lock file"
+        );
 
         self.clear_log();
         self.terraform_init(Terraform::V0_13_5, &ours, &[]);
@@ -329,9 +330,9 @@ impl Scenario {
 
 /// The data directory of work dir `dir`, less `modules/`: Terraform records
 /// the module tree there, and installing modules is not tfinstall's job.
-fn data_tree(dir: &Path) -> TreeSnapshot {
-    let mut tree = TreeSnapshot::of(&dir.join(".terraform"));
-    tree.nodes
+fn data_tree(dir: &Path) -> Snapshot {
+    let mut tree = Snapshot::resolved(&dir.join(".terraform"));
+    tree.entries
         .retain(|path, _| path != "modules" && !path.starts_with("modules/"));
     tree
 }
@@ -367,10 +368,6 @@ fn installed_lines(output: &str) -> Vec<&str> {
         .collect();
     lines.sort();
     lines
-}
-
-fn read_text(path: &Path) -> String {
-    std::fs::read_to_string(path).unwrap_or_else(|err| panic!("reading {}: {err}", path.display()))
 }
 
 /// Platforms every fixture publishes besides the current one, so lock files
@@ -420,13 +417,11 @@ fn registry_through_a_host_override() {
     }
     registry.clone().write(&root, &server.url());
     let providers_url = server.url_for("/v1/providers/");
-    scenario.set_cli_config(&format!(
-        "host \"registry.test\" {{\n  services = {{\n    \"providers.v1\" = \"{providers_url}\"\n  }}\n}}\n"
-    ));
+    scenario.set_cli_config(&host_block("registry.test", &providers_url));
     scenario.check_init();
     // Guard against a fixture that stops exercising the interesting part:
     // `zh:` hashes of packages that were not installed, from SHA256SUMS.
-    let lock = read_text(&scenario.path("work/tfinstall-providers").join(LOCK));
+    let lock = read_text(&scenario.path("work/tfinstall-providers").join(LOCK_FILE));
     assert_eq!(lock.matches("\"zh:").count(), 6, "{lock}");
 
     registry
@@ -491,9 +486,7 @@ fn network_mirror() {
     scenario
         .main_tf
         .push_str("\nmodule \"child\" {\n  source = \"../../child\"\n}\n");
-    scenario.set_cli_config(&format!(
-        "provider_installation {{\n  network_mirror {{\n    url = \"{mirror_url}\"\n  }}\n}}\n"
-    ));
+    scenario.set_cli_config(&network_mirror_config(&mirror_url));
     scenario.check_init();
 }
 
@@ -622,6 +615,9 @@ fn an_empty_plugin_dir_forgets_the_saved_list() {
             &our_tree,
             &format!("Terraform {} and tfinstall trees", terraform.version()),
         );
-        assert!(!our_tree.nodes.contains_key("plugin_path"), "{our_tree:?}");
+        assert!(
+            !our_tree.entries.contains_key("plugin_path"),
+            "{our_tree:?}"
+        );
     }
 }

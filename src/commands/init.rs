@@ -330,6 +330,17 @@ fn incomplete_lock_warning(providers: &[ProviderAddr], platform: &Platform) -> D
     )
 }
 
+/// Writes `locks` to the lock file in the working directory, reporting a
+/// failure the way Terraform does.
+pub fn save_lock_file(locks: &Locks) -> Result<(), Diagnostics> {
+    locks.save(Path::new(LOCK_FILE)).map_err(|err| {
+        Diagnostics::from(Diagnostic::error(
+            "Failed to update dependency lock file",
+            format!("Error while writing new dependency lock information to {LOCK_FILE}: {err}."),
+        ))
+    })
+}
+
 /// `selections.json` as Terraform 0.13 writes it, so 0.13 accepts the
 /// `.terraform/plugins` tree without reinstalling.
 fn write_selections(

@@ -19,7 +19,7 @@ use super::{OrderedOutput, configuration_requirements, discovery, http_client, t
 use crate::addr::{Platform, ProviderAddr};
 use crate::cli::ProvidersLockArgs;
 use crate::cliconfig::{self, CliEnv};
-use crate::commands::init::{LOCK_FILE, data_dir, print_config_problems};
+use crate::commands::init::{LOCK_FILE, data_dir, print_config_problems, save_lock_file};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::fetch::{DownloadSettings, Downloader};
 use crate::http::ApiClient;
@@ -137,14 +137,7 @@ async fn lock(args: &ProvidersLockArgs, ui: &Ui) -> Result<(Diagnostics, bool), 
     let (locks, changed) = merge(&requirements, &previous, &per_platform)?;
     let rendered = locks.render();
     if std::fs::read(LOCK_FILE).ok().as_deref() != Some(rendered.as_bytes()) {
-        locks.save(Path::new(LOCK_FILE)).map_err(|err| {
-            Diagnostics::from(Diagnostic::error(
-                "Failed to update dependency lock file",
-                format!(
-                    "Error while writing new dependency lock information to {LOCK_FILE}: {err}."
-                ),
-            ))
-        })?;
+        save_lock_file(&locks)?;
     }
     Ok((warnings, changed))
 }
