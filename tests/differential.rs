@@ -23,6 +23,9 @@
 //!   zip's bytes) beside the `h1:` Terraform's command lists, so a client can
 //!   check the archive before unpacking it; both Terraform releases accept
 //!   such indexes, and the lock files they write from them are unchanged.
+//! - With a lock file, `tfinstall providers mirror` mirrors the locked
+//!   versions, as Terraform 1.4+ does; 1.0.3 takes the newest allowed.
+//!   `-lock-file=false` gives 1.0.3's choice.
 //! - Only the `- Installed …` lines of the output are compared: the rest
 //!   follows current Terraform (e.g. the "Incomplete lock file information"
 //!   warning of Terraform 1.3+), not 0.13 or 1.0.
@@ -856,4 +859,44 @@ fn providers_lock_writes_terraforms_lock_file() {
         without_lock_entry(&lock, "registry.test/acme/alpha"),
         without_lock_entry(&our_lock, "registry.test/acme/alpha")
     );
+}
+
+/// A deliberate difference: with a lock file, `tfinstall providers mirror`
+/// mirrors the locked versions, as Terraform 1.4+ does, where Terraform
+/// 1.0.3 takes the newest allowed; `-lock-file=false` restores 1.0.3's
+/// choice, and then the trees agree.
+#[test]
+fn providers_mirror_follows_the_lock_file_unless_told_otherwise() {
+    let mut scenario = Scenario::new(REGISTRY_MAIN_TF);
+    publish_registry(&mut scenario);
+    let work = scenario.workdir("mirror");
+    std::fs::write(
+        work.join(LOCK_FILE),
+        lock_text(&[("registry.test/acme/alpha", "1.0.0", "~> 1.0", &[])]),
+    )
+    .expect("write lock file");
+    let theirs = scenario.path("terraform");
+    let locked = scenario.path("tfinstall-locked");
+    let unlocked = scenario.path("tfinstall-unlocked");
+    let (theirs_arg, locked_arg, unlocked_arg) = (
+        theirs.display().to_string(),
+        locked.display().to_string(),
+        unlocked.display().to_string(),
+    );
+    let mirror = ["providers", "mirror", "-platform=linux_amd64"];
+    scenario.terraform(
+        Terraform::V1_0_3,
+        &work,
+        &[&mirror[..], &[&theirs_arg]].concat(),
+    );
+    scenario.tfinstall(&work, &[&mirror[..], &[&locked_arg]].concat());
+    scenario.tfinstall(
+        &work,
+        &[&mirror[..], &["-lock-file=false", &unlocked_arg]].concat(),
+    );
+    let alpha_versions = |dir: &Path| read_text(&dir.join("registry.test/acme/alpha/index.json"));
+    assert!(alpha_versions(&theirs).contains("\"1.1.0\""));
+    assert!(alpha_versions(&locked).contains("\"1.0.0\""));
+    assert!(!alpha_versions(&locked).contains("\"1.1.0\""));
+    assert_same_mirror(&theirs, &unlocked, "with -lock-file=false");
 }
