@@ -723,6 +723,15 @@ fn plugin_cache_shared_with_terraform() {
     assert_eq!(read_text(&ours.join(LOCK)), our_lock);
     data_tree(&ours).assert_same(&our_tree, ".terraform after Terraform's re-init");
 
+    // So does Terraform 0.13.5 in the `plugins` layout.
+    let plugins = scenario.workdir("tfinstall-plugins");
+    scenario.tfinstall_init(&plugins, &[]);
+    assert_eq!(scenario.archive_downloads(), Vec::<String>::new());
+    let plugins_tree = data_tree(&plugins);
+    scenario.terraform_init(Terraform::V0_13_5, &plugins, &[]);
+    assert_eq!(scenario.archive_downloads(), Vec::<String>::new());
+    data_tree(&plugins).assert_same(&plugins_tree, ".terraform after Terraform 0.13.5's re-init");
+
     // Terraform fills a fresh cache; tfinstall uses its entries when the
     // lock file has their h1:, copying their writable files (a hard link
     // would let a write in one work dir change the shared copy).

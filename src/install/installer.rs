@@ -809,7 +809,7 @@ impl Installer {
                 .await
                 .map_err(|err| {
                     let advice = match link_mode {
-                        LinkMode::Hardlink => ". -link-mode=hardlink needs the plugin cache and the working directory on one filesystem that allows hard links; use -link-mode=auto (the default) to copy where they are refused",
+                        LinkMode::Hardlink => ". -link-mode=hardlink needs the plugin cache and the working directory on one filesystem that allows hard links; use -link-mode=auto (the default) to copy where they are refused.",
                         _ => "",
                     };
                     install_failed(format!(
