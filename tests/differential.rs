@@ -685,7 +685,7 @@ fn plugin_cache_shared_with_terraform() {
     let ours = scenario.workdir("tfinstall");
     scenario.tfinstall_init(&ours, &["-layout", "providers"]);
     assert_eq!(scenario.archive_downloads().len(), 2);
-    let our_lock = read_text(&ours.join(LOCK));
+    let our_lock = read_text(&ours.join(".terraform.lock.hcl"));
     scenario.clear_log();
     let theirs = scenario.workdir("terraform");
     let their_output = scenario.terraform_init(Terraform::V1_0_3, &theirs, &[]);
@@ -702,12 +702,12 @@ fn plugin_cache_shared_with_terraform() {
     data_tree(&theirs).assert_same(&our_tree, "Terraform's install from tfinstall's cache");
     assert!(
         our_tree
-            .nodes
+            .entries
             .values()
-            .any(|node| matches!(node, support::terraform::Node::File { mode: 0o555, .. })),
+            .any(|entry| matches!(entry, support::snapshot::Entry::File { mode: 0o555, .. })),
         "{our_tree:?}"
     );
-    let their_lock = read_text(&theirs.join(LOCK));
+    let their_lock = read_text(&theirs.join(".terraform.lock.hcl"));
     assert!(!their_lock.contains("zh:"), "{their_lock}");
     for line in their_lock.lines().filter(|l| l.contains("\"h1:")) {
         assert!(our_lock.contains(line.trim()), "{their_lock}\n{our_lock}");
@@ -716,7 +716,7 @@ fn plugin_cache_shared_with_terraform() {
     // Terraform re-inits tfinstall's work dir (read-only hard links).
     scenario.terraform_init(Terraform::V1_0_3, &ours, &[]);
     assert_eq!(scenario.archive_downloads(), Vec::<String>::new());
-    assert_eq!(read_text(&ours.join(LOCK)), our_lock);
+    assert_eq!(read_text(&ours.join(".terraform.lock.hcl")), our_lock);
     data_tree(&ours).assert_same(&our_tree, ".terraform after Terraform's re-init");
 
     // So does Terraform 0.13.5 in the `plugins` layout.
@@ -736,10 +736,10 @@ fn plugin_cache_shared_with_terraform() {
     let filler = scenario.workdir("terraform-filler");
     scenario.terraform_init(Terraform::V1_0_3, &filler, &[]);
     assert_eq!(scenario.archive_downloads().len(), 2);
-    let filler_lock = read_text(&filler.join(LOCK));
+    let filler_lock = read_text(&filler.join(".terraform.lock.hcl"));
     scenario.clear_log();
     let locked = scenario.workdir("tfinstall-locked");
-    std::fs::write(locked.join(LOCK), &filler_lock).expect("copy lock file");
+    std::fs::write(locked.join(".terraform.lock.hcl"), &filler_lock).expect("copy lock file");
     let output = scenario.tfinstall_init(&locked, &["-layout", "providers"]);
     assert_eq!(scenario.archive_downloads(), Vec::<String>::new());
     for (type_name, version) in providers {
@@ -760,7 +760,7 @@ fn plugin_cache_shared_with_terraform() {
             inode(&cached_file(&their_cache, type_name, version))
         );
     }
-    assert_eq!(read_text(&locked.join(LOCK)), filler_lock);
+    assert_eq!(read_text(&locked.join(".terraform.lock.hcl")), filler_lock);
     data_tree(&locked).assert_same(
         &data_tree(&filler),
         "tfinstall's and Terraform's installs from Terraform's cache",
@@ -771,7 +771,7 @@ fn plugin_cache_shared_with_terraform() {
     let unlocked = scenario.workdir("tfinstall-unlocked");
     scenario.tfinstall_init(&unlocked, &["-layout", "providers"]);
     assert_eq!(scenario.archive_downloads().len(), 2);
-    assert_eq!(read_text(&unlocked.join(LOCK)), our_lock);
+    assert_eq!(read_text(&unlocked.join(".terraform.lock.hcl")), our_lock);
     for (type_name, version) in providers {
         let installed = unlocked
             .join(".terraform/providers/registry.test/acme")
