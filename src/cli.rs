@@ -210,7 +210,8 @@ pub struct InitArgs {
     pub parallelism: usize,
 
     /// How packages from the plugin cache are placed in .terraform: `auto`
-    /// (hard links, falling back to copies), `hardlink`, `symlink` (as
+    /// (hard links to tfinstall's read-only cache files, copies where links
+    /// are refused or the files are writable), `hardlink`, `symlink` (as
     /// Terraform does) or `copy`.
     #[arg(
         long = "link-mode",

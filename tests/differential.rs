@@ -900,3 +900,174 @@ fn providers_mirror_follows_the_lock_file_unless_told_otherwise() {
     assert!(!alpha_versions(&locked).contains("\"1.1.0\""));
     assert_same_mirror(&theirs, &unlocked, "with -lock-file=false");
 }
+
+/// The plugin cache shared with real Terraform 1.0.3 (`plugin_cache_dir`):
+/// entries tfinstall made (read-only files, side files beside them) serve
+/// Terraform without a download, and entries Terraform made serve tfinstall
+/// when the lock file has their `h1:` (Terraform 1.4's rule; without it
+/// tfinstall downloads, since nothing vouches for them).
+///
+/// Terraform 1.0.3 links cache entries into `.terraform` as directory
+/// symlinks and, on a cache hit, records only the entry's `h1:`; tfinstall
+/// hard-links the files and records the full signed list it kept beside the
+/// entry. Terraform also re-inits tfinstall's work dir, whose hard-linked
+/// files are read-only (0555), without complaint.
+#[test]
+fn plugin_cache_shared_with_terraform() {
+    use std::os::unix::fs::MetadataExt as _;
+
+    let mut scenario = Scenario::new(
+        r#"terraform {
+  required_providers {
+    alpha = {
+      source = "registry.test/acme/alpha"
+    }
+    beta = {
+      source = "registry.test/acme/beta"
+    }
+  }
+}
+"#,
+    );
+    let root = scenario.path("registry");
+    let server = scenario.serve(&root);
+    // Terraform 1.0.3's OpenPGP reads RSA and ECDSA keys, not Ed25519.
+    Registry::new(&PgpKey::generate_ecdsa())
+        .provider(spec("registry.test", "acme", "alpha", "1.0.0"))
+        .provider(spec("registry.test", "acme", "beta", "0.1.0"))
+        .write(&root, &server.url());
+    let providers_url = server.url_for("/v1/providers/");
+    let use_cache = |cache: &Path| {
+        std::fs::create_dir_all(cache).expect("create cache");
+        scenario.set_cli_config(&format!(
+            "host \"registry.test\" {{\n  services = {{\n    \"providers.v1\" = \"{providers_url}\"\n  }}\n}}\nplugin_cache_dir = \"{}\"\n",
+            cache.display()
+        ));
+    };
+    let cached_file = |cache: &Path, type_name: &str, version: &str| {
+        cache
+            .join("registry.test/acme")
+            .join(type_name)
+            .join(version)
+            .join(current_platform())
+            .join(format!("terraform-provider-{type_name}_v{version}"))
+    };
+    let inode = |path: &Path| {
+        let meta = std::fs::metadata(path).expect("stat");
+        (meta.dev(), meta.ino())
+    };
+    let providers = [("alpha", "1.0.0"), ("beta", "0.1.0")];
+
+    // tfinstall fills the cache; Terraform uses it without downloading.
+    let ours_cache = scenario.path("cache-by-tfinstall");
+    use_cache(&ours_cache);
+    let ours = scenario.workdir("tfinstall");
+    scenario.tfinstall_init(&ours, &["-layout", "providers"]);
+    assert_eq!(scenario.archive_downloads().len(), 2);
+    let our_lock = read_text(&ours.join(".terraform.lock.hcl"));
+    scenario.clear_log();
+    let theirs = scenario.workdir("terraform");
+    let their_output = scenario.terraform_init(Terraform::V1_0_3, &theirs, &[]);
+    assert_eq!(scenario.archive_downloads(), Vec::<String>::new());
+    for (type_name, version) in providers {
+        assert!(
+            their_output.contains(&format!(
+                "- Using registry.test/acme/{type_name} v{version} from the shared cache directory"
+            )),
+            "{their_output}"
+        );
+    }
+    let our_tree = data_tree(&ours);
+    data_tree(&theirs).assert_same(&our_tree, "Terraform's install from tfinstall's cache");
+    assert!(
+        our_tree
+            .entries
+            .values()
+            .any(|entry| matches!(entry, support::snapshot::Entry::File { mode: 0o555, .. })),
+        "{our_tree:?}"
+    );
+    let their_lock = read_text(&theirs.join(".terraform.lock.hcl"));
+    assert!(!their_lock.contains("zh:"), "{their_lock}");
+    for line in their_lock.lines().filter(|l| l.contains("\"h1:")) {
+        assert!(our_lock.contains(line.trim()), "{their_lock}\n{our_lock}");
+    }
+
+    // Terraform re-inits tfinstall's work dir (read-only hard links).
+    scenario.terraform_init(Terraform::V1_0_3, &ours, &[]);
+    assert_eq!(scenario.archive_downloads(), Vec::<String>::new());
+    assert_eq!(read_text(&ours.join(".terraform.lock.hcl")), our_lock);
+    data_tree(&ours).assert_same(&our_tree, ".terraform after Terraform's re-init");
+
+    // So does Terraform 0.13.5 in the `plugins` layout.
+    let plugins = scenario.workdir("tfinstall-plugins");
+    scenario.tfinstall_init(&plugins, &[]);
+    assert_eq!(scenario.archive_downloads(), Vec::<String>::new());
+    let plugins_tree = data_tree(&plugins);
+    scenario.terraform_init(Terraform::V0_13_5, &plugins, &[]);
+    assert_eq!(scenario.archive_downloads(), Vec::<String>::new());
+    data_tree(&plugins).assert_same(&plugins_tree, ".terraform after Terraform 0.13.5's re-init");
+
+    // Terraform fills a fresh cache; tfinstall uses its entries when the
+    // lock file has their h1:, copying their writable files (a hard link
+    // would let a write in one work dir change the shared copy).
+    let their_cache = scenario.path("cache-by-terraform");
+    use_cache(&their_cache);
+    let filler = scenario.workdir("terraform-filler");
+    scenario.terraform_init(Terraform::V1_0_3, &filler, &[]);
+    assert_eq!(scenario.archive_downloads().len(), 2);
+    let filler_lock = read_text(&filler.join(".terraform.lock.hcl"));
+    scenario.clear_log();
+    let locked = scenario.workdir("tfinstall-locked");
+    std::fs::write(locked.join(".terraform.lock.hcl"), &filler_lock).expect("copy lock file");
+    let output = scenario.tfinstall_init(&locked, &["-layout", "providers"]);
+    assert_eq!(scenario.archive_downloads(), Vec::<String>::new());
+    for (type_name, version) in providers {
+        assert!(
+            output.contains(&format!(
+                "- Using registry.test/acme/{type_name} v{version} from the shared cache directory"
+            )),
+            "{output}"
+        );
+        let installed = locked
+            .join(".terraform/providers/registry.test/acme")
+            .join(type_name)
+            .join(version)
+            .join(current_platform())
+            .join(format!("terraform-provider-{type_name}_v{version}"));
+        assert_ne!(
+            inode(&installed),
+            inode(&cached_file(&their_cache, type_name, version))
+        );
+    }
+    assert_eq!(read_text(&locked.join(".terraform.lock.hcl")), filler_lock);
+    data_tree(&locked).assert_same(
+        &data_tree(&filler),
+        "tfinstall's and Terraform's installs from Terraform's cache",
+    );
+
+    // Without a lock file nothing vouches for Terraform's entries: tfinstall
+    // downloads, replaces them with its own, and writes a complete lock file.
+    let unlocked = scenario.workdir("tfinstall-unlocked");
+    scenario.tfinstall_init(&unlocked, &["-layout", "providers"]);
+    assert_eq!(scenario.archive_downloads().len(), 2);
+    assert_eq!(read_text(&unlocked.join(".terraform.lock.hcl")), our_lock);
+    for (type_name, version) in providers {
+        let installed = unlocked
+            .join(".terraform/providers/registry.test/acme")
+            .join(type_name)
+            .join(version)
+            .join(current_platform())
+            .join(format!("terraform-provider-{type_name}_v{version}"));
+        assert_eq!(
+            inode(&installed),
+            inode(&cached_file(&their_cache, type_name, version))
+        );
+    }
+
+    // Terraform goes on using the shared cache as before.
+    scenario.clear_log();
+    let again = scenario.workdir("terraform-again");
+    scenario.terraform_init(Terraform::V1_0_3, &again, &[]);
+    assert_eq!(scenario.archive_downloads(), Vec::<String>::new());
+    data_tree(&again).assert_same(&our_tree, "Terraform's install after tfinstall's");
+}

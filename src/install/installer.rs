@@ -18,7 +18,7 @@ use crate::fetch::{DownloadProgress, Downloader};
 use crate::http::TERRAFORM_COMPAT_VERSION;
 use crate::install::extract::{ExtractLimits, extract_package, find_executable};
 use crate::install::layout::InstallLayout;
-use crate::install::link::{LinkMode, link_package};
+use crate::install::link::{LinkMode, link_cached_package, link_package};
 use crate::install::staging::Staging;
 use crate::lockfile::{LockedProvider, Locks};
 use crate::source::{
@@ -607,7 +607,7 @@ impl Installer {
                 ),
             )
         };
-        let _entry_lock = cache
+        let entry_lock = cache
             .cache
             .lock_entry(&s.provider, &s.version, &self.platform, || {
                 emit(InstallEvent::WaitingForCache {
@@ -640,8 +640,7 @@ impl Installer {
             provider: s.provider.clone(),
             version: s.version.clone(),
         });
-        let built = cache.cache.temp_dir().map_err(cache_failed)?;
-        let package_dir = built.path().join("package");
+        let package_dir = entry_lock.build_dir().map_err(cache_failed)?;
         let package = self
             .stage_package(&meta, allowed, staging, &package_dir, emit, LinkMode::Copy)
             .await
@@ -671,13 +670,7 @@ impl Installer {
         };
         let dir = cache
             .cache
-            .insert(
-                &package_dir,
-                &s.provider,
-                &s.version,
-                &self.platform,
-                &record,
-            )
+            .insert(&entry_lock, &record)
             .map_err(cache_failed)?;
         Ok((
             CachedPackage {
@@ -812,11 +805,15 @@ impl Installer {
             }
             let staged = staging.new_path(&format!("{}-{}", s.provider.type_name, s.version));
             let (from, to, link_mode) = (cached.dir.clone(), staged.clone(), self.link_mode);
-            blocking(move || link_package(&from, &to, link_mode))
+            blocking(move || link_cached_package(&from, &to, link_mode))
                 .await
                 .map_err(|err| {
+                    let advice = match link_mode {
+                        LinkMode::Hardlink => ". -link-mode=hardlink needs the plugin cache and the working directory on one filesystem that allows hard links; use -link-mode=auto (the default) to copy where they are refused.",
+                        _ => "",
+                    };
                     install_failed(format!(
-                        "could not link the cached package from {}: {err}",
+                        "could not place the cached package from {} in the working directory: {err}{advice}",
                         cached.dir.display()
                     ))
                 })?;

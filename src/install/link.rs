@@ -16,10 +16,13 @@ pub fn link_or_copy_tree(src: &Path, dst: &Path) -> io::Result<()> {
     place_tree(src, dst, &mut strategy)
 }
 
-/// How each file is placed; `Hardlink` turns into `Copy` after a refusal.
+/// How each file is placed; `Hardlink` and `HardlinkReadOnly` turn into
+/// `Copy` after a refusal.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Strategy {
     Hardlink,
+    /// Hard links for read-only files only; writable ones are copied.
+    HardlinkReadOnly,
     HardlinkOnly,
     Copy,
 }
@@ -36,7 +39,10 @@ fn place_tree(src: &Path, dst: &Path, strategy: &mut Strategy) -> io::Result<()>
         } else if meta.is_file() {
             match *strategy {
                 Strategy::HardlinkOnly => fs::hard_link(&from, &to)?,
-                Strategy::Hardlink => {
+                Strategy::HardlinkReadOnly if !meta.permissions().readonly() => {
+                    copy_file(&from, &to)?
+                }
+                Strategy::Hardlink | Strategy::HardlinkReadOnly => {
                     if fs::hard_link(&from, &to).is_err() {
                         *strategy = Strategy::Copy;
                         copy_file(&from, &to)?;
@@ -66,7 +72,8 @@ fn copy_file(from: &Path, to: &Path) -> io::Result<()> {
 /// placed into the install directory.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum LinkMode {
-    /// Hard links, falling back to copies after the first refusal. On
+    /// Hard links, falling back to copies after the first refusal; from
+    /// the plugin cache, only read-only files (tfinstall's) are linked. On
     /// filesystems that support it (Btrfs, XFS), a copy shares blocks with
     /// its source anyway: std's copy uses `copy_file_range`, which reflinks.
     #[default]
@@ -95,6 +102,22 @@ pub fn link_package(src: &Path, dst: &Path, mode: LinkMode) -> io::Result<()> {
     }
 }
 
+/// Places a plugin-cache entry at `dst` as `mode` says, except that `Auto`
+/// hard-links only read-only files. tfinstall makes the files of its
+/// entries read-only, so no working directory can write through its links
+/// into the copy every other project shares. Entries Terraform made are
+/// writable: their files are copied, so one project's accidental write
+/// cannot change every project's provider.
+pub fn link_cached_package(src: &Path, dst: &Path, mode: LinkMode) -> io::Result<()> {
+    match mode {
+        LinkMode::Auto => {
+            let mut read_only_links = Strategy::HardlinkReadOnly;
+            place_tree(src, dst, &mut read_only_links)
+        }
+        other => link_package(src, dst, other),
+    }
+}
+
 #[cfg(unix)]
 fn symlink_dir(src: &Path, dst: &Path) -> io::Result<()> {
     std::os::unix::fs::symlink(src, dst)
@@ -103,4 +126,40 @@ fn symlink_dir(src: &Path, dst: &Path) -> io::Result<()> {
 #[cfg(windows)]
 fn symlink_dir(src: &Path, dst: &Path) -> io::Result<()> {
     std::os::windows::fs::symlink_dir(src, dst)
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+
+    #[test]
+    fn cached_packages_link_read_only_files_and_copy_writable_ones() {
+        let root = tempfile::tempdir().unwrap();
+        let src = root.path().join("entry");
+        fs::create_dir_all(src.join("docs")).unwrap();
+        for (name, mode) in [("read-only", 0o555), ("docs/writable", 0o644)] {
+            fs::write(src.join(name), name).unwrap();
+            fs::set_permissions(src.join(name), fs::Permissions::from_mode(mode)).unwrap();
+        }
+        let dst = root.path().join("installed");
+        link_cached_package(&src, &dst, LinkMode::Auto).unwrap();
+        let ino = |p: &Path| fs::metadata(p).unwrap().ino();
+        assert_eq!(ino(&dst.join("read-only")), ino(&src.join("read-only")));
+        assert_ne!(
+            ino(&dst.join("docs/writable")),
+            ino(&src.join("docs/writable"))
+        );
+        assert_eq!(
+            fs::read(dst.join("docs/writable")).unwrap(),
+            b"docs/writable"
+        );
+
+        let forced = root.path().join("forced");
+        link_cached_package(&src, &forced, LinkMode::Hardlink).unwrap();
+        assert_eq!(
+            ino(&forced.join("docs/writable")),
+            ino(&src.join("docs/writable"))
+        );
+    }
 }
