@@ -19,6 +19,13 @@
 //!   so upgrading to 0.14+ keeps the selections and their checksums.
 //! - tfinstall drops lock entries of providers the configuration no longer
 //!   requires, as current Terraform does; 1.0.3 kept them.
+//! - `tfinstall providers mirror` lists each archive's `zh:` hash (of the
+//!   zip's bytes) beside the `h1:` Terraform's command lists, so a client can
+//!   check the archive before unpacking it; both Terraform releases accept
+//!   such indexes, and the lock files they write from them are unchanged.
+//! - With a lock file, `tfinstall providers mirror` mirrors the locked
+//!   versions, as Terraform 1.4+ does; 1.0.3 takes the newest allowed.
+//!   `-lock-file=false` gives 1.0.3's choice.
 //! - Only the `- Installed …` lines of the output are compared: the rest
 //!   follows current Terraform (e.g. the "Incomplete lock file information"
 //!   warning of Terraform 1.3+), not 0.13 or 1.0.
@@ -389,10 +396,7 @@ fn spec(hostname: &str, namespace: &str, type_name: &str, version: &str) -> Prov
         .protocols(&["5.0"])
 }
 
-#[test]
-fn registry_through_a_host_override() {
-    let mut scenario = Scenario::new(
-        r#"terraform {
+const REGISTRY_MAIN_TF: &str = r#"terraform {
   required_providers {
     alpha = {
       source  = "registry.test/acme/alpha"
@@ -403,8 +407,13 @@ fn registry_through_a_host_override() {
     }
   }
 }
-"#,
-    );
+"#;
+
+/// Publishes `alpha` 1.0.0, 1.1.0 and 2.0.0 and `beta` 0.1.0 and 0.2.0 as
+/// `registry.test`, signed with an ECDSA key (Terraform 1.0.3 cannot check
+/// EdDSA signatures), on the scenario's server through a `host` override.
+/// Returns the registry, to publish more versions with.
+fn publish_registry(scenario: &mut Scenario) -> Registry {
     let root = scenario.path("registry");
     let key = PgpKey::generate_ecdsa();
     let server = scenario.serve(&root);
@@ -415,9 +424,16 @@ fn registry_through_a_host_override() {
     for version in ["0.1.0", "0.2.0"] {
         registry = registry.provider(spec("registry.test", "acme", "beta", version));
     }
-    registry.clone().write(&root, &server.url());
+    registry.write(&root, &server.url());
     let providers_url = server.url_for("/v1/providers/");
     scenario.set_cli_config(&host_block("registry.test", &providers_url));
+    registry
+}
+
+#[test]
+fn registry_through_a_host_override() {
+    let mut scenario = Scenario::new(REGISTRY_MAIN_TF);
+    let registry = publish_registry(&mut scenario);
     scenario.check_init();
     // Guard against a fixture that stops exercising the interesting part:
     // `zh:` hashes of packages that were not installed, from SHA256SUMS.
@@ -427,7 +443,7 @@ fn registry_through_a_host_override() {
     registry
         .provider(spec("registry.test", "acme", "alpha", "1.2.0"))
         .provider(spec("registry.test", "acme", "beta", "0.3.0"))
-        .write(&root, &scenario.server().url());
+        .write(&scenario.path("registry"), &scenario.server().url());
     scenario.check_upgrade();
 
     // beta is dropped and alpha's constraint changes (still allowing the
@@ -620,6 +636,269 @@ fn an_empty_plugin_dir_forgets_the_saved_list() {
             "{our_tree:?}"
         );
     }
+}
+
+/// The platforms the `providers lock` and `providers mirror` checks ask for.
+const LOCK_PLATFORMS: [&str; 2] = ["-platform=linux_amd64", "-platform=darwin_arm64"];
+
+/// `tfinstall providers mirror` writes the tree `terraform providers mirror`
+/// (1.0.3) writes, except that each archive's hashes list its `zh:` beside
+/// the `h1:`; served by a static HTTPS server, the tree is a network mirror
+/// that Terraform 1.0.3 and 0.13.5 install from exactly as from Terraform's
+/// own mirror tree.
+#[test]
+fn providers_mirror_is_a_network_mirror_for_terraform() {
+    let mut scenario = Scenario::new(REGISTRY_MAIN_TF);
+    publish_registry(&mut scenario);
+    let work = scenario.workdir("mirror");
+    let theirs = scenario.path("mirror-terraform");
+    let ours = scenario.path("mirror-tfinstall");
+    let mirror_both = |what: &str| {
+        for (dir, terraform) in [(&theirs, true), (&ours, false)] {
+            let mut args = vec!["providers".to_owned(), "mirror".to_owned()];
+            args.extend(LOCK_PLATFORMS.map(str::to_owned));
+            args.push(dir.display().to_string());
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            if terraform {
+                scenario.terraform(Terraform::V1_0_3, &work, &args);
+            } else {
+                scenario.tfinstall(&work, &args);
+            }
+        }
+        assert_same_mirror(&theirs, &ours, what);
+    };
+    mirror_both("a new mirror");
+    assert_eq!(
+        Snapshot::resolved(&ours)
+            .entries
+            .keys()
+            .filter(|p| p.ends_with(".zip"))
+            .count(),
+        4
+    );
+    // Mirroring another version into the same directory: both programs
+    // list every archive there in `index.json`.
+    std::fs::write(
+        work.join("main.tf"),
+        required_providers(&[("alpha", "registry.test/acme/alpha", "1.0.0")]),
+    )
+    .expect("rewrite main.tf");
+    mirror_both("the mirror with alpha 1.0.0 added");
+    assert_eq!(
+        read_text(&ours.join("registry.test/acme/alpha/index.json")),
+        "{\n  \"versions\": {\n    \"1.0.0\": {},\n    \"1.1.0\": {}\n  }\n}"
+    );
+
+    let mut served_ours = Scenario::new(REGISTRY_MAIN_TF);
+    let url = served_ours.serve(&ours).url();
+    served_ours.set_cli_config(&network_mirror_config(&url));
+    served_ours.check_init();
+
+    let mut served_theirs = Scenario::new(REGISTRY_MAIN_TF);
+    let url = served_theirs.serve(&theirs).url();
+    served_theirs.set_cli_config(&network_mirror_config(&url));
+    let from_theirs = served_theirs.workdir("terraform-1.0.3");
+    served_theirs.terraform_init(Terraform::V1_0_3, &from_theirs, &[]);
+    let from_ours = served_ours.path("work/terraform-1.0.3");
+    assert_eq!(
+        read_text(&from_ours.join(LOCK_FILE)),
+        read_text(&from_theirs.join(LOCK_FILE)),
+        "lock files of Terraform 1.0.3 from tfinstall's (left) and Terraform's (right) mirror"
+    );
+    data_tree(&from_theirs).assert_same(
+        &data_tree(&from_ours),
+        ".terraform of Terraform 1.0.3 from Terraform's and tfinstall's mirror",
+    );
+
+    // `providers lock` from the tree, as a network and as a filesystem
+    // mirror, locks the same in both programs.
+    let net_mirror = format!("-net-mirror={}", served_ours.server().url());
+    let fs_mirror = format!("-fs-mirror={}", ours.display());
+    for (name, mirror) in [("net", &net_mirror), ("fs", &fs_mirror)] {
+        let mut args = vec!["providers", "lock", mirror.as_str()];
+        args.extend(LOCK_PLATFORMS);
+        let theirs = served_ours.workdir(&format!("lock-{name}-terraform"));
+        let ours = served_ours.workdir(&format!("lock-{name}-tfinstall"));
+        served_ours.terraform(Terraform::V1_0_3, &theirs, &args);
+        served_ours.tfinstall(&ours, &args);
+        assert_eq!(
+            read_text(&ours.join(LOCK_FILE)),
+            read_text(&theirs.join(LOCK_FILE)),
+            "providers lock {mirror}: lock files of tfinstall (left) and Terraform 1.0.3 (right) differ"
+        );
+    }
+}
+
+/// Panics unless the mirror trees `theirs` (from Terraform) and `ours`
+/// (from tfinstall) hold the same paths, modes and archives, and JSON
+/// indexes that differ only by tfinstall's `zh:` hashes.
+#[track_caller]
+fn assert_same_mirror(theirs: &Path, ours: &Path, what: &str) {
+    let mut comparable = Snapshot::resolved(ours);
+    let mut version_indexes = 0;
+    for (path, entry) in &mut comparable.entries {
+        if let Entry::File { content, .. } = entry
+            && path.ends_with(".json")
+        {
+            let text = String::from_utf8_lossy(content).into_owned();
+            if !path.ends_with("/index.json") {
+                assert!(
+                    text.contains("\"zh:"),
+                    "{what}: {path} lists no zh: hash:\n{text}"
+                );
+                version_indexes += 1;
+            }
+            *content = without_zh_hashes(&text).into_bytes();
+        }
+    }
+    assert!(
+        version_indexes > 0,
+        "{what}: no VERSION.json in {}",
+        ours.display()
+    );
+    Snapshot::resolved(theirs).assert_same(
+        &comparable,
+        &format!("{what}: mirror trees of Terraform 1.0.3 and tfinstall (less its zh: hashes)"),
+    );
+}
+
+/// An index as Terraform's mirror command writes it: `text` without its
+/// `zh:` hash lines (and the commas before them).
+fn without_zh_hashes(text: &str) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    for line in text.split('\n') {
+        if line.trim_start().starts_with("\"zh:") {
+            if let Some(previous) = lines.last_mut()
+                && let Some(stripped) = previous.strip_suffix(',')
+            {
+                *previous = stripped.to_owned();
+            }
+        } else {
+            lines.push(line.to_owned());
+        }
+    }
+    lines.join("\n")
+}
+
+/// `tfinstall providers lock` writes the lock file `terraform providers
+/// lock` (1.0.3) writes, from scratch and when adding a platform for one
+/// provider to a lock file `init` has used (where tfinstall downloads only
+/// the new platform's package); real Terraform installs from it as it is.
+#[test]
+fn providers_lock_writes_terraforms_lock_file() {
+    let mut scenario = Scenario::new(REGISTRY_MAIN_TF);
+    let registry = publish_registry(&mut scenario);
+    let theirs = scenario.workdir("lock-terraform");
+    let ours = scenario.workdir("lock-tfinstall");
+    // Runs `args` in both work dirs, compares the lock files and returns
+    // tfinstall's with the archives it downloaded.
+    let compare = |args: &[&str], what: &str| {
+        scenario.terraform(Terraform::V1_0_3, &theirs, args);
+        scenario.clear_log();
+        scenario.tfinstall(&ours, args);
+        let lock = read_text(&ours.join(LOCK_FILE));
+        assert_eq!(
+            lock,
+            read_text(&theirs.join(LOCK_FILE)),
+            "{what}: lock files of tfinstall (left) and Terraform 1.0.3 (right) differ"
+        );
+        let mut downloads = scenario.archive_downloads();
+        downloads.sort();
+        (lock, downloads)
+    };
+    let mut args = vec!["providers", "lock"];
+    args.extend(LOCK_PLATFORMS);
+    let (our_lock, _) = compare(&args, "a new lock file");
+    assert_eq!(our_lock.matches("\"zh:").count(), 6, "{our_lock}");
+    assert_eq!(our_lock.matches("\"h1:").count(), 4, "{our_lock}");
+
+    // Terraform takes the lock file as it is: it downloads the locked
+    // packages for this platform, checks them and changes nothing.
+    scenario.clear_log();
+    scenario.terraform_init(Terraform::V1_0_3, &ours, &[]);
+    assert_eq!(read_text(&ours.join(LOCK_FILE)), our_lock);
+    let mut downloads = scenario.archive_downloads();
+    downloads.sort();
+    assert_eq!(
+        downloads,
+        [
+            "/files/acme/alpha/1.1.0/terraform-provider-alpha_1.1.0_linux_amd64.zip",
+            "/files/acme/beta/0.2.0/terraform-provider-beta_0.2.0_linux_amd64.zip",
+        ]
+    );
+    scenario.terraform_init(Terraform::V1_0_3, &theirs, &[]);
+    assert_eq!(read_text(&theirs.join(LOCK_FILE)), our_lock);
+    data_tree(&theirs).assert_same(
+        &data_tree(&ours),
+        ".terraform of Terraform 1.0.3 from its own and tfinstall's lock file",
+    );
+
+    // Another platform's hashes join the named provider's entry, which
+    // keeps its locked version though a newer one is out; the installed
+    // package serves for this platform.
+    registry
+        .provider(spec("registry.test", "acme", "alpha", "1.2.0"))
+        .write(&scenario.path("registry"), &scenario.server().url());
+    let (lock, our_downloads) = compare(
+        &[
+            "providers",
+            "lock",
+            "-platform=linux_amd64",
+            "-platform=windows_amd64",
+            "registry.test/acme/alpha",
+        ],
+        "with windows_amd64 added for alpha",
+    );
+    assert_eq!(
+        our_downloads,
+        ["/files/acme/alpha/1.1.0/terraform-provider-alpha_1.1.0_windows_amd64.zip"]
+    );
+    assert!(lock.contains("version     = \"1.1.0\""), "{lock}");
+    assert_eq!(lock.matches("\"h1:").count(), 5, "{lock}");
+    assert_eq!(
+        without_lock_entry(&lock, "registry.test/acme/alpha"),
+        without_lock_entry(&our_lock, "registry.test/acme/alpha")
+    );
+}
+
+/// A deliberate difference: with a lock file, `tfinstall providers mirror`
+/// mirrors the locked versions, as Terraform 1.4+ does, where Terraform
+/// 1.0.3 takes the newest allowed; `-lock-file=false` restores 1.0.3's
+/// choice, and then the trees agree.
+#[test]
+fn providers_mirror_follows_the_lock_file_unless_told_otherwise() {
+    let mut scenario = Scenario::new(REGISTRY_MAIN_TF);
+    publish_registry(&mut scenario);
+    let work = scenario.workdir("mirror");
+    std::fs::write(
+        work.join(LOCK_FILE),
+        lock_text(&[("registry.test/acme/alpha", "1.0.0", "~> 1.0", &[])]),
+    )
+    .expect("write lock file");
+    let theirs = scenario.path("terraform");
+    let locked = scenario.path("tfinstall-locked");
+    let unlocked = scenario.path("tfinstall-unlocked");
+    let (theirs_arg, locked_arg, unlocked_arg) = (
+        theirs.display().to_string(),
+        locked.display().to_string(),
+        unlocked.display().to_string(),
+    );
+    let mirror = ["providers", "mirror", "-platform=linux_amd64"];
+    scenario.terraform(
+        Terraform::V1_0_3,
+        &work,
+        &[&mirror[..], &[&theirs_arg]].concat(),
+    );
+    scenario.tfinstall(&work, &[&mirror[..], &[&locked_arg]].concat());
+    scenario.tfinstall(
+        &work,
+        &[&mirror[..], &["-lock-file=false", &unlocked_arg]].concat(),
+    );
+    let alpha_versions = |dir: &Path| read_text(&dir.join("registry.test/acme/alpha/index.json"));
+    assert!(alpha_versions(&theirs).contains("\"1.1.0\""));
+    assert!(alpha_versions(&locked).contains("\"1.0.0\""));
+    assert!(!alpha_versions(&locked).contains("\"1.1.0\""));
+    assert_same_mirror(&theirs, &unlocked, "with -lock-file=false");
 }
 
 /// The plugin cache shared with real Terraform 1.0.3 (`plugin_cache_dir`):
