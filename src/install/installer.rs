@@ -352,19 +352,7 @@ impl Installer {
                 .buffered(self.parallelism.max(1))
                 .collect()
                 .await;
-        let mut diags = Diagnostics::new();
-        let mut warmed = Vec::new();
-        for result in results {
-            match result {
-                Ok(w) => warmed.push(w),
-                Err(d) => diags.push(d),
-            }
-        }
-        if diags.has_errors() {
-            Err(diags)
-        } else {
-            Ok(warmed)
-        }
+        Diagnostics::collect(results)
     }
 
     /// Steps 1 and 2 of Terraform's installer, for all providers at once.
@@ -393,19 +381,7 @@ impl Installer {
             .buffered(self.parallelism.max(1))
             .collect()
             .await;
-        let mut diags = Diagnostics::new();
-        let mut selected = Vec::new();
-        for result in results {
-            match result {
-                Ok(s) => selected.push(s),
-                Err(d) => diags.push(d),
-            }
-        }
-        if diags.has_errors() {
-            Err(diags)
-        } else {
-            Ok(selected)
-        }
+        Diagnostics::collect(results)
     }
 
     async fn select_one(
@@ -711,19 +687,7 @@ impl Installer {
                 .buffered(self.parallelism.max(1))
                 .collect()
                 .await;
-        let mut diags = Diagnostics::new();
-        let mut fetched = Vec::new();
-        for result in results {
-            match result {
-                Ok(f) => fetched.push(f),
-                Err(d) => diags.push(d),
-            }
-        }
-        if diags.has_errors() {
-            Err(diags)
-        } else {
-            Ok(fetched)
-        }
+        Diagnostics::collect(results)
     }
 
     async fn fetch_one(
@@ -1169,7 +1133,9 @@ fn zh_digest(zh: &PackageHash) -> Option<[u8; 32]> {
     bytes.try_into().ok()
 }
 
-async fn blocking<T: Send + 'static>(
+/// Runs hashing, unpacking and other file work off the async threads, so
+/// one large package never stalls the downloads of the others.
+pub async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> std::io::Result<T> + Send + 'static,
 ) -> std::io::Result<T> {
     tokio::task::spawn_blocking(f)

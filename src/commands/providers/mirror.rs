@@ -29,7 +29,7 @@ use crate::commands::init::{LOCK_FILE, data_dir, print_config_problems};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::fetch::{DownloadSettings, Downloader};
 use crate::fsutil::write_atomic;
-use crate::install::installer::{authenticate_archive, mirror_mismatch};
+use crate::install::installer::{authenticate_archive, blocking, mirror_mismatch};
 use crate::install::layout::provider_dir;
 use crate::lockfile::Locks;
 use crate::output::Output;
@@ -478,14 +478,6 @@ fn sha256_file(path: &Path) -> std::io::Result<[u8; 32]> {
         }
         hasher.update(&buf[..n]);
     }
-}
-
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> std::io::Result<T> + Send + 'static,
-) -> std::io::Result<T> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(std::io::Error::other)?
 }
 
 fn index_error(detail: String) -> Diagnostics {
