@@ -6,7 +6,10 @@
 //!
 //! * Entries are built in `.tmp/` inside the cache and renamed into place
 //!   whole, never written in place, so no reader sees a partial entry and no
-//!   running provider binary is ever overwritten ("text file busy").
+//!   running provider binary is ever overwritten ("text file busy"). Each
+//!   entry has one fixed work directory there, used only by the holder of
+//!   the entry's lock, so whatever a killed process left in it is removed by
+//!   the next one to take the lock instead of piling up.
 //! * A per-entry lock file (`.OS_ARCH.lock` beside the entry) makes every
 //!   package download at most once however many processes share the cache;
 //!   waiters reuse the result. Locks are `flock`-style and released by the
@@ -43,7 +46,7 @@ use crate::version::Version;
 
 const TMP_DIR: &str = ".tmp";
 const CACHEDIR_TAG: &str = "CACHEDIR.TAG";
-const META_FORMAT: u32 = 1;
+pub const META_FORMAT: u32 = 1;
 
 /// How long a waiter polls before it says it is waiting; OpenTofu uses the
 /// same delay for its "Waiting for lock" line.
@@ -145,10 +148,41 @@ pub struct CacheEntry {
     pub meta: Option<EntryMeta>,
 }
 
-/// Holding this keeps other processes from filling the same entry.
+/// Holding this keeps other processes from filling the same entry. It owns
+/// the entry's work directory in `.tmp/`, removed when the lock is dropped
+/// (and by the next holder if this process dies first).
 #[derive(Debug)]
 pub struct EntryLock {
+    entry: PathBuf,
+    work: PathBuf,
     _file: File,
+}
+
+impl EntryLock {
+    /// An empty directory on the cache's filesystem to build the entry in,
+    /// ready for [`PluginCache::insert`]; it does not exist yet.
+    pub fn build_dir(&self) -> io::Result<PathBuf> {
+        remove_tree(&self.work)?;
+        fs::create_dir_all(&self.work)?;
+        Ok(self.work.join("package"))
+    }
+}
+
+impl Drop for EntryLock {
+    fn drop(&mut self) {
+        // Runs before the lock file closes, so no other holder is affected.
+        let _ = remove_tree(&self.work);
+    }
+}
+
+/// Removes a tree that may hold read-only files (cache entries do); absent
+/// is fine.
+fn remove_tree(dir: &Path) -> io::Result<()> {
+    if fs::symlink_metadata(dir).is_err() {
+        return Ok(());
+    }
+    let _ = make_writable(dir);
+    fs::remove_dir_all(dir)
 }
 
 /// One problem `cache verify` found.
@@ -231,7 +265,13 @@ impl PluginCache {
         let mut on_wait = Some(on_wait);
         loop {
             match file.try_lock() {
-                Ok(()) => return Ok(EntryLock { _file: file }),
+                Ok(()) => {
+                    return Ok(EntryLock {
+                        work: self.work_dir(&dir),
+                        entry: dir,
+                        _file: file,
+                    });
+                }
                 Err(fs::TryLockError::WouldBlock) => {
                     if started.elapsed() >= WAIT_NOTICE_AFTER
                         && let Some(notify) = on_wait.take()
@@ -245,40 +285,35 @@ impl PluginCache {
         }
     }
 
-    /// A fresh directory on the cache's filesystem for building an entry.
-    pub fn temp_dir(&self) -> io::Result<tempfile::TempDir> {
-        let tmp = self.root.join(TMP_DIR);
-        fs::create_dir_all(&tmp)?;
-        tempfile::Builder::new().prefix("entry-").tempdir_in(tmp)
+    /// The entry's work directory: `.tmp/HOST~NS~TYPE~VERSION~OS_ARCH`
+    /// (`~` occurs in none of the parts), flat so nothing is left behind.
+    fn work_dir(&self, entry: &Path) -> PathBuf {
+        let name = entry
+            .strip_prefix(&self.root)
+            .unwrap_or(entry)
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join("~");
+        self.root.join(TMP_DIR).join(name)
     }
 
-    /// Moves a fully built and verified package into place, then records
-    /// its provenance. Must be called while holding the entry's lock. An
-    /// existing entry (for example one Terraform left that did not verify) is
-    /// moved aside first, so anything already linked to it keeps its files.
-    pub fn insert(
-        &self,
-        built: &Path,
-        provider: &ProviderAddr,
-        version: &Version,
-        platform: &Platform,
-        meta: &EntryMeta,
-    ) -> io::Result<PathBuf> {
-        let dir = self.entry_dir(provider, version, platform);
-        make_read_only(built)?;
-        if fs::symlink_metadata(&dir).is_ok() {
-            let aside = self.temp_dir()?.keep();
-            fs::rename(&dir, aside.join("replaced"))?;
-            let _ = make_writable(&aside);
-            let _ = fs::remove_dir_all(&aside);
+    /// Moves the package built in `lock`'s [`EntryLock::build_dir`] into
+    /// place, then records its provenance. An existing entry (a damaged
+    /// one, or one Terraform left that nothing vouches for) is first moved
+    /// aside into the work directory, so files linked to it keep their
+    /// content: entries are replaced, never rewritten.
+    pub fn insert(&self, lock: &EntryLock, meta: &EntryMeta) -> io::Result<PathBuf> {
+        let built = lock.work.join("package");
+        let dir = &lock.entry;
+        make_read_only(&built)?;
+        if fs::symlink_metadata(dir).is_ok() {
+            fs::rename(dir, lock.work.join("replaced"))?;
         }
-        if let Some(parent) = dir.parent() {
-            fs::create_dir_all(parent)?;
-        }
-        fs::rename(built, &dir)?;
+        fs::rename(&built, dir)?;
         let json = serde_json::to_vec_pretty(meta).map_err(io::Error::other)?;
-        crate::fsutil::write_atomic(&self.meta_path(&dir), &json, 0o644)?;
-        Ok(dir)
+        crate::fsutil::write_atomic(&self.meta_path(dir), &json, 0o644)?;
+        Ok(dir.clone())
     }
 
     /// Marks the directory as a cache so backup tools skip it
@@ -390,27 +425,35 @@ mod tests {
         }
     }
 
-    fn build_entry(cache: &PluginCache, content: &[u8]) -> PathBuf {
-        let built = cache.temp_dir().unwrap().keep();
-        fs::write(built.join("terraform-provider-null"), content).unwrap();
-        built
-    }
-
-    #[test]
-    fn inserted_entries_are_found_with_provenance_and_read_only() {
-        let root = tempfile::tempdir().unwrap();
-        let cache = PluginCache::new(root.path());
-        let (p, v, plat) = (
+    fn key() -> (ProviderAddr, Version, Platform) {
+        (
             provider(),
             Version::new(1, 0, 0),
             Platform::parse("linux_amd64").unwrap(),
-        );
+        )
+    }
+
+    /// Builds an entry holding `content` under the entry's lock and inserts
+    /// it with a record of `h1` (the real one when `None`).
+    async fn insert_entry(cache: &PluginCache, content: &[u8], h1: Option<&str>) -> PathBuf {
+        let (p, v, plat) = key();
+        let lock = cache.lock_entry(&p, &v, &plat, || {}).await.unwrap();
+        let built = lock.build_dir().unwrap();
+        fs::create_dir(&built).unwrap();
+        fs::write(built.join("terraform-provider-null"), content).unwrap();
+        let real = PackageHash::h1_of_dir(&built).unwrap();
+        cache
+            .insert(&lock, &meta(h1.unwrap_or(real.as_str())))
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn inserted_entries_are_found_with_provenance_and_read_only() {
+        let root = tempfile::tempdir().unwrap();
+        let cache = PluginCache::new(root.path());
+        let (p, v, plat) = key();
         assert!(cache.lookup(&p, &v, &plat).is_none());
-        let built = build_entry(&cache, b"binary");
-        let h1 = PackageHash::h1_of_dir(&built).unwrap();
-        let dir = cache
-            .insert(&built, &p, &v, &plat, &meta(h1.as_str()))
-            .unwrap();
+        let dir = insert_entry(&cache, b"binary", None).await;
         assert_eq!(
             dir,
             root.path()
@@ -418,30 +461,25 @@ mod tests {
         );
         let entry = cache.lookup(&p, &v, &plat).unwrap();
         let recorded = entry.meta.unwrap();
-        assert_eq!(recorded.h1(), Some(h1));
+        assert_eq!(recorded.h1(), Some(PackageHash::h1_of_dir(&dir).unwrap()));
         assert_eq!(AuthResult::from(&recorded.auth).to_string(), "self-signed");
         let mode = fs::metadata(dir.join("terraform-provider-null"))
             .unwrap()
             .permissions();
         assert!(mode.readonly());
         assert_eq!(cache.verify(), (1, Vec::new()));
+        // The work directory went with the lock.
+        assert_eq!(fs::read_dir(root.path().join(TMP_DIR)).unwrap().count(), 0);
     }
 
-    #[test]
-    fn replacing_an_entry_keeps_files_linked_to_the_old_one() {
+    #[tokio::test]
+    async fn replacing_an_entry_keeps_files_linked_to_the_old_one() {
         let root = tempfile::tempdir().unwrap();
         let cache = PluginCache::new(root.path());
-        let (p, v, plat) = (
-            provider(),
-            Version::new(1, 0, 0),
-            Platform::parse("linux_amd64").unwrap(),
-        );
-        let first = build_entry(&cache, b"old");
-        let dir = cache.insert(&first, &p, &v, &plat, &meta("h1:x")).unwrap();
+        let dir = insert_entry(&cache, b"old", Some("h1:x")).await;
         let linked = root.path().join("linked");
         fs::hard_link(dir.join("terraform-provider-null"), &linked).unwrap();
-        let second = build_entry(&cache, b"new");
-        cache.insert(&second, &p, &v, &plat, &meta("h1:y")).unwrap();
+        insert_entry(&cache, b"new", Some("h1:y")).await;
         assert_eq!(fs::read(&linked).unwrap(), b"old");
         assert_eq!(
             fs::read(dir.join("terraform-provider-null")).unwrap(),
@@ -449,20 +487,35 @@ mod tests {
         );
     }
 
-    #[test]
-    fn verify_reports_changed_entries() {
+    #[tokio::test]
+    async fn the_next_holder_removes_what_a_killed_one_left() {
         let root = tempfile::tempdir().unwrap();
         let cache = PluginCache::new(root.path());
-        let (p, v, plat) = (
-            provider(),
-            Version::new(1, 0, 0),
-            Platform::parse("linux_amd64").unwrap(),
+        let (p, v, plat) = key();
+        // What a holder killed while unpacking leaves: its work directory
+        // with a half-built, read-only package.
+        let work = cache.work_dir(&cache.entry_dir(&p, &v, &plat));
+        assert_eq!(
+            work,
+            root.path()
+                .join(".tmp/registry.terraform.io~hashicorp~null~1.0.0~linux_amd64")
         );
-        let built = build_entry(&cache, b"binary");
-        let h1 = PackageHash::h1_of_dir(&built).unwrap();
-        let dir = cache
-            .insert(&built, &p, &v, &plat, &meta(h1.as_str()))
-            .unwrap();
+        fs::create_dir_all(work.join("package")).unwrap();
+        fs::write(work.join("package/half-unpacked"), b"...").unwrap();
+        make_read_only(&work).unwrap();
+        let lock = cache.lock_entry(&p, &v, &plat, || {}).await.unwrap();
+        let built = lock.build_dir().unwrap();
+        assert!(!built.exists());
+        assert_eq!(fs::read_dir(&work).unwrap().count(), 0);
+        drop(lock);
+        assert!(!work.exists());
+    }
+
+    #[tokio::test]
+    async fn verify_reports_changed_entries() {
+        let root = tempfile::tempdir().unwrap();
+        let cache = PluginCache::new(root.path());
+        let dir = insert_entry(&cache, b"binary", None).await;
         let file = dir.join("terraform-provider-null");
         make_writable(&dir).unwrap();
         fs::write(&file, b"tampered").unwrap();

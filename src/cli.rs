@@ -10,6 +10,7 @@ use clap::builder::TypedValueParser as _;
 use clap::{Args, Parser, Subcommand};
 
 use crate::install::layout::LayoutKind;
+use crate::install::link::LinkMode;
 
 /// How many providers are fetched at once by default. Each provider's
 /// fetch is a chain of round trips (versions, package document, checksums,
@@ -76,6 +77,52 @@ tfinstall -chdir=infra providers -json | jq -r 'select(.type == \"provider_requi
     Providers(ProvidersArgs),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
+    /// Fill the plugin cache ahead of time, or check it for damage.
+    #[command(subcommand)]
+    Cache(CacheCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CacheCommand {
+    /// Download into the plugin cache every provider package the
+    /// configurations in DIR… (default: the working directory) need, for
+    /// each -platform, without creating any .terraform directory.
+    #[command(after_help = "Examples:\n  \
+TF_PLUGIN_CACHE_DIR=/opt/tf-cache tfinstall cache warm -platform=linux_amd64 -platform=linux_arm64 infra/ app/\n\n\
+A later `tfinstall init` whose lock file pins the cached versions needs no network at all.")]
+    Warm(CacheWarmArgs),
+    /// Re-hash every cache entry tfinstall made and report any that changed.
+    Verify(CacheVerifyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CacheWarmArgs {
+    /// Platform to cache packages for (repeatable); default: this one.
+    #[arg(long = "platform", value_name = "OS_ARCH")]
+    pub platforms: Vec<String>,
+
+    /// Take packages only from these directories, as `init -plugin-dir` does.
+    #[arg(long = "plugin-dir", value_name = "DIR")]
+    pub plugin_dirs: Vec<PathBuf>,
+
+    /// How many packages to fetch at once.
+    #[arg(long, default_value_t = 8, value_name = "N")]
+    pub parallelism: usize,
+
+    /// Disable coloured output.
+    #[arg(long = "no-color")]
+    pub no_color: bool,
+
+    /// Configuration directories whose providers to cache.
+    #[arg(value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CacheVerifyArgs {
+    /// Disable coloured output.
+    #[arg(long = "no-color")]
+    pub no_color: bool,
 }
 
 #[derive(Debug, Subcommand)]
@@ -171,6 +218,18 @@ pub struct InitArgs {
     /// How many providers to fetch at once.
     #[arg(long, default_value_t = DEFAULT_PARALLELISM, value_name = "N")]
     pub parallelism: usize,
+
+    /// How packages from the plugin cache are placed in .terraform: `auto`
+    /// (hard links to tfinstall's read-only cache files, copies where links
+    /// are refused or the files are writable), `hardlink`, `symlink` (as
+    /// Terraform does) or `copy`.
+    #[arg(
+        long = "link-mode",
+        value_enum,
+        default_value = "auto",
+        value_name = "MODE"
+    )]
+    pub link_mode: LinkMode,
 
     /// Largest size one provider package may unpack to (bytes, or with a
     /// unit: 512MiB, 4GiB); stops decompression bombs.

@@ -110,6 +110,27 @@ impl Diagnostics {
     pub fn iter(&self) -> impl Iterator<Item = &Diagnostic> {
         self.0.iter()
     }
+
+    /// The values of concurrent jobs, or the diagnostics of every job that
+    /// failed: like Terraform, one run reports all the problems it found,
+    /// not just the first.
+    pub fn collect<T, E: Into<Diagnostics>>(
+        results: impl IntoIterator<Item = Result<T, E>>,
+    ) -> Result<Vec<T>, Diagnostics> {
+        let mut diags = Diagnostics::new();
+        let mut values = Vec::new();
+        for result in results {
+            match result {
+                Ok(value) => values.push(value),
+                Err(err) => diags.extend(err.into()),
+            }
+        }
+        if diags.has_errors() {
+            Err(diags)
+        } else {
+            Ok(values)
+        }
+    }
 }
 
 impl From<Diagnostic> for Diagnostics {
@@ -127,5 +148,27 @@ impl fmt::Display for Diagnostics {
             write!(f, "{diag}")?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collect_keeps_every_error_and_only_errors_fail() {
+        let failed: Vec<Result<u8, Diagnostic>> = vec![
+            Ok(1),
+            Err(Diagnostic::error("first", "")),
+            Ok(2),
+            Err(Diagnostic::error("second", "")),
+        ];
+        let diags = Diagnostics::collect(failed).unwrap_err();
+        let summaries: Vec<&str> = diags.iter().map(|d| d.summary.as_str()).collect();
+        assert_eq!(summaries, ["first", "second"]);
+
+        let warned: Vec<Result<u8, Diagnostic>> =
+            vec![Ok(1), Err(Diagnostic::warning("only a warning", "")), Ok(2)];
+        assert_eq!(Diagnostics::collect(warned), Ok(vec![1, 2]));
     }
 }

@@ -2,7 +2,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use tfinstall::cli::{Cli, Command, ProvidersCommand, normalize_args};
+use tfinstall::cli::{CacheCommand, Cli, Command, ProvidersCommand, normalize_args};
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse_from(normalize_args(std::env::args_os())) {
@@ -66,6 +66,10 @@ fn main() -> ExitCode {
             None => tfinstall::commands::providers::tree::run(args),
         },
         Command::Completions(args) => tfinstall::commands::completions::run(args),
+        Command::Cache(CacheCommand::Warm(args)) => {
+            runtime.block_on(tfinstall::commands::cache::warm(args, launch_dir))
+        }
+        Command::Cache(CacheCommand::Verify(args)) => tfinstall::commands::cache::verify(args),
     };
     if ok {
         ExitCode::SUCCESS

@@ -66,6 +66,14 @@ impl Ui {
                 "- Using previously-installed {} v{version}",
                 provider.for_display()
             ),
+            InstallEvent::CacheHit { provider, version } => format!(
+                "- Using {} v{version} from the shared cache directory",
+                provider.for_display()
+            ),
+            InstallEvent::WaitingForCache { provider, version } => format!(
+                "- Waiting for another tfinstall to finish installing {} v{version} into the shared cache directory...",
+                provider.for_display()
+            ),
             InstallEvent::Installing { provider, version } => {
                 format!("- Installing {} v{version}...", provider.for_display())
             }

@@ -5,15 +5,17 @@
 //!
 //! Failure cases live in `init_local_errors.rs`.
 
-mod init_harness;
 mod support;
 
 use std::path::Path;
 
-use init_harness::*;
-use support::current_platform;
+use support::*;
 
 const SUCCESS: &str = "\ntfinstall has installed the providers successfully!\n";
+
+const CREATED: &str = "\nTerraform has created a lock file .terraform.lock.hcl to record the provider\nselections it made above. Include this file in your version control repository\nso that Terraform can guarantee to make the same selections by default when\nyou run \"terraform init\" in the future.\n";
+
+const CHANGED: &str = "\nTerraform has made some changes to the provider dependency selections recorded\nin the .terraform.lock.hcl file. Review those changes and commit them to your\nversion control system if they represent changes you intended to make.\n";
 
 /// Terraform's warning after a lock file was written with only locally
 /// computed checksums (§10.5); `providers` as the UI names them, sorted.
@@ -86,7 +88,7 @@ fn assert_installed(pkg: &Pkg, base: &Path) {
 
 #[test]
 fn installs_packed_unpacked_and_home_directory_providers_without_cli_config() {
-    let case = Case::new();
+    let case = Project::new();
     case.write(
         "main.tf",
         r#"
@@ -120,7 +122,7 @@ terraform {
     gamma.write_unpacked(&home_plugins);
 
     let run = case.init(&[]);
-    run.success();
+    run.assert_success();
     assert_eq!(run.stderr, "");
     let mut lines = vec![
         "- Finding latest version of example.com/acme/gamma...".to_owned(),
@@ -182,7 +184,7 @@ terraform {
 
 #[test]
 fn plugin_dir_is_repeatable_and_replaces_every_implied_directory() {
-    let case = Case::new();
+    let case = Project::new();
     case.write(
         "main.tf",
         r#"
@@ -194,8 +196,8 @@ terraform {
 }
 "#,
     );
-    let first = case.mirror("first");
-    let second = case.mirror("second");
+    let first = case.dir("first");
+    let second = case.dir("second");
     let alpha = Pkg::fake("hashicorp/alpha", "1.0.0");
     alpha.write_packed(&first);
     let beta = Pkg::fake("hashicorp/beta", "1.0.0");
@@ -214,7 +216,7 @@ terraform {
         &second_arg,
         "-no-color",
     ]);
-    run.success();
+    run.assert_success();
     let mut lines = vec![
         "- Finding latest version of hashicorp/alpha...".to_owned(),
         "- Finding latest version of hashicorp/beta...".to_owned(),
@@ -243,12 +245,12 @@ terraform {
 
 #[test]
 fn plugin_dir_does_not_find_a_provider_that_only_an_implied_directory_holds() {
-    let case = Case::new();
+    let case = Project::new();
     case.write(
         "main.tf",
         "terraform {\n  required_providers {\n    gamma = { source = \"hashicorp/gamma\" }\n  }\n}\n",
     );
-    let only = case.mirror("only");
+    let only = case.dir("only");
     Pkg::fake("hashicorp/alpha", "1.0.0").write_packed(&only);
     Pkg::fake("hashicorp/gamma", "1.0.0").write_packed(&case.work.join("terraform.d/plugins"));
     Pkg::fake("hashicorp/gamma", "1.0.0").write_unpacked(&case.home.join(".terraform.d/plugins"));
@@ -256,7 +258,7 @@ fn plugin_dir_does_not_find_a_provider_that_only_an_implied_directory_holds() {
     let before = case.snapshot();
     let arg = format!("-plugin-dir={}", only.display());
     let run = case.init(&[&arg]);
-    run.failure().stderr_has(&format!(
+    run.assert_failure().assert_stderr_has(&format!(
         "Error: Failed to query available provider packages\n\nCould not retrieve the list of available versions for provider hashicorp/gamma: provider registry.terraform.io/hashicorp/gamma was not found in any of the search locations\n\n  - {}\n",
         only.display()
     ));
@@ -265,7 +267,7 @@ fn plugin_dir_does_not_find_a_provider_that_only_an_implied_directory_holds() {
 
 #[test]
 fn filesystem_mirrors_from_the_cli_config_replace_the_implied_directories() {
-    let case = Case::new();
+    let case = Project::new();
     case.write(
         "main.tf",
         r#"
@@ -282,8 +284,8 @@ terraform {
 }
 "#,
     );
-    let vendor = case.mirror("vendor mirror");
-    let general = case.mirror("general");
+    let vendor = case.dir("vendor mirror");
+    let general = case.dir("general");
     let widget = Pkg::fake("example.com/acme/widget", "1.2.0");
     widget.write_packed(&vendor);
     // Excluded from the first method, so the second one's copy is used.
@@ -312,7 +314,7 @@ provider_installation {{
     .unwrap();
 
     let run = case.init(&[]);
-    run.success();
+    run.assert_success();
     let mut lines = vec![
         "- Finding example.com/acme/widget versions matching \">= 1.0.0\"...".to_owned(),
         "- Finding latest version of hashicorp/alpha...".to_owned(),
@@ -344,18 +346,18 @@ provider_installation {{
     std::fs::remove_dir_all(case.data()).unwrap();
     std::fs::remove_file(case.lock_path()).unwrap();
     let run = case
-        .command(&[])
+        .command(&["init"])
         .env("TF_CLI_CONFIG_FILE", &config)
         .output()
         .unwrap();
-    Run::from(run).success();
+    Run::from(run).assert_success();
     assert_installed(&widget, &case.data().join("plugins"));
     assert_installed(&alpha, &case.data().join("plugins"));
 }
 
 #[test]
 fn every_kind_of_module_requirement_is_collected() {
-    let case = Case::new();
+    let case = Project::new();
     case.write(
         "main.tf",
         r#"
@@ -427,7 +429,7 @@ terraform {
         "resource \"eta_thing\" \"x\" {}\n",
     );
 
-    let mirror = case.mirror("mirror");
+    let mirror = case.dir("mirror");
     let alpha = Pkg::fake("hashicorp/alpha", "1.0.5");
     alpha.write_packed(&mirror);
     Pkg::fake("hashicorp/alpha", "1.1.0").write_packed(&mirror);
@@ -445,7 +447,7 @@ terraform {
 
     let arg = format!("-plugin-dir={}", mirror.display());
     let run = case.init(&[&arg]);
-    run.success();
+    run.assert_success();
     let mut lines = vec![
         "- terraform.io/builtin/terraform is built in to Terraform".to_owned(),
         "- Finding latest version of example.com/acme/widget...".to_owned(),
@@ -481,37 +483,21 @@ terraform {
 
 /// A lock file for `pkgs`, as a previous run would have written it.
 fn lock_for(pkgs: &[(&Pkg, &str)]) -> String {
-    let entries: Vec<(String, String, String, Vec<String>)> = pkgs
+    let blocks: Vec<String> = pkgs
         .iter()
-        .map(|(pkg, constraints)| {
-            (
-                pkg.addr(),
-                pkg.version.clone(),
-                constraints.to_string(),
-                vec![pkg.h1()],
-            )
-        })
+        .map(|(pkg, constraints)| lock_block(&pkg.addr(), &pkg.version, constraints, &[pkg.h1()]))
         .collect();
-    let borrowed: Vec<Vec<&str>> = entries
-        .iter()
-        .map(|e| e.3.iter().map(String::as_str).collect())
-        .collect();
-    let rows: Vec<(&str, &str, &str, &[&str])> = entries
-        .iter()
-        .zip(&borrowed)
-        .map(|(e, hashes)| (e.0.as_str(), e.1.as_str(), e.2.as_str(), hashes.as_slice()))
-        .collect();
-    lock_text(&rows)
+    lock_file(&blocks)
 }
 
 #[test]
 fn a_locked_older_version_is_kept_until_upgrade_moves_past_it() {
-    let case = Case::new();
+    let case = Project::new();
     case.write(
         "main.tf",
         "terraform {\n  required_providers {\n    alpha = {\n      source  = \"hashicorp/alpha\"\n      version = \">= 1.0.0\"\n    }\n  }\n}\n",
     );
-    let mirror = case.mirror("mirror");
+    let mirror = case.dir("mirror");
     let old = Pkg::fake("hashicorp/alpha", "1.0.0");
     let new = Pkg::fake("hashicorp/alpha", "1.2.0");
     old.write_packed(&mirror);
@@ -521,7 +507,7 @@ fn a_locked_older_version_is_kept_until_upgrade_moves_past_it() {
     let arg = format!("-plugin-dir={}", mirror.display());
 
     let run = case.init(&[&arg]);
-    run.success();
+    run.assert_success();
     assert_eq!(
         run.stdout,
         format!(
@@ -532,7 +518,7 @@ fn a_locked_older_version_is_kept_until_upgrade_moves_past_it() {
     assert_installed(&old, &case.data().join("plugins"));
 
     let run = case.init(&[&arg, "-upgrade"]);
-    run.success();
+    run.assert_success();
     assert_eq!(
         run.stdout,
         expected_stdout(
@@ -556,27 +542,27 @@ fn a_locked_older_version_is_kept_until_upgrade_moves_past_it() {
 
 #[test]
 fn a_second_run_changes_nothing() {
-    let case = Case::new();
+    let case = Project::new();
     case.write(
         "main.tf",
         "terraform {\n  required_providers {\n    alpha = \"~> 1.0\"\n    beta = { source = \"hashicorp/beta\" }\n  }\n}\n",
     );
-    let mirror = case.mirror("mirror");
+    let mirror = case.dir("mirror");
     Pkg::fake("hashicorp/alpha", "1.0.0").write_packed(&mirror);
     Pkg::fake("hashicorp/beta", "1.0.0").write_unpacked(&mirror);
     let arg = format!("-plugin-dir={}", mirror.display());
-    case.init(&[&arg]).success();
+    case.init(&[&arg]).assert_success();
 
     // Except tfinstall's memo of installed packages' hashes, which this run
     // may refresh: hashes taken right after writing are not trusted yet.
-    let memo = Path::new(".terraform/.tfinstall-hashes.json");
     let without_memo = |mut snapshot: Snapshot| {
-        assert!(snapshot.0.remove(memo).is_some(), "the memo is saved");
+        let memo = snapshot.entries.remove(".terraform/.tfinstall-hashes.json");
+        assert!(memo.is_some(), "the memo is saved");
         snapshot
     };
     let before = without_memo(case.snapshot());
     let run = case.init(&[&arg]);
-    run.success();
+    run.assert_success();
     assert_eq!(
         run.stdout,
         format!(
@@ -594,15 +580,15 @@ fn providers_layout_installs_for_terraform_0_14_and_later() {
         &["-layout=providers"][..],
         &["--layout", "providers"][..],
     ] {
-        let case = Case::new();
+        let case = Project::new();
         case.write("main.tf", "resource \"alpha_thing\" \"x\" {}\n");
-        let mirror = case.mirror("mirror");
+        let mirror = case.dir("mirror");
         let alpha = Pkg::fake("hashicorp/alpha", "1.0.0").with_file("LICENSE", b"MIT\n", 0o600);
         alpha.write_packed(&mirror);
         let arg = format!("-plugin-dir={}", mirror.display());
         let mut all = vec![arg.as_str()];
         all.extend_from_slice(args);
-        case.init(&all).success();
+        case.init(&all).assert_success();
         assert_installed(&alpha, &case.data().join("providers"));
         assert!(!case.data().join("plugins").exists(), "{args:?}");
         assert_eq!(
@@ -615,18 +601,18 @@ fn providers_layout_installs_for_terraform_0_14_and_later() {
 
 #[test]
 fn tf_data_dir_moves_the_installed_tree_but_not_the_lock_file() {
-    let case = Case::new();
+    let case = Project::new();
     case.write("main.tf", "provider \"alpha\" {}\n");
-    let mirror = case.mirror("mirror");
+    let mirror = case.dir("mirror");
     let alpha = Pkg::fake("hashicorp/alpha", "1.0.0");
     alpha.write_unpacked(&mirror);
     let arg = format!("-plugin-dir={}", mirror.display());
     let run = case
-        .command(&[&arg])
+        .command(&["init", &arg])
         .env("TF_DATA_DIR", "state/data")
         .output()
         .unwrap();
-    Run::from(run).success();
+    Run::from(run).assert_success();
     let plugins = case.work.join("state/data/plugins");
     assert_installed(&alpha, &plugins);
     assert_eq!(
@@ -639,17 +625,17 @@ fn tf_data_dir_moves_the_installed_tree_but_not_the_lock_file() {
 
 #[test]
 fn chdir_switches_the_working_directory_first() {
-    let case = Case::new();
+    let case = Project::new();
     case.write("infra/main.tf", "provider \"alpha\" {}\n");
-    let mirror = case.mirror("mirror");
+    let mirror = case.dir("mirror");
     let alpha = Pkg::fake("hashicorp/alpha", "1.0.0");
     alpha.write_packed(&mirror);
-    let mut command = support::tfinstall_command(&case.home);
+    let mut command = tfinstall_command(&case.home);
     command
         .current_dir(&case.work)
         .args(["-chdir=infra", "init"])
         .arg(format!("-plugin-dir={}", mirror.display()));
-    Run::from(command.output().unwrap()).success();
+    Run::from(command.output().unwrap()).assert_success();
     assert_installed(&alpha, &case.work.join("infra/.terraform/plugins"));
     assert!(case.work.join("infra/.terraform.lock.hcl").is_file());
     assert!(!case.data().exists());
@@ -661,17 +647,17 @@ fn chdir_switches_the_working_directory_first() {
     Pkg::fake("hashicorp/beta", "2.0.0")
         .write_unpacked(&case.work.join("infra/terraform.d/plugins"));
     case.write("infra/main.tf", "provider \"beta\" {}\n");
-    let mut command = support::tfinstall_command(&case.home);
+    let mut command = tfinstall_command(&case.home);
     command
         .current_dir(&case.work)
         .args(["-chdir=infra", "init"]);
-    Run::from(command.output().unwrap()).success();
+    Run::from(command.output().unwrap()).assert_success();
     assert_installed(&beta, &case.work.join("infra/.terraform/plugins"));
 }
 
 #[test]
 fn lock_file_keeps_hashes_sorted_and_constraints_canonical() {
-    let case = Case::new();
+    let case = Project::new();
     case.write(
         "main.tf",
         r#"
@@ -683,7 +669,7 @@ terraform {
 }
 "#,
     );
-    let mirror = case.mirror("mirror");
+    let mirror = case.dir("mirror");
     let alpha = Pkg::fake("hashicorp/alpha", "1.5.0");
     alpha.write_packed(&mirror);
     let beta = Pkg::fake("hashicorp/beta", "1.0.0");
@@ -709,7 +695,7 @@ terraform {
     let arg = format!("-plugin-dir={}", mirror.display());
     let run = case.init(&[&arg]);
     // alpha gained a hash; beta's only hash was computed locally again.
-    run.success().stdout_has(&format!(
+    run.assert_success().assert_stdout_has(&format!(
         "{CHANGED}{}",
         incomplete_warning(&["hashicorp/beta"])
     ));
@@ -736,12 +722,12 @@ terraform {
 
 #[test]
 fn providers_no_longer_required_leave_the_lock_file() {
-    let case = Case::new();
+    let case = Project::new();
     case.write("main.tf", "# nothing here yet\n");
     let old = Pkg::fake("hashicorp/old", "1.0.0");
     case.write(".terraform.lock.hcl", &lock_for(&[(&old, "")]));
     let run = case.init(&["-plugin-dir=nowhere"]);
-    run.success();
+    run.assert_success();
     assert_eq!(
         run.stdout,
         format!("\nInitializing provider plugins...\n{CHANGED}{SUCCESS}")
@@ -751,9 +737,9 @@ fn providers_no_longer_required_leave_the_lock_file() {
 
 #[test]
 fn readonly_lock_file_is_checked_but_never_written() {
-    let case = Case::new();
+    let case = Project::new();
     case.write("main.tf", "provider \"alpha\" {}\n");
-    let mirror = case.mirror("mirror");
+    let mirror = case.dir("mirror");
     let alpha = Pkg::fake("hashicorp/alpha", "1.0.0");
     alpha.write_packed(&mirror);
     let arg = format!("-plugin-dir={}", mirror.display());
@@ -771,7 +757,7 @@ fn readonly_lock_file_is_checked_but_never_written() {
         .modified()
         .unwrap();
     let run = case.init(&[&arg, "-lockfile=readonly"]);
-    run.success().stdout_has(
+    run.assert_success().assert_stdout_has(
         "\nWarning: Provider lock file not updated\n\nChanges to the provider selections were detected, but not saved in the .terraform.lock.hcl file. To record these selections, run \"terraform init\" without the \"-lockfile=readonly\" flag.\n",
     );
     assert!(!run.stdout.contains("Terraform has"), "{}", run.stdout);
@@ -789,19 +775,19 @@ fn readonly_lock_file_is_checked_but_never_written() {
     let full = lock_for(&[(&alpha, "")]);
     case.write(".terraform.lock.hcl", &full);
     let run = case.init(&[&arg, "-lockfile=readonly"]);
-    run.success();
+    run.assert_success();
     assert!(!run.stdout.contains("Warning"), "{}", run.stdout);
     assert_eq!(case.lock(), full);
 
     // Any other value of -lockfile is accepted and means nothing.
-    case.init(&[&arg, "-lockfile=whatever"]).success();
+    case.init(&[&arg, "-lockfile=whatever"]).assert_success();
     assert_eq!(case.lock(), full);
 }
 
 #[test]
 fn readonly_lock_file_refuses_a_different_set_of_providers() {
-    let case = Case::new();
-    let mirror = case.mirror("mirror");
+    let case = Project::new();
+    let mirror = case.dir("mirror");
     let alpha = Pkg::fake("hashicorp/alpha", "1.0.0");
     let beta = Pkg::fake("hashicorp/beta", "1.0.0");
     alpha.write_packed(&mirror);
@@ -813,8 +799,8 @@ fn readonly_lock_file_refuses_a_different_set_of_providers() {
     case.write("main.tf", "provider \"alpha\" {}\n");
     let before = case.snapshot();
     case.init(&[&arg, "-lockfile=readonly"])
-        .failure()
-        .stderr_has(refused);
+        .assert_failure()
+        .assert_stderr_has(refused);
     assert_eq!(case.snapshot(), before);
 
     // A provider the configuration no longer uses.
@@ -824,14 +810,14 @@ fn readonly_lock_file_refuses_a_different_set_of_providers() {
     );
     let before = case.snapshot();
     case.init(&[&arg, "-lockfile=readonly"])
-        .failure()
-        .stderr_has(refused);
+        .assert_failure()
+        .assert_stderr_has(refused);
     assert_eq!(case.snapshot(), before);
 
     // -upgrade cannot be combined with it.
     case.init(&[&arg, "-lockfile=readonly", "-upgrade"])
-        .failure()
-        .stderr_has(
+        .assert_failure()
+        .assert_stderr_has(
             "Error: Invalid command-line option\n\nThe -upgrade flag conflicts with -lockfile=readonly.\n",
         );
     assert_eq!(case.snapshot(), before);
@@ -841,7 +827,7 @@ fn readonly_lock_file_refuses_a_different_set_of_providers() {
 /// `h1:` values upstream asserts (spec §16.1).
 #[test]
 fn terraform_init_test_fake_packages_hash_to_the_upstream_values() {
-    let case = Case::new();
+    let case = Project::new();
     case.write(
         "main.tf",
         r#"
@@ -854,12 +840,12 @@ terraform {
 }
 "#,
     );
-    let mirror = case.mirror("mirror");
+    let mirror = case.dir("mirror");
     Pkg::fake("hashicorp/test", "1.2.3").write_packed(&mirror);
     Pkg::fake("hashicorp/foobar", "9.9.9").write_unpacked(&mirror);
     Pkg::fake("hashicorp/test-beta", "1.2.4").write_packed(&mirror);
     let arg = format!("-plugin-dir={}", mirror.display());
-    case.init(&[&arg]).success();
+    case.init(&[&arg]).assert_success();
     assert_eq!(
         case.lock(),
         lock_text(&[
@@ -915,8 +901,8 @@ fn copy_dir(from: &Path, to: &Path) {
 /// them all.
 #[test]
 fn upstream_package_trees_hash_to_the_spec_vectors() {
-    let case = Case::new();
-    let mirror = case.mirror("mirror");
+    let case = Project::new();
+    let mirror = case.dir("mirror");
     let platform = current_platform();
     let fs_mirror = format!("{UPSTREAM}/getproviders/testdata/filesystem-mirror");
     let search = format!("{UPSTREAM}/getproviders/testdata/search-local-directory");
@@ -1009,7 +995,7 @@ fn upstream_package_trees_hash_to_the_spec_vectors() {
         &lock_text(&[("example.org/zipped/null", "2.1.0", "", &[zh])]),
     );
     let arg = format!("-plugin-dir={}", mirror.display());
-    case.init(&[&arg]).success();
+    case.init(&[&arg]).assert_success();
 
     let lock = case.lock();
     let mut expected: Vec<(&str, &str, &str, Vec<&str>)> = trees
@@ -1036,13 +1022,13 @@ fn upstream_package_trees_hash_to_the_spec_vectors() {
 /// The README's example: the bundled configuration and the mirror beside it.
 #[test]
 fn the_bundled_example_installs_offline() {
-    let case = Case::new();
+    let case = Project::new();
     copy_dir(
         Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/example")),
         &case.work.join("example"),
     );
     let run = |args: &[&str]| {
-        let mut command = support::tfinstall_command(&case.home);
+        let mut command = tfinstall_command(&case.home);
         command
             .current_dir(&case.work)
             .args(["-chdir=example", "init", "-plugin-dir=mirror"])
@@ -1050,7 +1036,7 @@ fn the_bundled_example_installs_offline() {
         Run::from(command.output().unwrap())
     };
     let first = run(&[]);
-    first.success().stdout_has(CREATED);
+    first.assert_success().assert_stdout_has(CREATED);
     assert_eq!(
         first.progress(),
         [
@@ -1074,7 +1060,7 @@ fn the_bundled_example_installs_offline() {
         assert!(lock.contains(label), "{label}\n{lock}");
     }
     let second = run(&["-lockfile=readonly"]);
-    second.success();
+    second.assert_success();
     assert_eq!(
         second.progress().last().copied(),
         Some("- Using previously-installed hashicorp/random v3.5.1")

@@ -3,16 +3,14 @@
 //! must name the file or provider) and that `.terraform/` and the lock file
 //! are exactly as before: paths, bytes, modes and modification times.
 
-mod init_harness;
 mod support;
 
-use init_harness::*;
-use support::current_platform;
+use support::*;
 
 /// A working directory that `init -plugin-dir=mirror` has already installed:
 /// alpha 1.0.0 (packed, `~> 1.0`) and beta 2.0.0 (unpacked).
 struct Installed {
-    case: Case,
+    case: Project,
     mirror: std::path::PathBuf,
     arg: String,
     alpha: Pkg,
@@ -34,15 +32,15 @@ const MAIN_TF: &str = r#"terraform {
 
 impl Installed {
     fn new() -> Installed {
-        let case = Case::new();
+        let case = Project::new();
         case.write("main.tf", MAIN_TF);
-        let mirror = case.mirror("mirror");
+        let mirror = case.dir("mirror");
         let alpha = Pkg::fake("hashicorp/alpha", "1.0.0");
         alpha.write_packed(&mirror);
         let beta = Pkg::fake("hashicorp/beta", "2.0.0");
         beta.write_unpacked(&mirror);
         let arg = format!("-plugin-dir={}", mirror.display());
-        case.init(&[&arg]).success();
+        case.init(&[&arg]).assert_success();
         assert!(case.lock_path().is_file());
         Installed {
             case,
@@ -57,17 +55,9 @@ impl Installed {
     /// change at all to what init owns.
     #[track_caller]
     fn fails(&self, args: &[&str]) -> Run {
-        let before = self.case.snapshot();
         let mut all = vec![self.arg.as_str()];
         all.extend_from_slice(args);
-        let run = self.case.init(&all);
-        run.failure();
-        assert_eq!(
-            self.case.snapshot(),
-            before,
-            "a failed run changed .terraform or the lock file\n{}",
-            run.stderr
-        );
+        let run = self.case.init_failing(&all);
         assert!(
             !run.stderr.contains("panicked"),
             "no panic on bad input: {}",
@@ -85,7 +75,7 @@ fn unparsable_hcl_names_the_file_and_line() {
         "resource \"alpha_net\" \"x\" {\n  name = \"a\"\n  tags = {\n}\n",
     );
     let run = t.fails(&[]);
-    run.stderr_has("on network.tf line");
+    run.assert_stderr_has("on network.tf line");
     assert!(
         !run.stdout.contains("Initializing provider plugins"),
         "configuration errors stop before installing: {}",
@@ -104,7 +94,8 @@ fn unparsable_hcl_in_a_child_module_names_its_path() {
         "modules/child/main.tf",
         "terraform {\n  required_providers {\n    = \"x\"\n  }\n}\n",
     );
-    t.fails(&[]).stderr_has("on modules/child/main.tf line 3");
+    t.fails(&[])
+        .assert_stderr_has("on modules/child/main.tf line 3");
 }
 
 #[test]
@@ -114,7 +105,7 @@ fn invalid_json_configuration_names_the_file() {
         "extra.tf.json",
         "{\n  \"resource\": {\n    \"alpha_x\": [\n}\n",
     );
-    t.fails(&[]).stderr_has("extra.tf.json");
+    t.fails(&[]).assert_stderr_has("extra.tf.json");
 }
 
 #[test]
@@ -124,7 +115,7 @@ fn malformed_source_addresses_name_the_file_and_line() {
         "main.tf",
         "terraform {\n  required_providers {\n    alpha = {\n      source = \"hashicorp/alpha/extra/parts\"\n    }\n  }\n}\n",
     );
-    t.fails(&[]).stderr_has(
+    t.fails(&[]).assert_stderr_has(
         "Error: Invalid provider source string\n\n  on main.tf line 4:\n\nThe \"source\" attribute must be in the format \"[hostname/][namespace/]name\"\n",
     );
 
@@ -133,8 +124,8 @@ fn malformed_source_addresses_name_the_file_and_line() {
         "terraform {\n  required_providers {\n    alpha = {\n      source = \"hashi corp/alpha\"\n    }\n  }\n}\n",
     );
     let run = t.fails(&[]);
-    run.stderr_has("Error: Invalid provider namespace\n\n  on main.tf line 4:\n");
-    run.stderr_has("\"hashi corp/alpha\"");
+    run.assert_stderr_has("Error: Invalid provider namespace\n\n  on main.tf line 4:\n");
+    run.assert_stderr_has("\"hashi corp/alpha\"");
 }
 
 #[test]
@@ -145,7 +136,7 @@ fn invalid_version_constraint_names_the_file_and_line() {
         "terraform {\n  required_providers {\n    alpha = {\n      source  = \"hashicorp/alpha\"\n      version = \"=> 1.0\"\n    }\n  }\n}\n",
     );
     t.fails(&[])
-        .stderr_has("Error: Invalid version constraint\n\n  on main.tf line 5:\n");
+        .assert_stderr_has("Error: Invalid version constraint\n\n  on main.tf line 5:\n");
 }
 
 #[test]
@@ -156,10 +147,10 @@ fn constraints_that_nothing_satisfies_name_the_provider() {
         "terraform {\n  required_providers {\n    alpha = { source = \"hashicorp/alpha\", version = \">= 9.0\" }\n    beta = { source = \"hashicorp/beta\" }\n  }\n}\n",
     );
     // The lock pins 1.0.0, which the new constraint excludes.
-    t.fails(&[]).stderr_has(
+    t.fails(&[]).assert_stderr_has(
         "Error: Failed to query available provider packages\n\nCould not retrieve the list of available versions for provider hashicorp/alpha: locked provider registry.terraform.io/hashicorp/alpha 1.0.0 does not match configured version constraint >= 9.0.0; must use terraform init -upgrade to allow selection of new versions",
     );
-    t.fails(&["-upgrade"]).stderr_has(
+    t.fails(&["-upgrade"]).assert_stderr_has(
         "Error: Failed to query available provider packages\n\nCould not retrieve the list of available versions for provider hashicorp/alpha: no available releases match the given constraints >= 9.0.0",
     );
 }
@@ -175,7 +166,7 @@ fn a_child_module_whose_constraint_conflicts_with_the_root_is_reported() {
         "modules/child/main.tf",
         "terraform {\n  required_providers {\n    alpha = { source = \"hashicorp/alpha\", version = \">= 2.0.0\" }\n  }\n}\n",
     );
-    t.fails(&["-upgrade"]).stderr_has(
+    t.fails(&["-upgrade"]).assert_stderr_has(
         "provider hashicorp/alpha: no available releases match the given constraints ~> 1.0, >= 2.0.0",
     );
 }
@@ -189,7 +180,7 @@ fn a_corrupt_zip_in_a_packed_mirror_names_the_provider_and_installs_nothing() {
     std::fs::write(&zip, b"PK\x03\x04 this is not really a zip file").unwrap();
     Pkg::fake("hashicorp/beta", "2.1.0").write_unpacked(&t.mirror);
     let run = t.fails(&["-upgrade"]);
-    run.stderr_has(&format!(
+    run.assert_stderr_has(&format!(
         "Error: Failed to install provider\n\nError while installing hashicorp/alpha v1.1.0: {} is not a valid zip archive",
         zip.display()
     ));
@@ -221,7 +212,7 @@ fn the_upstream_non_zip_vector_is_refused() {
         "main.tf",
         &format!("{MAIN_TF}\nresource \"null_resource\" \"x\" {{}}\n"),
     );
-    t.fails(&[]).stderr_has(&format!(
+    t.fails(&[]).assert_stderr_has(&format!(
         "Error while installing hashicorp/null v2.1.0: {} is not a valid zip archive",
         dir.join(format!(
             "terraform-provider-null_2.1.0_{}.zip",
@@ -245,7 +236,7 @@ fn a_package_without_its_executable_is_refused() {
         "main.tf",
         "terraform {\n  required_providers {\n    executable = { source = \"missing/executable\" }\n  }\n}\n",
     );
-    t.fails(&[]).stderr_has(
+    t.fails(&[]).assert_stderr_has(
         "Error while installing missing/executable v2.0.0: provider binary not found: could not find executable file starting with terraform-provider-executable\n",
     );
 }
@@ -265,7 +256,7 @@ fn a_packed_package_that_disagrees_with_the_lock_file_is_refused() {
             .unwrap(),
     )
     .unwrap();
-    t.fails(&[]).stderr_has(
+    t.fails(&[]).assert_stderr_has(
         "Error: Failed to install provider\n\nError while installing hashicorp/alpha v1.0.0: the current package for registry.terraform.io/hashicorp/alpha 1.0.0 doesn't match any of the checksums previously recorded in the dependency lock file; for more information: https://developer.hashicorp.com/terraform/language/files/dependency-lock#checksum-verification\n",
     );
 }
@@ -280,7 +271,7 @@ fn an_unpacked_package_that_disagrees_with_the_lock_file_is_refused() {
         "h1:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=",
     );
     t.case.write(".terraform.lock.hcl", &lock);
-    t.fails(&[]).stderr_has(
+    t.fails(&[]).assert_stderr_has(
         "Error while installing hashicorp/beta v2.0.0: the local package for registry.terraform.io/hashicorp/beta 2.0.0 doesn't match any of the checksums previously recorded in the dependency lock file (this might be because the available checksums are for packages targeting different platforms); for more information: https://developer.hashicorp.com/terraform/language/files/dependency-lock#checksum-verification\n",
     );
 }
@@ -290,9 +281,9 @@ fn a_provider_not_found_lists_every_searched_location() {
     let t = Installed::new();
     t.case
         .write("main.tf", &format!("{MAIN_TF}\nprovider \"gamma\" {{}}\n"));
-    let other = t.case.mirror("other");
+    let other = t.case.dir("other");
     let other_arg = format!("-plugin-dir={}", other.display());
-    t.fails(&[&other_arg]).stderr_has(&format!(
+    t.fails(&[&other_arg]).assert_stderr_has(&format!(
         "Error: Failed to query available provider packages\n\nCould not retrieve the list of available versions for provider hashicorp/gamma: provider registry.terraform.io/hashicorp/gamma was not found in any of the search locations\n\n  - {}\n  - {}\n",
         t.mirror.display(),
         other.display()
@@ -316,12 +307,12 @@ fn a_provider_not_found_in_cli_config_mirrors_lists_them() {
     let before = t.case.snapshot();
     let run = Run::from(
         t.case
-            .command(&[])
+            .command(&["init"])
             .env("TF_CLI_CONFIG_FILE", &config)
             .output()
             .unwrap(),
     );
-    run.failure().stderr_has(&format!(
+    run.assert_failure().assert_stderr_has(&format!(
         "provider registry.terraform.io/hashicorp/gamma was not found in any of the search locations\n\n  - {}\n",
         t.mirror.display()
     ));
@@ -340,7 +331,7 @@ fn a_package_missing_for_this_platform_says_so() {
     };
     let dir = t.mirror.join("registry.terraform.io/hashicorp/alpha/1.5.0");
     std::fs::rename(dir.join(&here), dir.join(elsewhere)).unwrap();
-    t.fails(&["-upgrade"]).stderr_has(&format!(
+    t.fails(&["-upgrade"]).assert_stderr_has(&format!(
         "Error: Incompatible provider version\n\nProvider registry.terraform.io/hashicorp/alpha v1.5.0 does not have a package available for your current platform, {here}.\n"
     ));
 }
@@ -354,12 +345,12 @@ fn an_unreadable_lock_file_names_the_file_and_line() {
         .replace("version     = \"1.0.0\"", "version     = \"1.0\"");
     t.case.write(".terraform.lock.hcl", &lock);
     let run = t.fails(&[]);
-    run.stderr_has("Error: Invalid provider version number");
-    run.stderr_has("on .terraform.lock.hcl line 5:");
+    run.assert_stderr_has("Error: Invalid provider version number");
+    run.assert_stderr_has("on .terraform.lock.hcl line 5:");
 
     t.case
         .write(".terraform.lock.hcl", "provider \"hashicorp/alpha\" {\n");
-    t.fails(&[]).stderr_has(".terraform.lock.hcl");
+    t.fails(&[]).assert_stderr_has(".terraform.lock.hcl");
 }
 
 #[test]
@@ -370,7 +361,7 @@ fn a_version_constraint_on_the_builtin_provider_is_refused() {
         "terraform {\n  required_providers {\n    terraform = \"1.0.0\"\n  }\n}\n",
     );
     t.case.write("main.tf", "resource \"alpha_x\" \"x\" {}\n");
-    t.fails(&[]).stderr_has(
+    t.fails(&[]).assert_stderr_has(
         "Error: Invalid dependency on built-in provider\n\nCannot use terraform.io/builtin/terraform: built-in providers do not support explicit version constraints.\n",
     );
 }
@@ -384,7 +375,7 @@ fn every_failing_provider_is_reported_and_none_is_installed() {
     );
     Pkg::fake("hashicorp/gamma", "1.0.0").write_unpacked(&t.mirror);
     let run = t.fails(&[]);
-    run.stderr_has("provider registry.terraform.io/hashicorp/delta was not found");
+    run.assert_stderr_has("provider registry.terraform.io/hashicorp/delta was not found");
     assert!(
         !t.case
             .data()
@@ -395,7 +386,7 @@ fn every_failing_provider_is_reported_and_none_is_installed() {
 
 #[test]
 fn bad_flags_exit_1_and_name_the_flag() {
-    let case = Case::new();
+    let case = Project::new();
     case.write("main.tf", "");
     for (args, mention) in [
         (&["-bogus"][..], "-bogus"),
@@ -404,7 +395,7 @@ fn bad_flags_exit_1_and_name_the_flag() {
         (&["stray"][..], "stray"),
     ] {
         let run = case.init(args);
-        run.failure();
+        run.assert_failure();
         assert!(
             run.stderr.contains(mention),
             "{args:?}: stderr should name {mention:?}: {}",
@@ -416,10 +407,10 @@ fn bad_flags_exit_1_and_name_the_flag() {
 
 #[test]
 fn help_lists_the_init_flags() {
-    let case = Case::new();
+    let case = Project::new();
     for args in [&["--help"][..], &["-help"][..], &["-h"][..]] {
         let run = case.init(args);
-        run.success();
+        run.assert_success();
         for flag in [
             "-plugin-dir",
             "-upgrade",
@@ -438,9 +429,9 @@ fn help_lists_the_init_flags() {
     }
     // The long form explains where providers come from and how it ends.
     let run = case.init(&["--help"]);
-    run.stdout_has("~/.terraform.d/plugins")
-        .stdout_has("Examples:")
-        .stdout_has("Exit status");
+    run.assert_stdout_has("~/.terraform.d/plugins")
+        .assert_stdout_has("Examples:")
+        .assert_stdout_has("Exit status");
 }
 
 #[test]
@@ -453,6 +444,6 @@ fn missing_module_directories_are_named() {
         ),
     );
     let run = t.fails(&[]);
-    run.stderr_has("Error: Failed to read module directory\n\n  on main.tf line 14:\n");
-    run.stderr_has("Error: Module not installed\n\n  on main.tf line 18:\n\nModule \"module.remote\" (source \"example/remote/aws\") is not yet installed.");
+    run.assert_stderr_has("Error: Failed to read module directory\n\n  on main.tf line 14:\n");
+    run.assert_stderr_has("Error: Module not installed\n\n  on main.tf line 18:\n\nModule \"module.remote\" (source \"example/remote/aws\") is not yet installed.");
 }

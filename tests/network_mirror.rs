@@ -2,10 +2,8 @@
 //! end to end: the built binary installs from a static mirror tree served
 //! over HTTPS by an in-process server, with a CA made for the test.
 
-mod mirror_common;
 mod support;
 
-use mirror_common::{Project, Run, lock_block, lock_file, main_tf};
 use support::*;
 use tempfile::TempDir;
 
@@ -59,12 +57,20 @@ impl Served {
             .expect("mirror zip path")
     }
 
+    /// `tfinstall init ARGS…` in `project`, trusting this server.
+    fn run(&self, project: &Project, args: &[&str]) -> Run {
+        let mut command = project.command(&["init"]);
+        command.args(args);
+        self.ca.configure(&mut command);
+        Run::of(command)
+    }
+
     fn init(&self, project: &Project) -> Run {
-        project.init(Some(&self.ca), &[])
+        self.run(project, &[])
     }
 
     fn upgrade(&self, project: &Project) -> Run {
-        project.init(Some(&self.ca), &["-upgrade"])
+        self.run(project, &["-upgrade"])
     }
 }
 
@@ -75,12 +81,7 @@ fn null_mirror() -> NetworkMirror {
 }
 
 fn null_project() -> Project {
-    Project::new(&main_tf(&[("null", "hashicorp/null", "~> 3.2")]))
-}
-
-/// A CLI configuration whose only installation method is the mirror.
-fn mirror_rc(base: &str) -> String {
-    format!("provider_installation {{\n  network_mirror {{\n    url = \"{base}\"\n  }}\n}}\n")
+    Project::requiring(&[("null", "hashicorp/null", "~> 3.2")])
 }
 
 /// The lock file Terraform 1.x writes for a mirror install: the locally
@@ -97,30 +98,23 @@ fn assert_installed_from_mirror(project: &Project, served: &Served, run: &Run, a
         .assert_contains(&format!("- Installed hashicorp/null v3.2.2 ({auth})"));
     let spec = ProviderSpec::new("hashicorp", "null", "3.2.2");
     assert_eq!(
-        project.installed_executable(NULL, "3.2.2"),
+        std::fs::read(
+            project
+                .installed_dir(NULL, "3.2.2")
+                .join(spec.executable_name())
+        )
+        .unwrap(),
         spec.executable_content(&current_platform())
     );
-    assert_eq!(
-        project.lock_text(),
-        h1_only_lock(&served.package("3.2.2").h1)
-    );
+    assert_eq!(project.lock(), h1_only_lock(&served.package("3.2.2").h1));
     assert_eq!(served.server.count(&served.zip_path("3.2.2")), 1);
-}
-
-#[track_caller]
-fn assert_unchanged(project: &Project, before: &mirror_common::Snapshot) {
-    assert_eq!(
-        &project.snapshot(),
-        before,
-        "a failed run changed the working directory"
-    );
 }
 
 #[test]
 fn installs_from_a_mirror_with_terraforms_lock_entry_and_warning() {
     let served = Served::new(null_mirror());
     let project = null_project();
-    project.write_home(".terraformrc", &mirror_rc(&served.base));
+    project.write_home(".terraformrc", &network_mirror_config(&served.base));
 
     let run = served.init(&project);
     assert_installed_from_mirror(&project, &served, &run, "verified checksum");
@@ -168,7 +162,7 @@ fn archive_urls_resolve_against_the_version_documents_final_url() {
         let server = TestServer::https_http1_only(&ca);
         let served = Served::on(ca, server, null_mirror().url_style(style));
         let project = null_project();
-        project.write_home(".terraformrc", &mirror_rc(&served.base));
+        project.write_home(".terraformrc", &network_mirror_config(&served.base));
         let run = served.init(&project);
         assert_installed_from_mirror(&project, &served, &run, "verified checksum");
         assert_eq!(
@@ -210,17 +204,14 @@ fn a_redirected_version_document_resolves_archive_urls_against_where_it_landed()
         },
     );
     let project = null_project();
-    project.write_home(".terraformrc", &mirror_rc(&served.base));
+    project.write_home(".terraformrc", &network_mirror_config(&served.base));
 
     let run = served.init(&project);
     run.assert_success()
         .assert_contains("- Installed hashicorp/null v3.2.2 (verified checksum)");
     assert_eq!(served.server.count(&format!("/moved/{zip_name}")), 1);
     assert_eq!(served.server.count(&served.zip_path("3.2.2")), 0);
-    assert_eq!(
-        project.lock_text(),
-        h1_only_lock(&served.package("3.2.2").h1)
-    );
+    assert_eq!(project.lock(), h1_only_lock(&served.package("3.2.2").h1));
 }
 
 #[test]
@@ -228,7 +219,7 @@ fn either_listed_hash_kind_alone_verifies_the_package() {
     for hashes in [MirrorHashes::H1Only, MirrorHashes::ZhOnly] {
         let served = Served::new(null_mirror().hashes(hashes.clone()));
         let project = null_project();
-        project.write_home(".terraformrc", &mirror_rc(&served.base));
+        project.write_home(".terraformrc", &network_mirror_config(&served.base));
         let run = served.init(&project);
         assert_installed_from_mirror(&project, &served, &run, "verified checksum");
     }
@@ -238,7 +229,7 @@ fn either_listed_hash_kind_alone_verifies_the_package() {
 fn a_package_matching_no_listed_hash_is_refused() {
     let served = Served::new(null_mirror().hashes(MirrorHashes::Wrong));
     let project = null_project();
-    project.write_home(".terraformrc", &mirror_rc(&served.base));
+    project.write_home(".terraformrc", &network_mirror_config(&served.base));
     let before = project.snapshot();
 
     let run = served.init(&project);
@@ -249,7 +240,7 @@ fn a_package_matching_no_listed_hash_is_refused() {
             "Error while installing hashicorp/null v3.2.2: provider package doesn't match the expected checksum \"{listed}\""
         ))
         .assert_not_contains("- Installed");
-    assert_unchanged(&project, &before);
+    project.assert_unchanged(&before);
 }
 
 #[test]
@@ -258,7 +249,7 @@ fn a_zip_matching_only_one_of_two_listed_zh_hashes_is_refused_with_terraforms_si
     let wrong_h1 = h1_hash(&[("other", b"other")]);
     let served = Served::new(null_mirror().hashes(MirrorHashes::Custom(vec![wrong_h1, wrong_zh])));
     let project = null_project();
-    project.write_home(".terraformrc", &mirror_rc(&served.base));
+    project.write_home(".terraformrc", &network_mirror_config(&served.base));
     let before = project.snapshot();
 
     served
@@ -267,7 +258,7 @@ fn a_zip_matching_only_one_of_two_listed_zh_hashes_is_refused_with_terraforms_si
         .assert_contains(
             "Error while installing hashicorp/null v3.2.2: provider package doesn't match the any of the expected checksums",
         );
-    assert_unchanged(&project, &before);
+    project.assert_unchanged(&before);
 }
 
 #[test]
@@ -275,20 +266,20 @@ fn only_unknown_hash_schemes_are_refused() {
     let served =
         Served::new(null_mirror().hashes(MirrorHashes::Custom(vec!["h9:somethingnew".to_owned()])));
     let project = null_project();
-    project.write_home(".terraformrc", &mirror_rc(&served.base));
+    project.write_home(".terraformrc", &network_mirror_config(&served.base));
     let before = project.snapshot();
 
     served.init(&project).assert_failure().assert_contains(
         "Error while installing hashicorp/null v3.2.2: this version of Terraform does not support any of the checksum formats given for this provider",
     );
-    assert_unchanged(&project, &before);
+    project.assert_unchanged(&before);
 }
 
 #[test]
 fn a_mirror_listing_no_hashes_installs_unauthenticated() {
     let served = Served::new(null_mirror().hashes(MirrorHashes::Omitted));
     let project = null_project();
-    project.write_home(".terraformrc", &mirror_rc(&served.base));
+    project.write_home(".terraformrc", &network_mirror_config(&served.base));
     let run = served.init(&project);
     assert_installed_from_mirror(&project, &served, &run, "unauthenticated");
     run.assert_contains("Incomplete lock file information for providers");
@@ -322,8 +313,11 @@ fn a_missing_version_document_aborts_instead_of_falling_through() {
     project.write_home(
         ".terraformrc",
         &format!(
-            "host \"registry.terraform.io\" {{\n  services = {{\n    \"providers.v1\" = \"{}v1/providers/\"\n  }}\n}}\n\nprovider_installation {{\n  network_mirror {{\n    url = \"{}\"\n  }}\n  direct {{}}\n}}\n",
-            served.server.url(),
+            "{}\nprovider_installation {{\n  network_mirror {{\n    url = \"{}\"\n  }}\n  direct {{}}\n}}\n",
+            host_block(
+                "registry.terraform.io",
+                &served.server.url_for("/v1/providers/")
+            ),
             served.base
         ),
     );
@@ -344,7 +338,7 @@ fn a_missing_version_document_aborts_instead_of_falling_through() {
         1
     );
     assert_eq!(served.server.count(&download), 0);
-    assert_unchanged(&project, &before);
+    project.assert_unchanged(&before);
 }
 
 #[test]
@@ -388,7 +382,7 @@ fn credentials_go_to_the_json_documents_and_never_to_the_archive() {
     let host = served.server.host();
 
     // No credentials: the mirror refuses, and nothing changes.
-    project.write_home(".terraformrc", &mirror_rc(&served.base));
+    project.write_home(".terraformrc", &network_mirror_config(&served.base));
     let before = project.snapshot();
     served
         .init(&project)
@@ -397,7 +391,7 @@ fn credentials_go_to_the_json_documents_and_never_to_the_archive() {
         .assert_contains(&format!(
             "Could not retrieve the list of available versions for provider hashicorp/null: host {host} rejected the given authentication credentials"
         ));
-    assert_unchanged(&project, &before);
+    project.assert_unchanged(&before);
     assert_eq!(served.server.count(&served.zip_path("3.2.2")), 0);
 
     // With a credentials block for the mirror's host (and port) it works.
@@ -405,7 +399,7 @@ fn credentials_go_to_the_json_documents_and_never_to_the_archive() {
         ".terraformrc",
         &format!(
             "credentials \"{host}\" {{\n  token = \"{TOKEN}\"\n}}\n\n{}",
-            mirror_rc(&served.base)
+            network_mirror_config(&served.base)
         ),
     );
     served.server.clear_log();
@@ -437,7 +431,7 @@ fn credentials_from_a_tfrc_file_in_the_config_dir_also_apply() {
             served.server.host()
         ),
     );
-    project.write_home(".terraformrc", &mirror_rc(&served.base));
+    project.write_home(".terraformrc", &network_mirror_config(&served.base));
     let run = served.init(&project);
     assert_installed_from_mirror(&project, &served, &run, "verified checksum");
 }
@@ -447,11 +441,11 @@ fn an_http_mirror_is_refused_with_a_clear_message() {
     let server = TestServer::http();
     let project = null_project();
     let url = server.url();
-    let rc = project.write_home(".terraformrc", &mirror_rc(&url));
+    let rc = project.write_home(".terraformrc", &network_mirror_config(&url));
     let before = project.snapshot();
 
     project
-        .init(None, &[])
+        .init(&[])
         .assert_failure()
         .assert_contains(&format!(
             "Error: Invalid URL for provider installation source\n\n  on {} line 2:\n\nCannot use \"{url}\" as a URL for a network provider mirror: the mirror must be at an https: URL.",
@@ -461,7 +455,7 @@ fn an_http_mirror_is_refused_with_a_clear_message() {
         server.requests().is_empty(),
         "an http mirror must never be contacted"
     );
-    assert_unchanged(&project, &before);
+    project.assert_unchanged(&before);
 }
 
 #[test]
@@ -478,7 +472,7 @@ fn a_json_document_with_the_wrong_content_type_is_refused() {
         .server
         .route(&served.doc_path("index.json"), Response::text(index));
     let project = null_project();
-    project.write_home(".terraformrc", &mirror_rc(&served.base));
+    project.write_home(".terraformrc", &network_mirror_config(&served.base));
     let before = project.snapshot();
 
     served
@@ -489,7 +483,7 @@ fn a_json_document_with_the_wrong_content_type_is_refused() {
             "failed to query provider mirror {} for {NULL}: response has invalid Content-Type: must be application/json",
             served.base
         ));
-    assert_unchanged(&project, &before);
+    project.assert_unchanged(&before);
 }
 
 #[test]
@@ -501,7 +495,7 @@ fn garbage_json_is_refused() {
             Response::json("{\"versions\": [1, 2"),
         );
         let project = null_project();
-        project.write_home(".terraformrc", &mirror_rc(&served.base));
+        project.write_home(".terraformrc", &network_mirror_config(&served.base));
         let before = project.snapshot();
 
         let run = served.init(&project);
@@ -511,7 +505,7 @@ fn garbage_json_is_refused() {
             served.base
             ))
             .assert_not_contains("- Installed");
-        assert_unchanged(&project, &before);
+        project.assert_unchanged(&before);
     }
 }
 
@@ -522,7 +516,7 @@ fn a_server_error_is_reported_with_its_status() {
         .server
         .fault(&served.doc_path("index.json"), Fault::Status(500));
     let project = null_project();
-    project.write_home(".terraformrc", &mirror_rc(&served.base));
+    project.write_home(".terraformrc", &network_mirror_config(&served.base));
     let before = project.snapshot();
     served
         .init(&project)
@@ -532,7 +526,7 @@ fn a_server_error_is_reported_with_its_status() {
             served.base
         ))
         .assert_contains("500");
-    assert_unchanged(&project, &before);
+    project.assert_unchanged(&before);
 }
 
 /// Terraform has a mirror-specific message for a missing platform but its
@@ -545,7 +539,7 @@ fn a_platform_the_mirror_lacks_is_reported_naming_the_mirror() {
             .provider(ProviderSpec::new("hashicorp", "null", "3.2.2").platforms(&["plan9_386"])),
     );
     let project = null_project();
-    project.write_home(".terraformrc", &mirror_rc(&served.base));
+    project.write_home(".terraformrc", &network_mirror_config(&served.base));
     let before = project.snapshot();
     served
         .init(&project)
@@ -556,7 +550,7 @@ fn a_platform_the_mirror_lacks_is_reported_naming_the_mirror() {
             served.base,
             current_platform()
         ));
-    assert_unchanged(&project, &before);
+    project.assert_unchanged(&before);
 }
 
 #[test]
@@ -571,7 +565,7 @@ fn a_zh_only_lock_from_a_registry_verifies_against_the_mirror_zip_and_gains_the_
         ".terraform.lock.hcl",
         &lock_file(&[lock_block(NULL, "3.2.2", "~> 3.2", &[&zh])]),
     );
-    project.write_home(".terraformrc", &mirror_rc(&served.base));
+    project.write_home(".terraformrc", &network_mirror_config(&served.base));
 
     let run = served.init(&project);
     run.assert_success()
@@ -582,7 +576,7 @@ fn a_zh_only_lock_from_a_registry_verifies_against_the_mirror_zip_and_gains_the_
         .assert_contains("Terraform has made some changes to the provider dependency selections")
         .assert_not_contains("Incomplete lock file information");
     assert_eq!(
-        project.lock_text(),
+        project.lock(),
         lock_file(&[lock_block(NULL, "3.2.2", "~> 3.2", &[&package.h1, &zh])])
     );
 }
@@ -596,7 +590,7 @@ fn a_mirror_zip_not_matching_the_lock_is_refused() {
         ".terraform.lock.hcl",
         &lock_file(&[lock_block(NULL, "3.2.2", "~> 3.2", &[&other])]),
     );
-    project.write_home(".terraformrc", &mirror_rc(&served.base));
+    project.write_home(".terraformrc", &network_mirror_config(&served.base));
     let before = project.snapshot();
 
     served
@@ -605,7 +599,7 @@ fn a_mirror_zip_not_matching_the_lock_is_refused() {
         .assert_contains(&format!(
             "Error while installing hashicorp/null v3.2.2: the current package for {NULL} 3.2.2 doesn't match any of the checksums previously recorded in the dependency lock file"
         ));
-    assert_unchanged(&project, &before);
+    project.assert_unchanged(&before);
 }
 
 #[test]
@@ -616,12 +610,8 @@ fn a_provider_hostname_with_a_port_is_a_path_below_the_mirror_base() {
         NetworkMirror::new()
             .provider(ProviderSpec::new("acme", "widget", "1.0.0").hostname("example.com:8443")),
     );
-    let project = Project::new(&main_tf(&[(
-        "widget",
-        "example.com:8443/acme/widget",
-        ">= 1.0",
-    )]));
-    project.write_home(".terraformrc", &mirror_rc(&served.base));
+    let project = Project::requiring(&[("widget", "example.com:8443/acme/widget", ">= 1.0")]);
+    project.write_home(".terraformrc", &network_mirror_config(&served.base));
 
     let run = served.init(&project);
     run.assert_success()
@@ -634,7 +624,7 @@ fn a_provider_hostname_with_a_port_is_a_path_below_the_mirror_base() {
     );
     let package = served.tree.package("widget", "1.0.0", &current_platform());
     assert_eq!(
-        project.lock_text(),
+        project.lock(),
         lock_file(&[lock_block(
             "example.com:8443/acme/widget",
             "1.0.0",
@@ -654,7 +644,7 @@ fn a_refused_upgrade_leaves_the_previous_install_and_lock_alone() {
         NetworkMirror::new().provider(ProviderSpec::new("hashicorp", "null", "3.2.1")),
     );
     let project = null_project();
-    project.write_home(".terraformrc", &mirror_rc(&served.base));
+    project.write_home(".terraformrc", &network_mirror_config(&served.base));
     served
         .init(&project)
         .assert_success()
@@ -677,5 +667,5 @@ fn a_refused_upgrade_leaves_the_previous_install_and_lock_alone() {
         .assert_failure()
         .assert_contains("- Installing hashicorp/null v3.2.2...")
         .assert_contains("provider package doesn't match the expected checksum");
-    assert_unchanged(&project, &installed);
+    project.assert_unchanged(&installed);
 }

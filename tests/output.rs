@@ -4,55 +4,37 @@
 
 mod support;
 
-use std::collections::BTreeMap;
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
 use support::pty::run_on_pty;
-use support::{Fault, Payload, PgpKey, ProviderSpec, Registry, TestCa, TestServer};
+use support::{Fault, HostedRegistry, Payload, ProviderSpec, Snapshot};
 
-/// A registry on a local HTTPS server and a working directory whose
-/// configuration requires its providers.
-struct Project {
-    ca: TestCa,
-    server: TestServer,
-    key: PgpKey,
-    home: tempfile::TempDir,
-    work: tempfile::TempDir,
-    _registry_dir: tempfile::TempDir,
+/// A registry on a local HTTPS server and a project whose configuration
+/// requires its providers.
+struct World {
+    registry: HostedRegistry,
 }
 
-impl Project {
+impl World {
     /// `alpha` 1.0.0 and `beta` 2.1.0 in namespace `test`, each `payload`
     /// big; the configuration wants `alpha ~> 1.0` and any `beta`.
-    fn new(payload: Payload) -> Project {
-        let ca = TestCa::new();
-        let server = TestServer::https(&ca);
-        let key = PgpKey::generate();
-        let registry_dir = tempfile::tempdir().unwrap();
-        Registry::new(&key)
-            .provider(ProviderSpec::new("test", "alpha", "1.0.0").payload(payload))
-            .provider(ProviderSpec::new("test", "beta", "2.1.0").payload(payload))
-            .write(registry_dir.path(), &server.url());
-        server.serve_dir(registry_dir.path());
-        let project = Project {
-            ca,
-            server,
-            key,
-            home: tempfile::tempdir().unwrap(),
-            work: tempfile::tempdir().unwrap(),
-            _registry_dir: registry_dir,
-        };
-        project.write_config("~> 1.0");
-        project
+    fn new(payload: Payload) -> World {
+        let registry = HostedRegistry::new(|registry| {
+            registry
+                .provider(ProviderSpec::new("test", "alpha", "1.0.0").payload(payload))
+                .provider(ProviderSpec::new("test", "beta", "2.1.0").payload(payload))
+        });
+        let world = World { registry };
+        world.write_config("~> 1.0");
+        world
     }
 
     fn write_config(&self, alpha_constraint: &str) {
-        let host = self.server.host();
-        std::fs::write(
-            self.work.path().join("main.tf"),
-            format!(
+        let host = self.registry.server.host();
+        self.registry.project.write(
+            "main.tf",
+            &format!(
                 r#"terraform {{
   required_providers {{
     alpha = {{
@@ -70,12 +52,10 @@ module "net" {{
 }}
 "#
             ),
-        )
-        .unwrap();
-        std::fs::create_dir_all(self.work.path().join("net")).unwrap();
-        std::fs::write(
-            self.work.path().join("net/main.tf"),
-            format!(
+        );
+        self.registry.project.write(
+            "net/main.tf",
+            &format!(
                 r#"terraform {{
   required_providers {{
     beta = {{
@@ -86,41 +66,40 @@ module "net" {{
 }}
 "#
             ),
-        )
-        .unwrap();
+        );
     }
 
-    fn command(&self) -> assert_cmd::Command {
-        let mut command = support::tfinstall_command(self.home.path());
-        self.ca.configure(&mut command);
-        command.current_dir(self.work.path());
-        command
+    /// `tfinstall init -json`, run to completion.
+    fn init_json(&self) -> std::process::Output {
+        self.registry
+            .project
+            .command(&["init", "-json"])
+            .output()
+            .unwrap()
     }
 
-    /// The same environment as [`Project::command`], for running on a pty.
+    /// The whole working directory, configuration included.
+    fn snapshot(&self) -> Snapshot {
+        Snapshot::of(&self.registry.project.work)
+    }
+
+    /// The server path of a package for this platform.
+    fn zip_path(&self, type_name: &str, version: &str) -> String {
+        self.registry
+            .zip_path(type_name, version, &support::current_platform())
+    }
+
+    /// The same environment as [`support::Project::command`], for running on a pty.
     fn std_command(&self, args: &[&str]) -> std::process::Command {
-        let home = self.home.path();
         let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_tfinstall"));
         command
             .args(args)
-            .current_dir(self.work.path())
+            .current_dir(&self.registry.project.work)
             .env_clear()
-            .env("HOME", home)
-            .env("XDG_CONFIG_HOME", home.join(".config"))
-            .env("XDG_DATA_HOME", home.join(".local/share"))
-            .env("XDG_CACHE_HOME", home.join(".cache"))
-            .env("SSL_CERT_FILE", self.ca.ca_pem_path())
+            .envs(support::home_environment(&self.registry.project.home))
+            .env("SSL_CERT_FILE", self.registry.ca.ca_pem_path())
             .env("TERM", "xterm-256color");
         command
-    }
-
-    fn zip_path(&self, type_name: &str, version: &str) -> String {
-        let spec = ProviderSpec::new("test", type_name, version);
-        format!(
-            "/{}{}",
-            Registry::files_path("test", type_name, version),
-            spec.zip_filename(&support::current_platform())
-        )
     }
 }
 
@@ -159,28 +138,12 @@ fn of_type<'a>(stream: &'a [Value], kind: &str) -> Vec<&'a Value> {
     stream.iter().filter(|m| m["type"] == kind).collect()
 }
 
-/// Paths, bytes and modes of everything below `dir`, to show a failed run
-/// changed nothing.
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (Vec<u8>, u32)> {
-    let mut files = BTreeMap::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(current) = pending.pop() {
-        for entry in std::fs::read_dir(&current).unwrap() {
-            let path = entry.unwrap().path();
-            let meta = std::fs::symlink_metadata(&path).unwrap();
-            let content = if meta.is_dir() {
-                pending.push(path.clone());
-                Vec::new()
-            } else {
-                std::fs::read(&path).unwrap()
-            };
-            files.insert(
-                path.strip_prefix(dir).unwrap().to_path_buf(),
-                (content, meta.permissions().mode()),
-            );
-        }
-    }
-    files
+/// The error diagnostics of a stream, in order.
+fn errors_in(stream: &[Value]) -> Vec<&Value> {
+    of_type(stream, "diagnostic")
+        .into_iter()
+        .filter(|m| m["diagnostic"]["severity"] == "error")
+        .collect()
 }
 
 /// Removes escape sequences, keeping the text a terminal would show
@@ -244,8 +207,8 @@ fn the_schema_rejects_what_it_does_not_describe() {
 
 #[test]
 fn json_stream_of_a_successful_install_follows_the_schema() {
-    let project = Project::new(Payload::Random(300_000));
-    let output = project.command().args(["init", "-json"]).output().unwrap();
+    let world = World::new(Payload::Random(300_000));
+    let output = world.init_json();
     assert!(output.status.success(), "{output:?}");
     assert!(
         output.stderr.is_empty(),
@@ -256,7 +219,7 @@ fn json_stream_of_a_successful_install_follows_the_schema() {
 
     assert_eq!(stream[0]["type"], "version");
     assert_eq!(stream[0]["ui"], "1.0");
-    let host = project.server.host();
+    let host = world.registry.server.host();
     let alpha = format!("{host}/test/alpha");
     let beta = format!("{host}/test/beta");
     let queries = of_type(&stream, "query");
@@ -275,7 +238,7 @@ fn json_stream_of_a_successful_install_follows_the_schema() {
         selected[0]["package"]
             .as_str()
             .unwrap()
-            .starts_with(&project.server.url())
+            .starts_with(&world.registry.server.url())
     );
 
     for provider in [&alpha, &beta] {
@@ -290,7 +253,7 @@ fn json_stream_of_a_successful_install_follows_the_schema() {
         assert!(last["total_bytes"].as_u64().unwrap() > 300_000);
     }
 
-    let key_id = project.key.key_id();
+    let key_id = world.registry.key.key_id();
     for kind in ["verified", "installed"] {
         let messages = of_type(&stream, kind);
         assert_eq!(messages.len(), 2, "{kind}");
@@ -328,7 +291,7 @@ fn json_stream_of_a_successful_install_follows_the_schema() {
     assert_eq!(summary["errors"], 0);
 
     // A second run reuses everything and says so.
-    let again = project.command().args(["init", "-json"]).output().unwrap();
+    let again = world.init_json();
     assert!(again.status.success());
     let stream = validated_stream(&again.stdout);
     assert_eq!(of_type(&stream, "using_installed").len(), 2);
@@ -340,21 +303,23 @@ fn json_stream_of_a_successful_install_follows_the_schema() {
 
 #[test]
 fn json_stream_of_failed_runs_follows_the_schema_and_changes_nothing() {
-    let project = Project::new(Payload::Small);
-    project.command().args(["init", "-json"]).assert().success();
-    let before = snapshot(project.work.path());
+    let world = World::new(Payload::Small);
+    world
+        .registry
+        .project
+        .command(&["init", "-json"])
+        .assert()
+        .success();
+    let before = world.snapshot();
 
     // No version matches.
-    project.write_config("~> 7.0");
-    let before_config_change = snapshot(project.work.path());
-    let output = project.command().args(["init", "-json"]).output().unwrap();
+    world.write_config("~> 7.0");
+    let before_config_change = world.snapshot();
+    let output = world.init_json();
     assert_eq!(output.status.code(), Some(1));
     assert!(output.stderr.is_empty());
     let stream = validated_stream(&output.stdout);
-    let errors: Vec<&Value> = of_type(&stream, "diagnostic")
-        .into_iter()
-        .filter(|m| m["diagnostic"]["severity"] == "error")
-        .collect();
+    let errors = errors_in(&stream);
     assert_eq!(errors.len(), 1);
     assert_eq!(errors[0]["@level"], "error");
     assert_eq!(
@@ -372,23 +337,22 @@ fn json_stream_of_failed_runs_follows_the_schema_and_changes_nothing() {
     assert_eq!(summary["success"], false);
     assert_eq!(summary["errors"], 1);
     assert_eq!(summary["lock_file"], "unchanged");
-    assert_eq!(snapshot(project.work.path()), before_config_change);
+    assert_eq!(world.snapshot(), before_config_change);
 
-    // The download fails.
-    project.write_config("~> 1.0");
-    assert_eq!(snapshot(project.work.path()), before);
-    std::fs::remove_dir_all(project.work.path().join(".terraform")).unwrap();
-    let before = snapshot(project.work.path());
-    project
+    // The download fails. The configuration is back as it was, though
+    // rewritten, so only its content compares.
+    world.write_config("~> 1.0");
+    assert_eq!(world.snapshot().without_times(), before.without_times());
+    std::fs::remove_dir_all(world.registry.project.work.join(".terraform")).unwrap();
+    let before = world.snapshot();
+    world
+        .registry
         .server
-        .fault(&project.zip_path("alpha", "1.0.0"), Fault::Status(404));
-    let output = project.command().args(["init", "-json"]).output().unwrap();
+        .fault(&world.zip_path("alpha", "1.0.0"), Fault::Status(404));
+    let output = world.init_json();
     assert_eq!(output.status.code(), Some(1));
     let stream = validated_stream(&output.stdout);
-    let error = of_type(&stream, "diagnostic")
-        .into_iter()
-        .find(|m| m["diagnostic"]["severity"] == "error")
-        .expect("an error diagnostic");
+    let error = errors_in(&stream)[0];
     assert_eq!(error["diagnostic"]["summary"], "Failed to install provider");
     assert!(
         error["diagnostic"]["detail"]
@@ -397,32 +361,29 @@ fn json_stream_of_failed_runs_follows_the_schema_and_changes_nothing() {
             .contains("bad response code: 404")
     );
     assert_eq!(stream.last().unwrap()["success"], false);
-    assert_eq!(snapshot(project.work.path()), before);
+    assert_eq!(world.snapshot(), before);
 
     // The configuration is invalid: the diagnostic points at the file.
     std::fs::write(
-        project.work.path().join("broken.tf"),
+        world.registry.project.work.join("broken.tf"),
         "terraform {\n  required_providers {\n    x = 1\n",
     )
     .unwrap();
-    let before = snapshot(project.work.path());
-    let output = project.command().args(["init", "-json"]).output().unwrap();
+    let before = world.snapshot();
+    let output = world.init_json();
     assert_eq!(output.status.code(), Some(1));
     let stream = validated_stream(&output.stdout);
-    let error = of_type(&stream, "diagnostic")
-        .into_iter()
-        .find(|m| m["diagnostic"]["severity"] == "error")
-        .expect("an error diagnostic");
+    let error = errors_in(&stream)[0];
     assert_eq!(error["diagnostic"]["range"]["filename"], "broken.tf");
-    assert_eq!(snapshot(project.work.path()), before);
+    assert_eq!(world.snapshot(), before);
 }
 
 #[test]
 fn a_terminal_gets_colour_and_a_progress_display() {
-    let project = Project::new(Payload::Random(1_500_000));
+    let world = World::new(Payload::Random(1_500_000));
     for type_name in ["alpha", "beta"] {
-        project.server.fault(
-            &project.zip_path(
+        world.registry.server.fault(
+            &world.zip_path(
                 type_name,
                 if type_name == "alpha" {
                     "1.0.0"
@@ -433,13 +394,13 @@ fn a_terminal_gets_colour_and_a_progress_display() {
             Fault::Throttle(3_000_000),
         );
     }
-    let run = run_on_pty(project.std_command(&["init"]));
+    let run = run_on_pty(world.std_command(&["init"]));
     assert!(run.status.success(), "{}", run.text);
     assert!(
         run.text
             .contains("\x1b[1mInitializing provider plugins...\x1b[0m")
     );
-    let host = project.server.host();
+    let host = world.registry.server.host();
     let plain = strip_escapes(&run.text);
     // The bars: label, bytes of the total, rate and time left.
     assert!(
@@ -449,7 +410,7 @@ fn a_terminal_gets_colour_and_a_progress_display() {
     assert!(plain.contains(" / 1.43 MiB"), "{plain}");
     assert!(plain.contains("/s") && plain.contains("ETA"), "{plain}");
     // Lines printed while bars were drawn arrive whole.
-    let key_id = project.key.key_id();
+    let key_id = world.registry.key.key_id();
     for (name, version) in [("alpha", "1.0.0"), ("beta", "2.1.0")] {
         let line = format!(
             "- Installed {host}/test/{name} v{version} (self-signed, key ID \x1b[1m{key_id}\x1b[0m)\r\n"
@@ -460,12 +421,12 @@ fn a_terminal_gets_colour_and_a_progress_display() {
 
 #[test]
 fn no_color_and_the_no_color_flag_turn_colour_off_on_a_terminal() {
-    let project = Project::new(Payload::Random(600_000));
-    project.server.fault(
-        &project.zip_path("alpha", "1.0.0"),
+    let world = World::new(Payload::Random(600_000));
+    world.registry.server.fault(
+        &world.zip_path("alpha", "1.0.0"),
         Fault::Throttle(2_000_000),
     );
-    let mut with_env = project.std_command(&["init"]);
+    let mut with_env = world.std_command(&["init"]);
     with_env.env("NO_COLOR", "1");
     let run = run_on_pty(with_env);
     assert!(run.status.success(), "{}", run.text);
@@ -474,28 +435,28 @@ fn no_color_and_the_no_color_flag_turn_colour_off_on_a_terminal() {
     // Progress is not colour: it still shows, in plain characters.
     assert!(strip_escapes(&run.text).contains("ETA"), "{:?}", run.text);
 
-    std::fs::remove_dir_all(project.work.path().join(".terraform")).unwrap();
-    let run = run_on_pty(project.std_command(&["init", "-no-color"]));
+    std::fs::remove_dir_all(world.registry.project.work.join(".terraform")).unwrap();
+    let run = run_on_pty(world.std_command(&["init", "-no-color"]));
     assert!(run.status.success(), "{}", run.text);
     assert!(!has_sgr(&run.text), "{:?}", run.text);
 }
 
 #[test]
 fn piped_output_has_no_colour_and_no_progress() {
-    let project = Project::new(Payload::Random(600_000));
-    project.server.fault(
-        &project.zip_path("alpha", "1.0.0"),
+    let world = World::new(Payload::Random(600_000));
+    world.registry.server.fault(
+        &world.zip_path("alpha", "1.0.0"),
         Fault::Throttle(2_000_000),
     );
-    let output = project.command().arg("init").output().unwrap();
+    let output = world.registry.project.command(&["init"]).output().unwrap();
     assert!(output.status.success());
     let stdout = String::from_utf8(output.stdout).unwrap();
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(!stdout.contains('\x1b') && !stderr.contains('\x1b'));
     assert!(!stdout.contains("ETA") && !stderr.contains("ETA"));
     assert_eq!(stderr, "");
-    let host = project.server.host();
-    let key_id = project.key.key_id();
+    let host = world.registry.server.host();
+    let key_id = world.registry.key.key_id();
     assert!(stdout.contains(&format!(
         "\nInitializing provider plugins...\n- Finding {host}/test/alpha versions matching \"~> 1.0\"...\n- Finding {host}/test/beta versions matching \">= 2.0.0\"...\n- Installing {host}/test/alpha v1.0.0...\n- Installed {host}/test/alpha v1.0.0 (self-signed, key ID {key_id})\n- Installing {host}/test/beta v2.1.0...\n- Installed {host}/test/beta v2.1.0 (self-signed, key ID {key_id})\n"
     )), "{stdout}");
@@ -503,9 +464,14 @@ fn piped_output_has_no_colour_and_no_progress() {
 
 #[test]
 fn providers_shows_the_requirement_tree_with_origins_and_locks() {
-    let project = Project::new(Payload::Small);
-    let host = project.server.host();
-    let before = project.command().arg("providers").output().unwrap();
+    let world = World::new(Payload::Small);
+    let host = world.registry.server.host();
+    let before = world
+        .registry
+        .project
+        .command(&["providers"])
+        .output()
+        .unwrap();
     assert!(before.status.success());
     let expected_tree = format!(
         "
@@ -535,8 +501,13 @@ Providers required only by state are not shown: tfinstall does not read Terrafor
         )
     );
 
-    project.command().arg("init").assert().success();
-    let after = project.command().arg("providers").output().unwrap();
+    world.registry.project.command(&["init"]).assert().success();
+    let after = world
+        .registry
+        .project
+        .command(&["providers"])
+        .output()
+        .unwrap();
     let text = String::from_utf8(after.stdout).unwrap();
     assert!(
         text.starts_with(&format!(
@@ -547,13 +518,14 @@ Providers required only by state are not shown: tfinstall does not read Terrafor
 
     // A resource of a provider no module declares makes it required too.
     std::fs::write(
-        project.work.path().join("net/extra.tf"),
+        world.registry.project.work.join("net/extra.tf"),
         "resource \"gamma_thing\" \"x\" {}\n",
     )
     .unwrap();
-    let json = project
-        .command()
-        .args(["providers", "-json"])
+    let json = world
+        .registry
+        .project
+        .command(&["providers", "-json"])
         .output()
         .unwrap();
     assert!(json.status.success());
@@ -573,8 +545,16 @@ Providers required only by state are not shown: tfinstall does not read Terrafor
         "gamma_thing.x"
     );
     assert_eq!(report["locked"][1]["version"], "2.1.0");
-    let text =
-        String::from_utf8(project.command().arg("providers").output().unwrap().stdout).unwrap();
+    let text = String::from_utf8(
+        world
+            .registry
+            .project
+            .command(&["providers"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
     assert!(
         text.contains(&format!(
             "└── module.net\n    ├── provider[{host}/test/beta] >= 2.0.0\n    │   └── required_providers \"beta\" >= 2.0.0 (net/main.tf:3)\n    └── provider[registry.terraform.io/hashicorp/gamma]\n        └── used by gamma_thing.x (net/extra.tf:1)\n"
@@ -588,9 +568,18 @@ Providers required only by state are not shown: tfinstall does not read Terrafor
 
 #[test]
 fn providers_reports_a_broken_configuration() {
-    let project = Project::new(Payload::Small);
-    std::fs::write(project.work.path().join("broken.tf"), "terraform {\n").unwrap();
-    let output = project.command().arg("providers").output().unwrap();
+    let world = World::new(Payload::Small);
+    std::fs::write(
+        world.registry.project.work.join("broken.tf"),
+        "terraform {\n",
+    )
+    .unwrap();
+    let output = world
+        .registry
+        .project
+        .command(&["providers"])
+        .output()
+        .unwrap();
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(stderr.contains("Error: "), "{stderr}");

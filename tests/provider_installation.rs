@@ -4,10 +4,8 @@
 //! filesystem mirrors, a network mirror and a registry with include/exclude
 //! rules, and reports configuration problems the way Terraform does.
 
-mod mirror_common;
 mod support;
 
-use mirror_common::{Project, lock_block, lock_file, main_tf};
 use support::*;
 use tempfile::TempDir;
 
@@ -65,14 +63,10 @@ impl World {
     /// `host` blocks sending both registry hostnames' `providers.v1` to
     /// this server, so `direct` needs no real registry.
     fn host_blocks(&self) -> String {
+        let providers_url = self.server.url_for("/v1/providers/");
         ["registry.terraform.io", "example.com"]
             .iter()
-            .map(|host| {
-                format!(
-                    "host \"{host}\" {{\n  services = {{\n    \"providers.v1\" = \"{}v1/providers/\"\n  }}\n}}\n\n",
-                    self.server.url()
-                )
-            })
+            .map(|host| format!("{}\n", host_block(host, &providers_url)))
             .collect()
     }
 
@@ -87,15 +81,6 @@ impl World {
 
 fn spec(namespace: &str, type_name: &str, version: &str) -> ProviderSpec {
     ProviderSpec::new(namespace, type_name, version)
-}
-
-#[track_caller]
-fn assert_unchanged(project: &Project, before: &mirror_common::Snapshot) {
-    assert_eq!(
-        &project.snapshot(),
-        before,
-        "a failed run changed the working directory"
-    );
 }
 
 /// All three method kinds with overlapping include/exclude. Versions are
@@ -121,12 +106,13 @@ fn three_methods_with_overlapping_include_and_exclude() {
                 .provider(spec("acme", "widget", "1.1.0").hostname("example.com"))
         },
     );
-    let project = Project::new(&main_tf(&[
+    let mut project = Project::requiring(&[
         ("null", "hashicorp/null", "~> 3.2"),
         ("random", "hashicorp/random", ">= 3.6.0"),
         ("tls", "hashicorp/tls", "4.0.0"),
         ("widget", "example.com/acme/widget", ">= 1.0"),
-    ]));
+    ]);
+    project.trust(&world.ca);
     project.write_home(
         ".terraformrc",
         &format!(
@@ -151,7 +137,7 @@ fn three_methods_with_overlapping_include_and_exclude() {
         ),
     );
 
-    let run = project.init(Some(&world.ca), &[]);
+    let run = project.init(&[]);
     let key_id = world.key.key_id();
     run.assert_success()
         // null: the filesystem mirror and the network mirror handle it; the
@@ -202,7 +188,7 @@ fn three_methods_with_overlapping_include_and_exclude() {
     let tls = world.fs.package("tls", "4.0.0", &platform);
     let widget = world.registry.package("widget", "1.1.0", &platform);
     assert_eq!(
-        project.lock_text(),
+        project.lock(),
         lock_file(&[
             lock_block(
                 "example.com/acme/widget",
@@ -250,10 +236,11 @@ fn a_provider_no_method_has_lists_the_search_locations() {
         NetworkMirror::new().provider(spec("hashicorp", "null", "3.2.2")),
         |registry| registry,
     );
-    let project = Project::new(&main_tf(&[
+    let mut project = Project::requiring(&[
         ("null", "hashicorp/null", "~> 3.2"),
         ("absent", "hashicorp/absent", ">= 1.0"),
-    ]));
+    ]);
+    project.trust(&world.ca);
     project.write_home(
         ".terraformrc",
         &format!(
@@ -265,7 +252,7 @@ fn a_provider_no_method_has_lists_the_search_locations() {
     let before = project.snapshot();
 
     project
-        .init(Some(&world.ca), &[])
+        .init(&[])
         .assert_failure()
         .assert_contains("Error: Failed to query available provider packages")
         .assert_contains(&format!(
@@ -274,7 +261,7 @@ fn a_provider_no_method_has_lists_the_search_locations() {
             world.mirror_base
         ))
         .assert_not_contains("- Installed");
-    assert_unchanged(&project, &before);
+    project.assert_unchanged(&before);
 }
 
 #[test]
@@ -287,7 +274,8 @@ fn a_provider_no_method_handles_is_not_found_anywhere() {
         NetworkMirror::new(),
         |registry| registry,
     );
-    let project = Project::new(&main_tf(&[("widget", "example.com/acme/widget", ">= 1.0")]));
+    let mut project = Project::requiring(&[("widget", "example.com/acme/widget", ">= 1.0")]);
+    project.trust(&world.ca);
     project.write_home(
         ".terraformrc",
         &format!(
@@ -297,12 +285,12 @@ fn a_provider_no_method_handles_is_not_found_anywhere() {
     );
     let before = project.snapshot();
 
-    let run = project.init(Some(&world.ca), &[]);
+    let run = project.init(&[]);
     run.assert_failure().assert_contains(
         "Could not retrieve the list of available versions for provider example.com/acme/widget: provider example.com/acme/widget was not found in any of the search locations\n",
     );
     assert!(world.server.requests().is_empty());
-    assert_unchanged(&project, &before);
+    project.assert_unchanged(&before);
 }
 
 #[test]
@@ -314,10 +302,10 @@ fn dev_overrides_skip_the_provider_and_keep_its_lock_entry() {
         NetworkMirror::new(),
         |registry| registry,
     );
-    let project = Project::new(&main_tf(&[
+    let project = Project::requiring(&[
         ("null", "hashicorp/null", "~> 3.2"),
         ("tls", "hashicorp/tls", "4.0.0"),
-    ]));
+    ]);
     // An entry that no install of this run would produce, so any rewrite shows.
     let null_block = lock_block(
         "registry.terraform.io/hashicorp/null",
@@ -338,7 +326,7 @@ fn dev_overrides_skip_the_provider_and_keep_its_lock_entry() {
         ),
     );
 
-    let run = project.init(None, &[]);
+    let run = project.init(&[]);
     run.assert_success()
         .assert_contains("Warning: Provider development overrides are in effect")
         .assert_contains("\n - hashicorp/null in /home/dev/null\n")
@@ -346,13 +334,13 @@ fn dev_overrides_skip_the_provider_and_keep_its_lock_entry() {
         .assert_not_contains("hashicorp/null v");
     assert!(
         !project
-            .dir()
+            .work
             .join(".terraform/plugins/registry.terraform.io/hashicorp/null")
             .exists()
     );
     let tls = world.fs.package("tls", "4.0.0", &current_platform());
     assert_eq!(
-        project.lock_text(),
+        project.lock(),
         lock_file(&[
             null_block,
             lock_block(
@@ -382,33 +370,34 @@ fn json_cli_configuration_in_the_config_dir_and_via_tf_cli_config_file() {
     let config = |first: &str, second: &str| {
         format!("{{\n  \"provider_installation\": {{\n    {first},\n    {second}\n  }}\n}}\n")
     };
-    let tls_main = main_tf(&[("tls", "hashicorp/tls", "4.0.0")]);
+    let tls = [("tls", "hashicorp/tls", "4.0.0")];
 
     // In ~/.terraform.d, filesystem mirror first.
-    let project = Project::new(&tls_main);
+    let mut project = Project::requiring(&tls);
+    project.trust(&world.ca);
     project.write_home(
         ".terraform.d/mirrors.tfrc.json",
         &config(&fs_block, &mirror_block),
     );
     project
-        .init(Some(&world.ca), &[])
+        .init(&[])
         .assert_success()
         .assert_contains("- Installed hashicorp/tls v4.0.0 (unauthenticated)");
 
     // Named by TF_CLI_CONFIG_FILE, network mirror first; the config
     // directory is then not read at all (else its second
     // provider_installation block would be reported).
-    let project = Project::new(&tls_main);
+    let mut project = Project::requiring(&tls);
+    project.trust(&world.ca);
     project.write_home(
         ".terraform.d/mirrors.tfrc.json",
         &config(&fs_block, &mirror_block),
     );
     let elsewhere =
         project.write_home("elsewhere/cli.tfrc.json", &config(&mirror_block, &fs_block));
-    let mut command = project.command(Some(&world.ca));
-    command.env("TF_CLI_CONFIG_FILE", &elsewhere);
+    project.env("TF_CLI_CONFIG_FILE", &elsewhere);
     project
-        .run(command, &[])
+        .init(&[])
         .assert_success()
         .assert_contains("- Installed hashicorp/tls v4.0.0 (verified checksum)")
         .assert_not_contains("problems with the CLI configuration");
@@ -427,7 +416,8 @@ fn config_dir_files_merge_in_name_order() {
         );
         world.server.require_bearer(".json", TOKEN);
         let host = world.server.host();
-        let project = Project::new(&main_tf(&[("null", "hashicorp/null", "~> 3.2")]));
+        let mut project = Project::requiring(&[("null", "hashicorp/null", "~> 3.2")]);
+        project.trust(&world.ca);
         project.write_home(
             ".terraformrc",
             &format!(
@@ -442,7 +432,7 @@ fn config_dir_files_merge_in_name_order() {
         project.write_home(".terraform.d/notes.txt", "this is { not a config");
         let before = project.snapshot();
 
-        let run = project.init(Some(&world.ca), &[]);
+        let run = project.init(&[]);
         if works {
             run.assert_success()
                 .assert_contains("- Installed hashicorp/null v3.2.2 (verified checksum)");
@@ -450,7 +440,7 @@ fn config_dir_files_merge_in_name_order() {
             run.assert_failure().assert_contains(&format!(
                 "host {host} rejected the given authentication credentials"
             ));
-            assert_unchanged(&project, &before);
+            project.assert_unchanged(&before);
         }
         run.assert_not_contains("notes.txt");
     }
@@ -465,7 +455,8 @@ fn a_second_provider_installation_block_is_reported_and_ignored() {
         NetworkMirror::new().provider(spec("hashicorp", "null", "3.2.2")),
         |registry| registry,
     );
-    let project = Project::new(&main_tf(&[("null", "hashicorp/null", "~> 3.2")]));
+    let mut project = Project::requiring(&[("null", "hashicorp/null", "~> 3.2")]);
+    project.trust(&world.ca);
     project.write_home(
         ".terraformrc",
         &format!(
@@ -481,7 +472,7 @@ fn a_second_provider_installation_block_is_reported_and_ignored() {
         ),
     );
 
-    let run = project.init(Some(&world.ca), &[]);
+    let run = project.init(&[]);
     run.assert_success()
         .assert_contains("There are some problems with the CLI configuration:")
         .assert_contains("Error: No more than one provider_installation block may be specified")
@@ -497,7 +488,7 @@ fn malformed_files_are_reported_with_file_and_line_and_the_rest_is_used() {
         NetworkMirror::new(),
         |registry| registry,
     );
-    let project = Project::new(&main_tf(&[("null", "hashicorp/null", "~> 3.2")]));
+    let project = Project::requiring(&[("null", "hashicorp/null", "~> 3.2")]);
     let rc = project.write_home(
         ".terraformrc",
         &format!(
@@ -510,7 +501,7 @@ fn malformed_files_are_reported_with_file_and_line_and_the_rest_is_used() {
         "plugin_cache_may_break_dependency_lock_file = true\n\ncredentials \"example.com\" {\n  token = \"unterminated\n}\n",
     );
 
-    let run = project.init(None, &[]);
+    let run = project.init(&[]);
     run.assert_success()
         .assert_contains("There are some problems with the CLI configuration:")
         .assert_contains(&format!(
@@ -527,16 +518,15 @@ fn malformed_files_are_reported_with_file_and_line_and_the_rest_is_used() {
 
 #[test]
 fn a_missing_tf_cli_config_file_warns_and_uses_the_implied_configuration() {
-    let project = Project::new(&main_tf(&[("null", "hashicorp/null", "~> 3.2")]));
+    let mut project = Project::requiring(&[("null", "hashicorp/null", "~> 3.2")]);
     // The implied configuration searches terraform.d/plugins first (§4.4).
     FsMirror::new()
         .provider(spec("hashicorp", "null", "3.2.1"), Layout::Packed)
-        .write(&project.dir().join("terraform.d/plugins"));
-    let missing = project.home().join("nowhere.tfrc");
-    let mut command = project.command(None);
-    command.env("TF_CLI_CONFIG_FILE", &missing);
+        .write(&project.work.join("terraform.d/plugins"));
+    let missing = project.home.join("nowhere.tfrc");
+    project.env("TF_CLI_CONFIG_FILE", &missing);
     project
-        .run(command, &[])
+        .init(&[])
         .assert_success()
         .assert_contains("Warning: Unable to open CLI configuration file")
         .assert_contains(&format!(
@@ -555,7 +545,7 @@ fn invalid_include_and_exclude_patterns_stop_the_run() {
         NetworkMirror::new(),
         |registry| registry,
     );
-    let project = Project::new(&main_tf(&[("null", "hashicorp/null", "~> 3.2")]));
+    let project = Project::requiring(&[("null", "hashicorp/null", "~> 3.2")]);
     let rc = project.write_home(
         ".terraformrc",
         &format!(
@@ -565,7 +555,7 @@ fn invalid_include_and_exclude_patterns_stop_the_run() {
     );
     let before = project.snapshot();
     project
-        .init(None, &[])
+        .init(&[])
         .assert_failure()
         .assert_contains(&format!(
             "Error: Invalid provider source inclusion patterns\n\n  on {} line 2:\n\nCLI config specifies invalid provider inclusion patterns: invalid provider matching pattern \"just-one-part\": must have either two or three slash-separated segments.",
@@ -576,7 +566,7 @@ fn invalid_include_and_exclude_patterns_stop_the_run() {
             rc.display()
         ))
         .assert_not_contains("- Installed");
-    assert_unchanged(&project, &before);
+    project.assert_unchanged(&before);
 }
 
 #[test]
@@ -586,7 +576,7 @@ fn plugin_dir_replaces_the_configured_methods() {
         NetworkMirror::new(),
         |registry| registry,
     );
-    let project = Project::new(&main_tf(&[("null", "hashicorp/null", "~> 3.2")]));
+    let project = Project::requiring(&[("null", "hashicorp/null", "~> 3.2")]);
     // A method that would fail the run if it were used.
     project.write_home(
         ".terraformrc",
@@ -594,7 +584,7 @@ fn plugin_dir_replaces_the_configured_methods() {
     );
     let fs_path = world.fs_path();
     project
-        .init(None, &[&format!("-plugin-dir={fs_path}")])
+        .init(&[&format!("-plugin-dir={fs_path}")])
         .assert_success()
         .assert_contains("- Installed hashicorp/null v3.2.1 (unauthenticated)")
         .assert_not_contains("Invalid URL");
@@ -607,7 +597,7 @@ fn a_credentials_helper_is_reported_as_unsupported() {
         NetworkMirror::new(),
         |registry| registry,
     );
-    let project = Project::new(&main_tf(&[("null", "hashicorp/null", "~> 3.2")]));
+    let project = Project::requiring(&[("null", "hashicorp/null", "~> 3.2")]);
     let rc = project.write_home(
         ".terraformrc",
         &format!(
@@ -616,7 +606,7 @@ fn a_credentials_helper_is_reported_as_unsupported() {
         ),
     );
     project
-        .init(None, &[])
+        .init(&[])
         .assert_success()
         .assert_contains(&format!(
             "Warning: Credentials helpers are not supported\n\n  on {0} line 1:\n\nThe CLI configuration declares the credentials helper \"vault\" at {0}:1",

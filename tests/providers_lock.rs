@@ -3,14 +3,7 @@
 
 mod support;
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-
-use support::{
-    FsMirror, Layout, NetworkMirror, PgpKey, ProviderSpec, PublishedTree, Registry, TestCa,
-    TestServer, current_platform, tfinstall_command,
-};
-use tempfile::TempDir;
+use support::*;
 
 /// Two platforms other than the current one, so every test covers a
 /// platform that `init` here could never install.
@@ -34,102 +27,19 @@ fn all_platforms() -> Vec<String> {
     all
 }
 
-const MAIN_TF: &str = r#"terraform {
-  required_providers {
-    null = {
-      source  = "hashicorp/null"
-      version = "~> 3.0"
-    }
-  }
-}
-"#;
+/// The configuration's one requirement: `hashicorp/null` `~> 3.0`.
+const NULL: [(&str, &str, &str); 1] = [("null", "hashicorp/null", "~> 3.0")];
 
-/// A registry for `registry.terraform.io` (through a CLI-config `host`
-/// override) and a project directory using it.
-struct World {
-    ca: TestCa,
-    key: PgpKey,
-    server: TestServer,
-    _site: TempDir,
-    tree: PublishedTree,
-    home: TempDir,
-    project: TempDir,
-    cli_config: PathBuf,
-}
-
-impl World {
-    fn new(specs: Vec<ProviderSpec>, main_tf: &str) -> World {
-        let ca = TestCa::new();
-        let key = PgpKey::generate();
-        let server = TestServer::https(&ca);
-        let site = tempfile::tempdir().unwrap();
-        let mut registry = Registry::new(&key);
-        for spec in specs {
-            registry = registry.provider(spec);
-        }
-        let tree = registry.write(site.path(), &server.url());
-        server.serve_dir(site.path());
-        let home = tempfile::tempdir().unwrap();
-        let cli_config = home.path().join("tfinstall.tfrc");
-        std::fs::write(
-            &cli_config,
-            format!(
-                "host \"registry.terraform.io\" {{\n  services = {{\n    \"providers.v1\" = \"{}v1/providers/\"\n  }}\n}}\n",
-                server.url()
-            ),
-        )
-        .unwrap();
-        let project = tempfile::tempdir().unwrap();
-        std::fs::write(project.path().join("main.tf"), main_tf).unwrap();
-        World {
-            ca,
-            key,
-            server,
-            _site: site,
-            tree,
-            home,
-            project,
-            cli_config,
-        }
-    }
-
-    fn null(platforms: &[String]) -> World {
-        let platforms: Vec<&str> = platforms.iter().map(String::as_str).collect();
-        World::new(
-            vec![ProviderSpec::new("hashicorp", "null", "3.2.0").platforms(&platforms)],
-            MAIN_TF,
-        )
-    }
-
-    fn command(&self, args: &[&str]) -> assert_cmd::Command {
-        let mut command = tfinstall_command(self.home.path());
-        self.ca.configure(&mut command);
-        command
-            .env("TF_CLI_CONFIG_FILE", &self.cli_config)
-            .current_dir(self.project.path())
-            .args(args);
-        command
-    }
-
-    fn lock_file(&self) -> String {
-        std::fs::read_to_string(self.project.path().join(".terraform.lock.hcl")).unwrap()
-    }
-
-    fn zip_path(&self, version: &str, platform: &str) -> String {
-        self.tree
-            .package("null", version, platform)
-            .url_path
-            .clone()
-            .unwrap()
-    }
-}
-
-fn stdout_of(output: &std::process::Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr_of(output: &std::process::Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
+/// `hashicorp/null` 3.2.0 for `platforms` from a registry standing in for
+/// `registry.terraform.io`, and a project requiring `~> 3.0` of it.
+fn null_world(platforms: &[String]) -> HostedRegistry {
+    let platforms: Vec<&str> = platforms.iter().map(String::as_str).collect();
+    let world = HostedRegistry::new(|registry| {
+        registry.provider(ProviderSpec::new("hashicorp", "null", "3.2.0").platforms(&platforms))
+    })
+    .standing_in_for("registry.terraform.io");
+    world.project.require(&NULL);
+    world
 }
 
 /// The hashes the lock file records for one provider, in file order.
@@ -154,57 +64,19 @@ fn init_hashes(tree: &PublishedTree, platform: &str) -> Vec<String> {
     hashes
 }
 
-/// Every path below `dir` with its mode and, for files, its bytes.
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (u32, Option<Vec<u8>>)> {
-    fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, (u32, Option<Vec<u8>>)>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for entry in entries {
-            let path = entry.unwrap().path();
-            let meta = std::fs::symlink_metadata(&path).unwrap();
-            let mode = mode_of(&meta);
-            let rel = path.strip_prefix(base).unwrap().to_path_buf();
-            if meta.is_dir() {
-                out.insert(rel, (mode, None));
-                walk(base, &path, out);
-            } else {
-                out.insert(rel, (mode, Some(std::fs::read(&path).unwrap())));
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(dir, dir, &mut out);
-    out
-}
-
-#[cfg(unix)]
-fn mode_of(meta: &std::fs::Metadata) -> u32 {
-    use std::os::unix::fs::PermissionsExt as _;
-    meta.permissions().mode()
-}
-
-#[cfg(not(unix))]
-fn mode_of(_meta: &std::fs::Metadata) -> u32 {
-    0
-}
-
 #[test]
 fn multi_platform_lock_holds_what_init_records_on_each_platform() {
-    let world = World::null(&all_platforms());
+    let world = null_world(&all_platforms());
     let others = other_platforms();
     let current = current_platform();
-    let output = world
-        .command(&[
-            "providers",
-            "lock",
-            &format!("-platform={}", others[0]),
-            &format!("-platform={}", others[1]),
-            &format!("-platform={current}"),
-        ])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", stderr_of(&output));
+    let run = world.project.run(&[
+        "providers",
+        "lock",
+        &format!("-platform={}", others[0]),
+        &format!("-platform={}", others[1]),
+        &format!("-platform={current}"),
+    ]);
+    run.assert_success();
 
     let key_id = world.key.key_id();
     let mut expected = String::new();
@@ -219,7 +91,7 @@ fn multi_platform_lock_holds_what_init_records_on_each_platform() {
         ));
     }
     expected.push_str("\nSuccess! Terraform has updated the lock file.\n\nReview the changes in .terraform.lock.hcl and then commit to your\nversion control system to retain the new checksums.\n\n");
-    assert_eq!(stdout_of(&output), expected);
+    assert_eq!(run.stdout, expected);
 
     // The union of what init records on each of the three platforms.
     let mut union: Vec<String> = all_platforms()
@@ -228,29 +100,28 @@ fn multi_platform_lock_holds_what_init_records_on_each_platform() {
         .collect();
     union.sort();
     union.dedup();
-    let lock = world.lock_file();
+    let lock = world.project.lock();
     assert_eq!(locked_hashes(&lock), union);
     assert!(lock.starts_with("# This file is maintained automatically by \"terraform init\".\n# Manual edits may be lost in future updates.\n\nprovider \"registry.terraform.io/hashicorp/null\" {\n  version     = \"3.2.0\"\n  constraints = \"~> 3.0\"\n  hashes = [\n"));
 
     // And init here, in a project of its own, records exactly its share.
-    let fresh = tempfile::tempdir().unwrap();
-    std::fs::write(fresh.path().join("main.tf"), MAIN_TF).unwrap();
-    let mut init = world.command(&["init"]);
-    init.current_dir(fresh.path()).assert().success();
-    let init_lock = std::fs::read_to_string(fresh.path().join(".terraform.lock.hcl")).unwrap();
+    let fresh = Project::requiring(&NULL);
+    let mut init = world.project.command(&["init"]);
+    init.current_dir(&fresh.work).assert().success();
     assert_eq!(
-        locked_hashes(&init_lock),
+        locked_hashes(&fresh.lock()),
         init_hashes(&world.tree, &current)
     );
     // The lock command installs nothing.
-    assert!(!world.project.path().join(".terraform").exists());
+    assert!(!world.project.data().exists());
 }
 
 #[test]
 fn a_lock_made_by_providers_lock_is_accepted_by_init_unchanged() {
-    let world = World::null(&all_platforms());
+    let world = null_world(&all_platforms());
     let others = other_platforms();
     world
+        .project
         .command(&[
             "providers",
             "lock",
@@ -259,35 +130,33 @@ fn a_lock_made_by_providers_lock_is_accepted_by_init_unchanged() {
         ])
         .assert()
         .success();
-    let before = world.lock_file();
+    let before = world.project.lock();
 
-    let output = world.command(&["init"]).output().unwrap();
-    assert!(output.status.success(), "{}", stderr_of(&output));
-    let stdout = stdout_of(&output);
+    let run = world.project.run(&["init"]);
+    run.assert_success();
+    let stdout = &run.stdout;
     assert!(
         stdout
             .contains("- Reusing previous version of hashicorp/null from the dependency lock file"),
         "{stdout}"
     );
     assert!(!stdout.contains("made some changes"), "{stdout}");
-    assert_eq!(world.lock_file(), before);
+    assert_eq!(world.project.lock(), before);
 }
 
 #[test]
 fn running_again_changes_nothing_and_says_so() {
-    let world = World::null(&all_platforms());
+    let world = null_world(&all_platforms());
     let platform = format!("-platform={}", other_platforms()[0]);
     world
+        .project
         .command(&["providers", "lock", &platform])
         .assert()
         .success();
-    let before = world.lock_file();
-    let output = world
-        .command(&["providers", "lock", &platform])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", stderr_of(&output));
-    let stdout = stdout_of(&output);
+    let before = world.project.lock();
+    let run = world.project.run(&["providers", "lock", &platform]);
+    run.assert_success();
+    let stdout = &run.stdout;
     assert!(
         stdout.contains(&format!(
             "- Obtained hashicorp/null checksums for {}; All checksums for this platform were already tracked in the lock file\n",
@@ -301,27 +170,27 @@ fn running_again_changes_nothing_and_says_so() {
         ),
         "{stdout}"
     );
-    assert_eq!(world.lock_file(), before);
+    assert_eq!(world.project.lock(), before);
 }
 
 #[test]
 fn a_new_platform_adds_checksums_to_an_existing_lock() {
-    let world = World::null(&all_platforms());
+    let world = null_world(&all_platforms());
     let others = other_platforms();
     world
+        .project
         .command(&["providers", "lock", &format!("-platform={}", others[0])])
         .assert()
         .success();
-    let output = world
-        .command(&["providers", "lock", &format!("-platform={}", others[1])])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", stderr_of(&output));
-    assert!(stdout_of(&output).contains(&format!(
+    let run = world
+        .project
+        .run(&["providers", "lock", &format!("-platform={}", others[1])]);
+    run.assert_success();
+    assert!(run.stdout.contains(&format!(
         "- Obtained hashicorp/null checksums for {}; Additional checksums for this platform are now tracked in the lock file\n",
         others[1]
     )));
-    let lock = world.lock_file();
+    let lock = world.project.lock();
     for platform in &others {
         let h1 = &world.tree.package("null", "3.2.0", platform).h1;
         assert!(lock.contains(h1.as_str()), "{platform} missing from {lock}");
@@ -336,63 +205,69 @@ fn the_installed_package_for_this_platform_is_not_downloaded_again() {
 }
 
 fn installed_package_is_reused(layout: &str) {
-    let world = World::null(&all_platforms());
+    let world = null_world(&all_platforms());
     let current = current_platform();
     let other = &other_platforms()[0];
-    world.command(&["init", layout]).assert().success();
-    let installed = snapshot(&world.project.path().join(".terraform"));
+    world.project.command(&["init", layout]).assert().success();
+    let installed = Snapshot::of(&world.project.data());
     world.server.clear_log();
 
-    let output = world
-        .command(&[
-            "providers",
-            "lock",
-            &format!("-platform={current}"),
-            &format!("-platform={other}"),
-        ])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", stderr_of(&output));
-    let stdout = stdout_of(&output);
+    let run = world.project.run(&[
+        "providers",
+        "lock",
+        &format!("-platform={current}"),
+        &format!("-platform={other}"),
+    ]);
+    run.assert_success();
+    let stdout = &run.stdout;
     assert!(
         stdout.contains(&format!(
             "- Using previously-installed hashicorp/null 3.2.0 for {current}\n"
         )),
         "{stdout}"
     );
-    assert_eq!(world.server.count(&world.zip_path("3.2.0", &current)), 0);
-    assert_eq!(world.server.count(&world.zip_path("3.2.0", other)), 1);
-    let lock = world.lock_file();
-    assert!(lock.contains(world.tree.package("null", "3.2.0", other).h1.as_str()));
     assert_eq!(
-        snapshot(&world.project.path().join(".terraform")),
-        installed
+        world
+            .server
+            .count(&world.zip_path("null", "3.2.0", &current)),
+        0
     );
+    assert_eq!(
+        world.server.count(&world.zip_path("null", "3.2.0", other)),
+        1
+    );
+    let lock = world.project.lock();
+    assert!(lock.contains(world.tree.package("null", "3.2.0", other).h1.as_str()));
+    assert_eq!(Snapshot::of(&world.project.data()), installed);
 }
 
 #[test]
 fn only_the_named_providers_are_locked() {
     let platforms = [current_platform()];
     let platform_refs: Vec<&str> = platforms.iter().map(String::as_str).collect();
-    let world = World::new(
-        vec![
-            ProviderSpec::new("hashicorp", "null", "3.2.0").platforms(&platform_refs),
-            ProviderSpec::new("hashicorp", "random", "3.1.0").platforms(&platform_refs),
-        ],
-        "terraform {\n  required_providers {\n    null = { source = \"hashicorp/null\" }\n    random = { source = \"hashicorp/random\" }\n  }\n}\n",
-    );
+    let world = HostedRegistry::new(|registry| {
+        registry
+            .provider(ProviderSpec::new("hashicorp", "null", "3.2.0").platforms(&platform_refs))
+            .provider(ProviderSpec::new("hashicorp", "random", "3.1.0").platforms(&platform_refs))
+    })
+    .standing_in_for("registry.terraform.io");
+    world.project.require(&[
+        ("null", "hashicorp/null", ""),
+        ("random", "hashicorp/random", ""),
+    ]);
     world
+        .project
         .command(&["providers", "lock", "hashicorp/random"])
         .assert()
         .success();
-    let lock = world.lock_file();
+    let lock = world.project.lock();
     assert!(lock.contains("provider \"registry.terraform.io/hashicorp/random\""));
     assert!(!lock.contains("hashicorp/null"));
 }
 
 #[test]
 fn a_filesystem_mirror_gives_only_local_hashes() {
-    let world = World::null(&[current_platform()]);
+    let world = null_world(&[current_platform()]);
     let mirror_dir = tempfile::tempdir().unwrap();
     let other = &other_platforms()[0];
     let platforms = [current_platform(), other.clone()];
@@ -403,21 +278,18 @@ fn a_filesystem_mirror_gives_only_local_hashes() {
             Layout::Packed,
         )
         .write(mirror_dir.path());
-    let output = world
-        .command(&[
-            "providers",
-            "lock",
-            &format!("-fs-mirror={}", mirror_dir.path().display()),
-            &format!("-platform={other}"),
-        ])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", stderr_of(&output));
-    assert!(stdout_of(&output).contains(&format!(
+    let run = world.project.run(&[
+        "providers",
+        "lock",
+        &format!("-fs-mirror={}", mirror_dir.path().display()),
+        &format!("-platform={other}"),
+    ]);
+    run.assert_success();
+    assert!(run.stdout.contains(&format!(
         "- Retrieved hashicorp/null 3.2.0 for {other} (unauthenticated)\n"
     )));
     assert_eq!(
-        locked_hashes(&world.lock_file()),
+        locked_hashes(&world.project.lock()),
         [tree.package("null", "3.2.0", other).h1.clone()]
     );
     assert!(world.server.requests().is_empty());
@@ -425,7 +297,7 @@ fn a_filesystem_mirror_gives_only_local_hashes() {
 
 #[test]
 fn a_network_mirror_gives_verified_local_hashes() {
-    let world = World::null(&[current_platform()]);
+    let world = null_world(&[current_platform()]);
     let mirror_server = TestServer::https(&world.ca);
     let mirror_site = tempfile::tempdir().unwrap();
     let other = &other_platforms()[0];
@@ -433,42 +305,39 @@ fn a_network_mirror_gives_verified_local_hashes() {
         .provider(ProviderSpec::new("hashicorp", "null", "3.2.0").platforms(&[other]))
         .write(mirror_site.path(), &mirror_server.url());
     mirror_server.serve_dir(mirror_site.path());
-    let output = world
-        .command(&[
-            "providers",
-            "lock",
-            &format!("-net-mirror={}", mirror_server.url()),
-            &format!("-platform={other}"),
-        ])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", stderr_of(&output));
-    assert!(stdout_of(&output).contains(&format!(
+    let run = world.project.run(&[
+        "providers",
+        "lock",
+        &format!("-net-mirror={}", mirror_server.url()),
+        &format!("-platform={other}"),
+    ]);
+    run.assert_success();
+    assert!(run.stdout.contains(&format!(
         "- Retrieved hashicorp/null 3.2.0 for {other} (verified checksum)\n"
     )));
     assert_eq!(
-        locked_hashes(&world.lock_file()),
+        locked_hashes(&world.project.lock()),
         [tree.package("null", "3.2.0", other).h1.clone()]
     );
 }
 
 /// Runs a failing lock command and checks its message and that neither the
 /// lock file nor `.terraform` changed.
-fn assert_fails_cleanly(world: &World, args: &[&str], expected_stderr: &[&str]) {
-    let before = snapshot(world.project.path());
-    let output = world.command(args).output().unwrap();
-    assert!(!output.status.success());
-    let stderr = stderr_of(&output);
+fn assert_fails_cleanly(world: &HostedRegistry, args: &[&str], expected_stderr: &[&str]) {
+    let before = Snapshot::of(&world.project.work);
+    let run = world.project.run(args);
+    run.assert_failure();
+    let stderr = &run.stderr;
     for part in expected_stderr {
         assert!(stderr.contains(part), "{part:?} not in:\n{stderr}");
     }
-    assert_eq!(snapshot(world.project.path()), before);
+    assert_eq!(Snapshot::of(&world.project.work), before);
 }
 
 /// A project with an installed tree and a lock file to keep intact.
-fn initialized_world() -> World {
-    let world = World::null(&[current_platform(), other_platforms()[0].clone()]);
-    world.command(&["init"]).assert().success();
+fn initialized_world() -> HostedRegistry {
+    let world = null_world(&[current_platform(), other_platforms()[0].clone()]);
+    world.project.command(&["init"]).assert().success();
     world
 }
 
@@ -549,7 +418,7 @@ fn a_download_that_fails_verification_changes_nothing() {
     let world = initialized_world();
     let other = &other_platforms()[0];
     world.server.fault(
-        &world.zip_path("3.2.0", other),
+        &world.zip_path("null", "3.2.0", other),
         support::Fault::Respond(support::Response::bytes(
             "application/zip",
             support::build_zip(
@@ -574,23 +443,23 @@ fn a_download_that_fails_verification_changes_nothing() {
 
 #[test]
 fn locked_hashes_are_kept_but_not_enforced() {
-    let world = World::null(&all_platforms());
+    let world = null_world(&all_platforms());
     let stale = "h1:c3RhbGUgaGFzaCBmcm9tIGFub3RoZXIgYnVpbGQgb2YgdGhlIHBhY2thZ2U=";
     std::fs::write(
-        world.project.path().join(".terraform.lock.hcl"),
+        world.project.lock_path(),
         format!(
             "provider \"registry.terraform.io/hashicorp/null\" {{\n  version     = \"3.2.0\"\n  constraints = \"~> 3.0\"\n  hashes = [\n    \"{stale}\",\n  ]\n}}\n"
         ),
     )
     .unwrap();
-    let output = world.command(&["providers", "lock"]).output().unwrap();
-    assert!(output.status.success(), "{}", stderr_of(&output));
-    assert!(stdout_of(&output).contains(&format!(
+    let run = world.project.run(&["providers", "lock"]);
+    run.assert_success();
+    assert!(run.stdout.contains(&format!(
         "- Obtained hashicorp/null checksums for {}; Additional checksums for this platform are now tracked in the lock file\n",
         current_platform()
     )));
     let mut expected = init_hashes(&world.tree, &current_platform());
     expected.push(stale.to_string());
     expected.sort();
-    assert_eq!(locked_hashes(&world.lock_file()), expected);
+    assert_eq!(locked_hashes(&world.project.lock()), expected);
 }

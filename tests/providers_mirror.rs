@@ -4,14 +4,9 @@
 
 mod support;
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use support::{
-    Fault, PgpKey, ProviderSpec, PublishedTree, Registry, Response, TestCa, TestServer,
-    current_platform, tfinstall_command,
-};
-use tempfile::TempDir;
+use support::*;
 
 fn other_platform() -> String {
     ["linux_arm64", "linux_amd64"]
@@ -21,108 +16,56 @@ fn other_platform() -> String {
         .unwrap()
 }
 
-const MAIN_TF: &str = r#"terraform {
-  required_providers {
-    null = {
-      source  = "hashicorp/null"
-      version = "~> 3.0"
-    }
-  }
-}
-"#;
+/// The configuration's one requirement: `hashicorp/null` `~> 3.0`.
+const NULL: [(&str, &str, &str); 1] = [("null", "hashicorp/null", "~> 3.0")];
 
 const PROVIDER_DIR: &str = "registry.terraform.io/hashicorp/null";
 
 /// A registry for `registry.terraform.io` (through a CLI-config `host`
 /// override), a project using it and an output directory for the mirror.
 struct World {
-    ca: TestCa,
-    server: TestServer,
-    _site: TempDir,
-    tree: PublishedTree,
-    home: TempDir,
-    project: TempDir,
-    out: TempDir,
-    cli_config: PathBuf,
+    registry: HostedRegistry,
+    out: PathBuf,
 }
 
 impl World {
     fn new(versions: &[&str]) -> World {
-        let ca = TestCa::new();
-        let key = PgpKey::generate();
-        let server = TestServer::https(&ca);
-        let site = tempfile::tempdir().unwrap();
         let platforms = [current_platform(), other_platform()];
         let platforms: Vec<&str> = platforms.iter().map(String::as_str).collect();
-        let mut registry = Registry::new(&key);
-        for version in versions {
-            registry = registry
-                .provider(ProviderSpec::new("hashicorp", "null", version).platforms(&platforms));
-        }
-        let tree = registry.write(site.path(), &server.url());
-        server.serve_dir(site.path());
-        let home = tempfile::tempdir().unwrap();
-        let cli_config = home.path().join("tfinstall.tfrc");
-        std::fs::write(
-            &cli_config,
-            format!(
-                "host \"registry.terraform.io\" {{\n  services = {{\n    \"providers.v1\" = \"{}v1/providers/\"\n  }}\n}}\n",
-                server.url()
-            ),
-        )
-        .unwrap();
-        let project = tempfile::tempdir().unwrap();
-        std::fs::write(project.path().join("main.tf"), MAIN_TF).unwrap();
-        World {
-            ca,
-            server,
-            _site: site,
-            tree,
-            home,
-            project,
-            out: tempfile::tempdir().unwrap(),
-            cli_config,
-        }
-    }
-
-    fn command(&self, args: &[&str]) -> assert_cmd::Command {
-        let mut command = tfinstall_command(self.home.path());
-        self.ca.configure(&mut command);
-        command
-            .env("TF_CLI_CONFIG_FILE", &self.cli_config)
-            .current_dir(self.project.path())
-            .args(args);
-        command
+        let registry = HostedRegistry::new(|mut registry| {
+            for version in versions {
+                registry = registry.provider(
+                    ProviderSpec::new("hashicorp", "null", version).platforms(&platforms),
+                );
+            }
+            registry
+        })
+        .standing_in_for("registry.terraform.io");
+        registry.project.require(&NULL);
+        let out = registry.project.dir("out");
+        World { registry, out }
     }
 
     fn mirror_args(&self, platforms: &[&str]) -> Vec<String> {
         let mut args = vec!["providers".to_string(), "mirror".to_string()];
         args.extend(platforms.iter().map(|p| format!("-platform={p}")));
-        args.push(self.out.path().display().to_string());
+        args.push(self.out.display().to_string());
         args
     }
 
-    fn mirror(&self, platforms: &[&str]) -> std::process::Output {
+    fn mirror(&self, platforms: &[&str]) -> Run {
         let args = self.mirror_args(platforms);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        self.command(&args).output().unwrap()
+        self.registry.project.run(&args)
     }
 
     fn provider_dir(&self) -> PathBuf {
-        self.out.path().join(PROVIDER_DIR)
-    }
-
-    fn zip_path(&self, version: &str, platform: &str) -> String {
-        self.tree
-            .package("null", version, platform)
-            .url_path
-            .clone()
-            .unwrap()
+        self.out.join(PROVIDER_DIR)
     }
 
     /// The `VERSION.json` archive entry this run must write for a package.
     fn archive_entry(&self, version: &str, platform: &str) -> String {
-        let package = self.tree.package("null", version, platform);
+        let package = self.registry.tree.package("null", version, platform);
         format!(
             "    \"{platform}\": {{\n      \"hashes\": [\n        \"{}\",\n        \"{}\"\n      ],\n      \"url\": \"{}\"\n    }}",
             package.h1,
@@ -132,77 +75,15 @@ impl World {
     }
 }
 
-fn stdout_of(output: &std::process::Output) -> String {
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-fn stderr_of(output: &std::process::Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-fn read(path: &Path) -> String {
-    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-}
-
-/// Every path below `dir` with its mode and, for files, its bytes.
-fn snapshot(dir: &Path) -> BTreeMap<PathBuf, (u32, Option<Vec<u8>>)> {
-    fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, (u32, Option<Vec<u8>>)>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for entry in entries {
-            let path = entry.unwrap().path();
-            let meta = std::fs::symlink_metadata(&path).unwrap();
-            let mode = mode_of(&meta);
-            let rel = path.strip_prefix(base).unwrap().to_path_buf();
-            if meta.is_dir() {
-                out.insert(rel, (mode, None));
-                walk(base, &path, out);
-            } else {
-                out.insert(rel, (mode, Some(std::fs::read(&path).unwrap())));
-            }
-        }
-    }
-    let mut out = BTreeMap::new();
-    walk(dir, dir, &mut out);
-    out
-}
-
-#[cfg(unix)]
-fn mode_of(meta: &std::fs::Metadata) -> u32 {
-    use std::os::unix::fs::PermissionsExt as _;
-    meta.permissions().mode()
-}
-
-#[cfg(not(unix))]
-fn mode_of(_meta: &std::fs::Metadata) -> u32 {
-    0
-}
-
-/// A fresh project whose CLI configuration installs from `mirror_url` only.
-fn consumer_of(mirror_url: &str) -> (TempDir, PathBuf) {
-    let project = tempfile::tempdir().unwrap();
-    std::fs::write(project.path().join("main.tf"), MAIN_TF).unwrap();
-    let config = project.path().join("consumer.tfrc");
-    std::fs::write(
-        &config,
-        format!(
-            "provider_installation {{\n  network_mirror {{\n    url = \"{mirror_url}\"\n  }}\n}}\n"
-        ),
-    )
-    .unwrap();
-    (project, config)
-}
-
 #[test]
 fn a_mirror_served_by_a_static_server_works_as_a_network_mirror_for_init() {
     let world = World::new(&["3.2.0"]);
     let current = current_platform();
     let other = other_platform();
-    let output = world.mirror(&[&current, &other]);
-    assert!(output.status.success(), "{}", stderr_of(&output));
+    let run = world.mirror(&[&current, &other]);
+    run.assert_success();
     assert_eq!(
-        stdout_of(&output),
+        run.stdout,
         format!(
             "- Mirroring hashicorp/null...\n  - Selected v3.2.0 to meet constraints ~> 3.0\n  - Downloading package for {current}...\n  - Package authenticated: self-signed\n  - Downloading package for {other}...\n  - Package authenticated: self-signed\n"
         )
@@ -210,7 +91,7 @@ fn a_mirror_served_by_a_static_server_works_as_a_network_mirror_for_init() {
 
     let dir = world.provider_dir();
     assert_eq!(
-        read(&dir.join("index.json")),
+        read_text(&dir.join("index.json")),
         "{\n  \"versions\": {\n    \"3.2.0\": {}\n  }\n}"
     );
     let mut entries = [
@@ -219,42 +100,48 @@ fn a_mirror_served_by_a_static_server_works_as_a_network_mirror_for_init() {
     ];
     entries.sort();
     assert_eq!(
-        read(&dir.join("3.2.0.json")),
+        read_text(&dir.join("3.2.0.json")),
         format!("{{\n  \"archives\": {{\n{}\n  }}\n}}", entries.join(",\n"))
     );
     for platform in [&current, &other] {
-        let package = world.tree.package("null", "3.2.0", platform);
+        let package = world.registry.tree.package("null", "3.2.0", platform);
         assert_eq!(
             std::fs::read(dir.join(&package.filename)).unwrap(),
             std::fs::read(&package.path).unwrap()
         );
     }
     // No staging leftovers: the top level holds the hostname directory only.
-    let top: Vec<String> = std::fs::read_dir(world.out.path())
+    let top: Vec<String> = std::fs::read_dir(&world.out)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(top, ["registry.terraform.io"]);
 
-    let mirror_server = TestServer::https(&world.ca);
-    mirror_server.serve_dir(world.out.path());
-    let (consumer, config) = consumer_of(&mirror_server.url());
-    world.server.clear_log();
-    let mut init = world.command(&["init"]);
-    init.env("TF_CLI_CONFIG_FILE", &config)
-        .current_dir(consumer.path());
-    let output = init.output().unwrap();
-    assert!(output.status.success(), "{}", stderr_of(&output));
+    let mirror_server = TestServer::https(&world.registry.ca);
+    mirror_server.serve_dir(&world.out);
+    let mut consumer = Project::new();
+    consumer
+        .trust(&world.registry.ca)
+        .cli_config(&network_mirror_config(&mirror_server.url()));
+    consumer.require(&NULL);
+    world.registry.server.clear_log();
+    let run = consumer.init(&[]);
+    run.assert_success();
     assert!(
-        stdout_of(&output).contains("- Installed hashicorp/null v3.2.0 (verified checksum)"),
+        run.stdout
+            .contains("- Installed hashicorp/null v3.2.0 (verified checksum)"),
         "{}",
-        stdout_of(&output)
+        run.stdout
     );
-    assert!(world.server.requests().is_empty());
+    assert!(world.registry.server.requests().is_empty());
     assert_eq!(
         mirror_server.count(&format!(
             "/{PROVIDER_DIR}/{}",
-            world.tree.package("null", "3.2.0", &current).filename
+            world
+                .registry
+                .tree
+                .package("null", "3.2.0", &current)
+                .filename
         )),
         1
     );
@@ -265,36 +152,42 @@ fn running_again_downloads_nothing_and_rewrites_nothing() {
     let world = World::new(&["3.2.0"]);
     let current = current_platform();
     let other = other_platform();
-    assert!(world.mirror(&[&current, &other]).status.success());
-    let before = snapshot(world.out.path());
-    world.server.clear_log();
+    world.mirror(&[&current, &other]).assert_success();
+    let before = Snapshot::of(&world.out);
+    world.registry.server.clear_log();
 
-    let output = world.mirror(&[&current, &other]);
-    assert!(output.status.success(), "{}", stderr_of(&output));
+    let run = world.mirror(&[&current, &other]);
+    run.assert_success();
     assert_eq!(
-        stdout_of(&output),
+        run.stdout,
         format!(
             "- Mirroring hashicorp/null...\n  - Selected v3.2.0 to meet constraints ~> 3.0\n  - Package for {current} is already in the mirror (self-signed)\n  - Package for {other} is already in the mirror (self-signed)\n"
         )
     );
     for platform in [&current, &other] {
-        assert_eq!(world.server.count(&world.zip_path("3.2.0", platform)), 0);
+        assert_eq!(
+            world
+                .registry
+                .server
+                .count(&world.registry.zip_path("null", "3.2.0", platform)),
+            0
+        );
     }
-    assert_eq!(snapshot(world.out.path()), before);
+    assert_eq!(Snapshot::of(&world.out), before);
 }
 
 #[test]
 fn a_package_that_no_longer_verifies_is_replaced() {
     let world = World::new(&["3.2.0"]);
     let current = current_platform();
-    assert!(world.mirror(&[&current]).status.success());
-    let package = world.tree.package("null", "3.2.0", &current);
+    world.mirror(&[&current]).assert_success();
+    let package = world.registry.tree.package("null", "3.2.0", &current);
     let mirrored = world.provider_dir().join(&package.filename);
     std::fs::write(&mirrored, b"not the package").unwrap();
 
-    let output = world.mirror(&[&current]);
-    assert!(output.status.success(), "{}", stderr_of(&output));
-    assert!(stdout_of(&output).contains(&format!(
+    let run = world.mirror(&[&current]);
+    run.assert_success();
+    assert!(run.stdout.contains(&format!(
         "  - Package for {current} in the mirror does not match its source; replacing it\n  - Downloading package for {current}...\n"
     )));
     assert_eq!(
@@ -321,10 +214,7 @@ fn indexes_merge_with_what_the_mirror_already_lists() {
         "{\"archives\":{\"freebsd_amd64\":{\"url\":\"terraform-provider-null_3.2.0_freebsd_amd64.zip\",\"hashes\":[\"h1:xyz=\"]}}}",
     )
     .unwrap();
-    let random_dir = world
-        .out
-        .path()
-        .join("registry.terraform.io/hashicorp/random");
+    let random_dir = world.out.join("registry.terraform.io/hashicorp/random");
     std::fs::create_dir_all(&random_dir).unwrap();
     std::fs::write(
         random_dir.join("index.json"),
@@ -332,24 +222,24 @@ fn indexes_merge_with_what_the_mirror_already_lists() {
     )
     .unwrap();
 
-    let output = world.mirror(&[&current]);
-    assert!(output.status.success(), "{}", stderr_of(&output));
+    let run = world.mirror(&[&current]);
+    run.assert_success();
     assert_eq!(
-        read(&dir.join("index.json")),
+        read_text(&dir.join("index.json")),
         "{\n  \"versions\": {\n    \"2.0.0\": {\n      \"hint\": true\n    },\n    \"3.1.0\": {},\n    \"3.2.0\": {}\n  }\n}"
     );
-    assert_eq!(read(&dir.join("3.1.0.json")), old_version_doc);
+    assert_eq!(read_text(&dir.join("3.1.0.json")), old_version_doc);
     let mut entries = [
         "    \"freebsd_amd64\": {\n      \"hashes\": [\n        \"h1:xyz=\"\n      ],\n      \"url\": \"terraform-provider-null_3.2.0_freebsd_amd64.zip\"\n    }".to_string(),
         world.archive_entry("3.2.0", &current),
     ];
     entries.sort();
     assert_eq!(
-        read(&dir.join("3.2.0.json")),
+        read_text(&dir.join("3.2.0.json")),
         format!("{{\n  \"archives\": {{\n{}\n  }}\n}}", entries.join(",\n"))
     );
     assert_eq!(
-        read(&random_dir.join("index.json")),
+        read_text(&random_dir.join("index.json")),
         "{\"versions\":{\"3.1.0\":{}}}"
     );
 }
@@ -359,15 +249,16 @@ fn a_failed_download_leaves_the_mirror_as_it_was() {
     let world = World::new(&["3.2.0"]);
     let current = current_platform();
     let other = other_platform();
-    assert!(world.mirror(&[&current]).status.success());
-    let before = snapshot(world.out.path());
+    world.mirror(&[&current]).assert_success();
+    let before = Snapshot::of(&world.out);
 
-    world
-        .server
-        .fault(&world.zip_path("3.2.0", &other), Fault::Status(404));
-    let output = world.mirror(&[&current, &other]);
-    assert!(!output.status.success());
-    let stderr = stderr_of(&output);
+    world.registry.server.fault(
+        &world.registry.zip_path("null", "3.2.0", &other),
+        Fault::Status(404),
+    );
+    let run = world.mirror(&[&current, &other]);
+    run.assert_failure();
+    let stderr = &run.stderr;
     assert!(
         stderr.contains("Error: Cannot download provider release"),
         "{stderr}"
@@ -378,19 +269,19 @@ fn a_failed_download_leaves_the_mirror_as_it_was() {
         )),
         "{stderr}"
     );
-    assert_eq!(snapshot(world.out.path()), before);
+    assert_eq!(Snapshot::of(&world.out), before);
 
     // A download that arrives but is not the signed package fares the same.
-    world.server.fault(
-        &world.zip_path("3.2.0", &other),
+    world.registry.server.fault(
+        &world.registry.zip_path("null", "3.2.0", &other),
         Fault::Respond(Response::bytes(
             "application/zip",
             b"PK not a real zip".to_vec(),
         )),
     );
-    let output = world.mirror(&[&current, &other]);
-    assert!(!output.status.success());
-    let stderr = stderr_of(&output);
+    let run = world.mirror(&[&current, &other]);
+    run.assert_failure();
+    let stderr = &run.stderr;
     assert!(
         stderr.contains("Error: Invalid provider package"),
         "{stderr}"
@@ -401,61 +292,57 @@ fn a_failed_download_leaves_the_mirror_as_it_was() {
         )),
         "{stderr}"
     );
-    assert_eq!(snapshot(world.out.path()), before);
+    assert_eq!(Snapshot::of(&world.out), before);
 }
 
 #[test]
 fn a_mirror_can_be_made_from_a_network_mirror_or_a_filesystem_mirror() {
     let world = World::new(&["3.2.0"]);
     let current = current_platform();
-    assert!(world.mirror(&[&current]).status.success());
-    let first = snapshot(world.out.path());
-    let mirror_server = TestServer::https(&world.ca);
-    mirror_server.serve_dir(world.out.path());
-    world.server.clear_log();
+    world.mirror(&[&current]).assert_success();
+    // Compared with trees written later, so by content only.
+    let first = Snapshot::of(&world.out).without_times();
+    let mirror_server = TestServer::https(&world.registry.ca);
+    mirror_server.serve_dir(&world.out);
+    world.registry.server.clear_log();
 
-    let from_network = tempfile::tempdir().unwrap();
-    let config = world.home.path().join("from-network.tfrc");
-    std::fs::write(
-        &config,
-        format!(
-            "provider_installation {{\n  network_mirror {{\n    url = \"{}\"\n  }}\n}}\n",
-            mirror_server.url()
-        ),
-    )
-    .unwrap();
-    let mut command = world.command(&[
+    let from_network = world.registry.project.dir("from-network");
+    let config = world.registry.project.write_home(
+        "from-network.tfrc",
+        &network_mirror_config(&mirror_server.url()),
+    );
+    let mut command = world.registry.project.command(&[
         "providers",
         "mirror",
         &format!("-platform={current}"),
-        &from_network.path().display().to_string(),
+        &from_network.display().to_string(),
     ]);
-    let output = command.env("TF_CLI_CONFIG_FILE", &config).output().unwrap();
-    assert!(output.status.success(), "{}", stderr_of(&output));
-    assert!(stdout_of(&output).contains("  - Package authenticated: verified checksum\n"));
-    assert_eq!(snapshot(from_network.path()), first);
+    command.env("TF_CLI_CONFIG_FILE", &config);
+    let run = Run::of(command);
+    run.assert_success();
+    assert!(
+        run.stdout
+            .contains("  - Package authenticated: verified checksum\n")
+    );
+    assert_eq!(Snapshot::of(&from_network).without_times(), first);
 
-    let from_disk = tempfile::tempdir().unwrap();
-    let config = world.home.path().join("from-disk.tfrc");
-    std::fs::write(
-        &config,
-        format!(
-            "provider_installation {{\n  filesystem_mirror {{\n    path = \"{}\"\n  }}\n}}\n",
-            world.out.path().display()
-        ),
-    )
-    .unwrap();
-    let mut command = world.command(&[
+    let from_disk = world.registry.project.dir("from-disk");
+    let config = world
+        .registry
+        .project
+        .write_home("from-disk.tfrc", &filesystem_mirror_config(&world.out));
+    let mut command = world.registry.project.command(&[
         "providers",
         "mirror",
         &format!("-platform={current}"),
-        &from_disk.path().display().to_string(),
+        &from_disk.display().to_string(),
     ]);
-    let output = command.env("TF_CLI_CONFIG_FILE", &config).output().unwrap();
-    assert!(output.status.success(), "{}", stderr_of(&output));
-    assert!(!stdout_of(&output).contains("Package authenticated"));
-    assert_eq!(snapshot(from_disk.path()), first);
-    assert!(world.server.requests().is_empty());
+    command.env("TF_CLI_CONFIG_FILE", &config);
+    let run = Run::of(command);
+    run.assert_success();
+    assert!(!run.stdout.contains("Package authenticated"));
+    assert_eq!(Snapshot::of(&from_disk).without_times(), first);
+    assert!(world.registry.server.requests().is_empty());
 }
 
 #[test]
@@ -463,24 +350,30 @@ fn the_lock_file_chooses_the_version_unless_told_otherwise() {
     let world = World::new(&["3.1.0", "3.2.0"]);
     let current = current_platform();
     std::fs::write(
-        world.project.path().join(".terraform.lock.hcl"),
+        world.registry.project.lock_path(),
         "provider \"registry.terraform.io/hashicorp/null\" {\n  version     = \"3.1.0\"\n  constraints = \"~> 3.0\"\n}\n",
     )
     .unwrap();
-    let output = world.mirror(&[&current]);
-    assert!(output.status.success(), "{}", stderr_of(&output));
-    assert!(stdout_of(&output).contains("  - Selected v3.1.0 to match dependency lock file\n"));
+    let run = world.mirror(&[&current]);
+    run.assert_success();
+    assert!(
+        run.stdout
+            .contains("  - Selected v3.1.0 to match dependency lock file\n")
+    );
     assert!(world.provider_dir().join("3.1.0.json").is_file());
     assert!(!world.provider_dir().join("3.2.0.json").exists());
 
     let mut args = world.mirror_args(&[&current]);
     args.insert(2, "-lock-file=false".to_string());
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let output = world.command(&args).output().unwrap();
-    assert!(output.status.success(), "{}", stderr_of(&output));
-    assert!(stdout_of(&output).contains("  - Selected v3.2.0 to meet constraints ~> 3.0\n"));
+    let run = world.registry.project.run(&args);
+    run.assert_success();
+    assert!(
+        run.stdout
+            .contains("  - Selected v3.2.0 to meet constraints ~> 3.0\n")
+    );
     assert_eq!(
-        read(&world.provider_dir().join("index.json")),
+        read_text(&world.provider_dir().join("index.json")),
         "{\n  \"versions\": {\n    \"3.1.0\": {},\n    \"3.2.0\": {}\n  }\n}"
     );
 }
@@ -488,9 +381,9 @@ fn the_lock_file_chooses_the_version_unless_told_otherwise() {
 #[test]
 fn the_output_directory_is_required() {
     let world = World::new(&["3.2.0"]);
-    let output = world.command(&["providers", "mirror"]).output().unwrap();
-    assert!(!output.status.success());
-    let stderr = stderr_of(&output);
+    let run = world.registry.project.run(&["providers", "mirror"]);
+    run.assert_failure();
+    let stderr = &run.stderr;
     assert!(
         stderr.contains("Error: No output directory specified"),
         "{stderr}"
@@ -498,5 +391,5 @@ fn the_output_directory_is_required() {
     assert!(stderr.contains(
         "The providers mirror command requires an output directory as a command-line argument."
     ));
-    assert!(world.server.requests().is_empty());
+    assert!(world.registry.server.requests().is_empty());
 }

@@ -5,19 +5,19 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::addr::{Platform, ProviderAddr};
+use crate::cache::PluginCache;
 use crate::cli::InitArgs;
 use crate::cliconfig::{self, CliEnv};
+use crate::commands::providers::configuration_requirements;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::fetch::{DownloadSettings, Downloader};
 use crate::install::extract::ExtractLimits;
-use crate::install::installer::{InstallMode, InstallOutcome, Installer};
+use crate::install::installer::{CacheUse, InstallMode, InstallOutcome, Installer};
 use crate::install::layout::InstallLayout;
 use crate::install::staging::{FileMode, Staging};
 use crate::lockfile::Locks;
-use crate::module;
 use crate::output::{LockFileChange, Output};
 use crate::source::configured::{SourceOptions, build_source};
-use crate::version::VersionConstraints;
 
 pub const LOCK_FILE: &str = ".terraform.lock.hcl";
 
@@ -68,13 +68,8 @@ async fn init(
     let data_dir = data_dir();
     let mut warnings = Diagnostics::new();
 
-    let (requirements, module_diags) = module::load_requirements(Path::new("."), &data_dir)?;
+    let (requirements, module_diags) = configuration_requirements(Path::new("."), &data_dir)?;
     warnings.extend(module_diags);
-    let requirements: BTreeMap<ProviderAddr, VersionConstraints> = requirements
-        .0
-        .into_iter()
-        .map(|(addr, req)| (addr, req.constraints))
-        .collect();
 
     let env = CliEnv::from_process();
     let (cli_config, config_diags) = cliconfig::load(&env);
@@ -137,6 +132,11 @@ async fn init(
             },
         )),
         dev_overrides,
+        cache: cli_config.plugin_cache_dir.as_ref().map(|dir| CacheUse {
+            cache: PluginCache::new(dir),
+            may_break_lock_file: cli_config.plugin_cache_may_break_lock_file,
+        }),
+        link_mode: args.link_mode,
         events: out.event_sink(),
     };
     let mode = if args.upgrade {
@@ -330,6 +330,17 @@ fn incomplete_lock_warning(providers: &[ProviderAddr], platform: &Platform) -> D
             "Due to your customized provider installation methods, Terraform was forced to calculate lock file checksums locally for the following providers:{list}\n\nThe current .terraform.lock.hcl file only includes checksums for {platform}, so Terraform running on another platform will fail to install these providers.\n\nTo calculate additional checksums for another platform, run:\n  terraform providers lock -platform=linux_amd64\n(where linux_amd64 is the platform to generate)"
         ),
     )
+}
+
+/// Writes `locks` to the lock file in the working directory, reporting a
+/// failure the way Terraform does.
+pub fn save_lock_file(locks: &Locks) -> Result<(), Diagnostics> {
+    locks.save(Path::new(LOCK_FILE)).map_err(|err| {
+        Diagnostics::from(Diagnostic::error(
+            "Failed to update dependency lock file",
+            format!("Error while writing new dependency lock information to {LOCK_FILE}: {err}."),
+        ))
+    })
 }
 
 /// `selections.json` as Terraform 0.13 writes it, so 0.13 accepts the

@@ -1,5 +1,6 @@
 //! One file per subcommand: thin orchestration of the pipeline stages.
 
+pub mod cache;
 pub mod completions;
 pub mod init;
 pub mod providers;

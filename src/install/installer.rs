@@ -12,13 +12,14 @@ use futures_util::StreamExt;
 use futures_util::stream;
 
 use crate::addr::{Platform, ProviderAddr};
+use crate::cache::{EntryMeta, PluginCache};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::fetch::{DownloadProgress, Downloader};
 use crate::http::TERRAFORM_COMPAT_VERSION;
 use crate::install::extract::{ExtractLimits, extract_package, find_executable};
 use crate::install::hash_memo::HashMemo;
 use crate::install::layout::InstallLayout;
-use crate::install::link::link_or_copy_tree;
+use crate::install::link::{LinkMode, link_cached_package, link_package};
 use crate::install::staging::Staging;
 use crate::lockfile::{LockedProvider, Locks};
 use crate::source::{
@@ -80,6 +81,17 @@ pub enum InstallEvent {
         auth: AuthResult,
     },
     Warning(Diagnostic),
+    /// The package came from the plugin cache; nothing was downloaded.
+    CacheHit {
+        provider: ProviderAddr,
+        version: Version,
+    },
+    /// Another process holds the cache entry's lock, installing the same
+    /// package; this one waits and then uses its result.
+    WaitingForCache {
+        provider: ProviderAddr,
+        version: Version,
+    },
     /// The version to install and where its package is; `locked` when the
     /// lock file already records this version.
     Selected {
@@ -135,7 +147,27 @@ pub struct Installer {
     /// Providers the CLI configuration's `dev_overrides` replace: not
     /// installed, and their lock entries left alone (Terraform 1.16).
     pub dev_overrides: BTreeSet<ProviderAddr>,
+    /// The global plugin cache, when one is configured.
+    pub cache: Option<CacheUse>,
+    /// How packages from the cache or an unpacked mirror are placed.
+    pub link_mode: LinkMode,
     pub events: EventSink,
+}
+
+pub struct CacheUse {
+    pub cache: PluginCache,
+    /// `plugin_cache_may_break_dependency_lock_file`: use entries that the
+    /// lock file cannot vouch for (Terraform 1.4's escape hatch).
+    pub may_break_lock_file: bool,
+}
+
+/// A cache entry this run may use, with what vouches for it.
+#[derive(Clone, Debug)]
+struct CachedPackage {
+    dir: PathBuf,
+    h1: PackageHash,
+    auth: AuthResult,
+    signed_hashes: Vec<PackageHash>,
 }
 
 /// What a successful run staged, ready to be committed by the command.
@@ -163,6 +195,8 @@ struct Selected {
     /// Set when the fast path found the installed package matching the lock,
     /// so no source was asked anything.
     already_installed: Option<PackageHash>,
+    /// Set when the fast path found a cache entry matching the lock.
+    cached: Option<CachedPackage>,
 }
 
 struct Fetched {
@@ -266,6 +300,71 @@ impl Installer {
         Ok(outcome)
     }
 
+    /// `cache warm`: makes sure the plugin cache holds the package of every
+    /// required provider for this installer's platform, choosing versions
+    /// as `init` would (the lock file's when it has them). Nothing outside
+    /// the cache is written. Returns each package with whether it was added.
+    pub async fn warm(
+        &self,
+        requirements: &BTreeMap<ProviderAddr, VersionConstraints>,
+        previous: &Locks,
+    ) -> Result<Vec<(ProviderAddr, Version, bool)>, Diagnostics> {
+        let Some(cache) = &self.cache else {
+            return Ok(Vec::new());
+        };
+        let wanted: Vec<(ProviderAddr, VersionConstraints)> = requirements
+            .iter()
+            .filter(|(p, _)| !p.is_builtin() && !self.dev_overrides.contains(*p))
+            .map(|(p, c)| (p.clone(), c.clone()))
+            .collect();
+        let memo = HashMemo::load(&self.layout.data_dir);
+        let selected = self
+            .select_versions(&wanted, previous, InstallMode::Normal, &memo)
+            .await?;
+        let staging = Staging::create(cache.cache.root()).map_err(|err| {
+            Diagnostics::from(Diagnostic::error(
+                "Failed to prepare the plugin cache",
+                format!(
+                    "Could not create a staging directory in {}: {err}.",
+                    cache.cache.root().display()
+                ),
+            ))
+        })?;
+        let emit = |event: InstallEvent| (self.events)(event);
+        let results: Vec<Result<(ProviderAddr, Version, bool), Diagnostic>> =
+            stream::iter(selected)
+                .map(|s| {
+                    let staging = &staging;
+                    let emit = &emit;
+                    async move {
+                        let preferred = preferred_hashes(previous, &s);
+                        let cached = match s.cached.clone() {
+                            Some(cached) => Some(cached),
+                            None => {
+                                self.cached_matching(&s.provider, &s.version, preferred.clone())
+                                    .await
+                            }
+                        };
+                        let added = match cached {
+                            Some(_) => false,
+                            None => {
+                                let locked = previous.get(&s.provider).is_some();
+                                self.fill_cache(
+                                    cache, &s, &preferred, &preferred, locked, staging, emit,
+                                )
+                                .await?
+                                .1
+                            }
+                        };
+                        Ok((s.provider, s.version, added))
+                    }
+                })
+                .buffered(self.parallelism.max(1))
+                .collect()
+                .await;
+        Diagnostics::collect(results)
+    }
+
     /// Steps 1 and 2 of Terraform's installer, for all providers at once.
     async fn select_versions(
         &self,
@@ -295,19 +394,7 @@ impl Installer {
             .buffered(self.parallelism.max(1))
             .collect()
             .await;
-        let mut diags = Diagnostics::new();
-        let mut selected = Vec::new();
-        for result in results {
-            match result {
-                Ok(s) => selected.push(s),
-                Err(d) => diags.push(d),
-            }
-        }
-        if diags.has_errors() {
-            Err(diags)
-        } else {
-            Ok(selected)
-        }
+        Diagnostics::collect(results)
     }
 
     async fn select_one(
@@ -356,6 +443,27 @@ impl Installer {
                     version: lock.version.clone(),
                     constraints: constraints.clone(),
                     already_installed: Some(hash),
+                    cached: None,
+                });
+            }
+            // Nor does one the plugin cache holds as the lock file records it,
+            // which is what lets a pre-warmed CI image run `init` offline.
+            let preferred = lock
+                .hashes
+                .iter()
+                .filter(|h| h.is_preferred())
+                .cloned()
+                .collect();
+            if let Some(cached) = self
+                .cached_matching(provider, &lock.version, preferred)
+                .await
+            {
+                return Ok(Selected {
+                    provider: provider.clone(),
+                    version: lock.version.clone(),
+                    constraints: constraints.clone(),
+                    already_installed: None,
+                    cached: Some(cached),
                 });
             }
         }
@@ -390,6 +498,7 @@ impl Installer {
                 version: version.clone(),
                 constraints: constraints.clone(),
                 already_installed: None,
+                cached: None,
             }),
             None => Err(query_failed(match locked {
                 Some(lock) => format!(
@@ -420,6 +529,151 @@ impl Installer {
         }
         let hash = memo.h1_of_dir(&dir).ok()?;
         hashes.contains(&hash).then_some(hash)
+    }
+
+    /// The cache entry for this package if this run may use it (§8 step 3b):
+    /// its `h1:` (or, for entries tfinstall made, the archive's `zh:`) is in
+    /// `preferred`; or, for a provider the lock file has no hashes for, the
+    /// entry carries tfinstall's record of how it was verified (so the lock
+    /// entry can be complete without a download), or the user allowed
+    /// entries that break the lock file.
+    async fn cached_matching(
+        &self,
+        provider: &ProviderAddr,
+        version: &Version,
+        preferred: BTreeSet<PackageHash>,
+    ) -> Option<CachedPackage> {
+        let cache = self.cache.as_ref()?;
+        let entry = cache.cache.lookup(provider, version, &self.platform)?;
+        let type_name = provider.type_name.clone();
+        let may_break = cache.may_break_lock_file;
+        blocking(move || {
+            find_executable(&entry.dir, &type_name).map_err(std::io::Error::other)?;
+            let h1 = PackageHash::h1_of_dir(&entry.dir)?;
+            // A record whose hash no longer matches describes other files.
+            let meta = entry.meta.filter(|m| m.h1() == Some(h1.clone()));
+            let zh = meta
+                .as_ref()
+                .and_then(|m| m.zh.as_deref())
+                .and_then(|z| PackageHash::parse(z).ok());
+            let usable = if preferred.is_empty() {
+                meta.is_some() || may_break
+            } else {
+                preferred.contains(&h1) || zh.is_some_and(|z| preferred.contains(&z))
+            };
+            usable
+                .then(|| CachedPackage {
+                    dir: entry.dir,
+                    h1,
+                    auth: meta
+                        .as_ref()
+                        .map_or(AuthResult::Unauthenticated, |m| AuthResult::from(&m.auth)),
+                    signed_hashes: meta.map(|m| m.signed_hashes()).unwrap_or_default(),
+                })
+                .ok_or_else(|| std::io::Error::other("not usable"))
+        })
+        .await
+        .ok()
+    }
+
+    /// Fills the cache entry for this package (once, however many processes
+    /// want it: the entry lock makes the others wait and reuse the result).
+    #[allow(clippy::too_many_arguments)]
+    async fn fill_cache(
+        &self,
+        cache: &CacheUse,
+        s: &Selected,
+        preferred: &BTreeSet<PackageHash>,
+        allowed: &BTreeSet<PackageHash>,
+        lock_known: bool,
+        staging: &Staging,
+        emit: &(dyn Fn(InstallEvent) + Sync),
+    ) -> Result<(CachedPackage, bool), Diagnostic> {
+        let cache_failed = |err: std::io::Error| {
+            Diagnostic::error(
+                "Failed to install provider",
+                format!(
+                    "Error while installing {} v{}: could not use the plugin cache at {}: {err}. Check its permissions, or unset plugin_cache_dir / TF_PLUGIN_CACHE_DIR to install without it.",
+                    s.provider.for_display(),
+                    s.version,
+                    cache.cache.root().display()
+                ),
+            )
+        };
+        let entry_lock = cache
+            .cache
+            .lock_entry(&s.provider, &s.version, &self.platform, || {
+                emit(InstallEvent::WaitingForCache {
+                    provider: s.provider.clone(),
+                    version: s.version.clone(),
+                })
+            })
+            .await
+            .map_err(cache_failed)?;
+        if let Some(cached) = self
+            .cached_matching(&s.provider, &s.version, preferred.clone())
+            .await
+        {
+            return Ok((cached, false));
+        }
+        let meta = self
+            .source
+            .package_meta(&s.provider, &s.version, &self.platform)
+            .await
+            .map_err(|err| {
+                fetch_error_diagnostic(&s.provider, &s.version, &s.constraints, &self.platform, err)
+            })?;
+        emit(InstallEvent::Selected {
+            provider: s.provider.clone(),
+            version: s.version.clone(),
+            locked: lock_known,
+            package: meta.location.to_string(),
+        });
+        emit(InstallEvent::Installing {
+            provider: s.provider.clone(),
+            version: s.version.clone(),
+        });
+        let package_dir = entry_lock.build_dir().map_err(cache_failed)?;
+        let package = self
+            .stage_package(&meta, allowed, staging, &package_dir, emit, LinkMode::Copy)
+            .await
+            .map_err(|err| install_failed(&s.provider, &s.version, err))?;
+        let record = EntryMeta {
+            format: crate::cache::META_FORMAT,
+            provider: s.provider.to_string(),
+            version: s.version.to_string(),
+            platform: self.platform.to_string(),
+            h1: package.h1.to_string(),
+            zh: package.zh.as_ref().map(ToString::to_string),
+            signed_hashes: package
+                .signed_hashes
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
+            auth: (&package.auth).into(),
+            origin: match &meta.location {
+                PackageLocation::LocalArchive(p) | PackageLocation::LocalDir(p) => {
+                    std::path::absolute(p)
+                        .unwrap_or_else(|_| p.clone())
+                        .display()
+                        .to_string()
+                }
+                PackageLocation::Http(url) => url.to_string(),
+            },
+        };
+        let dir = cache
+            .cache
+            .insert(&entry_lock, &record)
+            .map_err(cache_failed)?;
+        Ok((
+            CachedPackage {
+                dir,
+                h1: package.h1,
+                auth: package.auth,
+                signed_hashes: package.signed_hashes,
+            },
+            true,
+        ))
     }
 
     async fn fetch_all(
@@ -453,19 +707,7 @@ impl Installer {
                 .buffered(self.parallelism.max(1))
                 .collect()
                 .await;
-        let mut diags = Diagnostics::new();
-        let mut fetched = Vec::new();
-        for result in results {
-            match result {
-                Ok(f) => fetched.push(f),
-                Err(d) => diags.push(d),
-            }
-        }
-        if diags.has_errors() {
-            Err(diags)
-        } else {
-            Ok(fetched)
-        }
+        Diagnostics::collect(results)
     }
 
     async fn fetch_one(
@@ -478,15 +720,7 @@ impl Installer {
         emit: &(dyn Fn(InstallEvent) + Sync),
     ) -> Result<Fetched, Diagnostic> {
         let lock = previous.get(&s.provider).filter(|l| l.version == s.version);
-        let preferred: BTreeSet<PackageHash> = lock
-            .map(|l| {
-                l.hashes
-                    .iter()
-                    .filter(|h| h.is_preferred())
-                    .cloned()
-                    .collect()
-            })
-            .unwrap_or_default();
+        let preferred = preferred_hashes(previous, &s);
         let prior_hashes = lock.map(|l| l.hashes.clone()).unwrap_or_default();
 
         let installed = match s.already_installed.clone() {
@@ -520,16 +754,62 @@ impl Installer {
             });
         }
 
-        let install_failed = |err: String| {
-            Diagnostic::error(
-                "Failed to install provider",
-                format!(
-                    "Error while installing {} v{}: {err}",
-                    s.provider.for_display(),
-                    s.version
-                ),
-            )
+        let install_failed = |err: String| install_failed(&s.provider, &s.version, err);
+        let allowed = if mode == InstallMode::Force {
+            BTreeSet::new()
+        } else {
+            preferred.clone()
         };
+        if let Some(cache) = &self.cache {
+            let (cached, downloaded) = match s.cached.clone() {
+                Some(cached) => (cached, false),
+                None => match self
+                    .cached_matching(&s.provider, &s.version, preferred.clone())
+                    .await
+                {
+                    Some(cached) => (cached, false),
+                    None => {
+                        self.fill_cache(
+                            cache,
+                            &s,
+                            &preferred,
+                            &allowed,
+                            lock.is_some(),
+                            staging,
+                            emit,
+                        )
+                        .await?
+                    }
+                },
+            };
+            if !downloaded {
+                emit(InstallEvent::CacheHit {
+                    provider: s.provider.clone(),
+                    version: s.version.clone(),
+                });
+            }
+            let staged = staging.new_path(&format!("{}-{}", s.provider.type_name, s.version));
+            let (from, to, link_mode) = (cached.dir.clone(), staged.clone(), self.link_mode);
+            blocking(move || link_cached_package(&from, &to, link_mode))
+                .await
+                .map_err(|err| {
+                    let advice = match link_mode {
+                        LinkMode::Hardlink => ". -link-mode=hardlink needs the plugin cache and the working directory on one filesystem that allows hard links; use -link-mode=auto (the default) to copy where they are refused.",
+                        _ => "",
+                    };
+                    install_failed(format!(
+                        "could not place the cached package from {} in the working directory: {err}{advice}",
+                        cached.dir.display()
+                    ))
+                })?;
+            let package = StagedPackage {
+                h1: cached.h1,
+                zh: None,
+                auth: cached.auth,
+                signed_hashes: cached.signed_hashes,
+            };
+            return Ok(self.fetched(s, staged, package, &preferred, downloaded, emit));
+        }
         let meta = self
             .source
             .package_meta(&s.provider, &s.version, &self.platform)
@@ -548,33 +828,45 @@ impl Installer {
             version: s.version.clone(),
         });
         let staged = staging.new_path(&format!("{}-{}", s.provider.type_name, s.version));
-        let allowed = if mode == InstallMode::Force {
-            BTreeSet::new()
-        } else {
-            preferred.clone()
-        };
         let package = self
-            .stage_package(&meta, &allowed, staging, &staged, emit)
+            .stage_package(&meta, &allowed, staging, &staged, emit, LinkMode::Auto)
             .await
             .map_err(install_failed)?;
 
+        Ok(self.fetched(s, staged, package, &preferred, true, emit))
+    }
+
+    /// The lock entry and report for a package staged at `staged`.
+    /// `installed_now` is false for a cache hit, which Terraform reports as
+    /// "Using … from the shared cache directory" instead of "Installed".
+    fn fetched(
+        &self,
+        s: Selected,
+        staged: PathBuf,
+        package: StagedPackage,
+        preferred: &BTreeSet<PackageHash>,
+        installed_now: bool,
+        emit: &(dyn Fn(InstallEvent) + Sync),
+    ) -> Fetched {
         let mut hashes = preferred.clone();
         hashes.insert(package.h1.clone());
         let signed = matches!(package.auth, AuthResult::Signed(_));
         // Terraform's test: nothing signed this run, and the lock had no
         // hashes for this version or exactly the one just computed.
         let incomplete = (!signed || package.signed_hashes.is_empty())
-            && (preferred.is_empty() || preferred == BTreeSet::from([package.h1.clone()]));
+            && (preferred.is_empty() || *preferred == BTreeSet::from([package.h1.clone()]));
         if signed {
             hashes.extend(package.signed_hashes);
         }
-        let third_party = package.auth.is_third_party_signed();
-        emit(InstallEvent::Installed {
-            provider: s.provider.clone(),
-            version: s.version.clone(),
-            auth: package.auth,
-        });
-        Ok(Fetched {
+        let third_party = installed_now && package.auth.is_third_party_signed();
+        if installed_now {
+            emit(InstallEvent::Installed {
+                provider: s.provider.clone(),
+                version: s.version.clone(),
+                auth: package.auth,
+            });
+        }
+        Fetched {
             provider: s.provider,
             version: s.version,
             constraints: s.constraints,
@@ -583,10 +875,13 @@ impl Installer {
             hashes,
             incomplete,
             third_party,
-        })
+        }
     }
 
     /// Obtains, authenticates and unpacks one package into `staged`.
+    /// `placement` says how an unpacked (directory) package is placed; a
+    /// cache entry must be a copy, since cache files are made read-only and
+    /// a hard link would change the mirror's files too.
     async fn stage_package(
         &self,
         meta: &PackageMeta,
@@ -594,6 +889,7 @@ impl Installer {
         staging: &Staging,
         staged: &Path,
         emit: &(dyn Fn(InstallEvent) + Sync),
+        placement: LinkMode,
     ) -> Result<StagedPackage, String> {
         let progress = |stage| {
             emit(InstallEvent::Progress {
@@ -604,9 +900,14 @@ impl Installer {
         };
         match &meta.location {
             PackageLocation::LocalDir(src) => {
-                let package =
-                    stage_unpacked(src.clone(), staged.to_path_buf(), meta, allowed.clone())
-                        .await?;
+                let package = stage_unpacked(
+                    src.clone(),
+                    staged.to_path_buf(),
+                    meta,
+                    allowed.clone(),
+                    placement,
+                )
+                .await?;
                 emit(InstallEvent::Verified {
                     provider: meta.provider.clone(),
                     version: meta.version.clone(),
@@ -729,6 +1030,7 @@ impl Installer {
         }
         Ok(StagedPackage {
             h1,
+            zh: Some(zh),
             auth,
             signed_hashes,
         })
@@ -746,6 +1048,8 @@ struct LocalArchive {
 
 struct StagedPackage {
     h1: PackageHash,
+    /// The archive's hash, when the package came as an archive.
+    zh: Option<PackageHash>,
     auth: AuthResult,
     signed_hashes: Vec<PackageHash>,
 }
@@ -755,6 +1059,7 @@ async fn stage_unpacked(
     staged: PathBuf,
     meta: &PackageMeta,
     allowed: BTreeSet<PackageHash>,
+    placement: LinkMode,
 ) -> Result<StagedPackage, String> {
     let provider = meta.provider.clone();
     let version = meta.version.clone();
@@ -766,10 +1071,11 @@ async fn stage_unpacked(
                 "the local package for {provider} {version} doesn't match any of the checksums previously recorded in the dependency lock file (this might be because the available checksums are for packages targeting different platforms); for more information: {CHECKSUM_DOCS}"
             )));
         }
-        link_or_copy_tree(&src, &staged)?;
+        link_package(&src, &staged, placement)?;
         find_executable(&staged, &provider.type_name).map_err(std::io::Error::other)?;
         Ok(StagedPackage {
             h1,
+            zh: None,
             auth: AuthResult::Unauthenticated,
             signed_hashes: Vec::new(),
         })
@@ -848,12 +1154,40 @@ fn zh_digest(zh: &PackageHash) -> Option<[u8; 32]> {
     bytes.try_into().ok()
 }
 
-async fn blocking<T: Send + 'static>(
+/// Runs hashing, unpacking and other file work off the async threads, so
+/// one large package never stalls the downloads of the others.
+pub async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> std::io::Result<T> + Send + 'static,
 ) -> std::io::Result<T> {
     tokio::task::spawn_blocking(f)
         .await
         .map_err(std::io::Error::other)?
+}
+
+/// The lock file's `h1:`/`zh:` hashes for the selected version, which the
+/// package must match (§8 step 3); none when the lock has another version.
+fn preferred_hashes(previous: &Locks, s: &Selected) -> BTreeSet<PackageHash> {
+    previous
+        .get(&s.provider)
+        .filter(|l| l.version == s.version)
+        .map(|l| {
+            l.hashes
+                .iter()
+                .filter(|h| h.is_preferred())
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn install_failed(provider: &ProviderAddr, version: &Version, err: String) -> Diagnostic {
+    Diagnostic::error(
+        "Failed to install provider",
+        format!(
+            "Error while installing {} v{version}: {err}",
+            provider.for_display()
+        ),
+    )
 }
 
 fn check_builtin(

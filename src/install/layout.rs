@@ -59,9 +59,15 @@ pub fn unpacked_package_dir(
     version: &Version,
     platform: &Platform,
 ) -> PathBuf {
+    provider_dir(base, provider)
+        .join(version.to_string())
+        .join(platform.to_string())
+}
+
+/// `BASE/HOST/NS/TYPE`, with the Unicode form of the hostname: where both
+/// mirror layouts and the installed tree keep one provider's packages.
+pub fn provider_dir(base: &Path, provider: &ProviderAddr) -> PathBuf {
     base.join(provider.hostname.for_display())
         .join(&provider.namespace)
         .join(&provider.type_name)
-        .join(version.to_string())
-        .join(platform.to_string())
 }

@@ -139,6 +139,14 @@ impl JsonLines {
                 "using_installed",
                 json!({ "provider": provider.to_string(), "version": version.to_string() }),
             ),
+            InstallEvent::CacheHit { provider, version } => (
+                "cache_hit",
+                json!({ "provider": provider.to_string(), "version": version.to_string() }),
+            ),
+            InstallEvent::WaitingForCache { provider, version } => (
+                "cache_wait",
+                json!({ "provider": provider.to_string(), "version": version.to_string() }),
+            ),
             InstallEvent::Installing { provider, version } => (
                 "installing",
                 json!({ "provider": provider.to_string(), "version": version.to_string() }),

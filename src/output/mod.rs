@@ -93,7 +93,9 @@ impl Output {
             let mut tally = self.tally();
             match event {
                 InstallEvent::Installed { .. } => tally.installed += 1,
-                InstallEvent::UsingInstalled { .. } => tally.reused += 1,
+                InstallEvent::UsingInstalled { .. } | InstallEvent::CacheHit { .. } => {
+                    tally.reused += 1
+                }
                 InstallEvent::BuiltIn { .. } => tally.built_in += 1,
                 InstallEvent::Warning(_) => tally.warnings += 1,
                 _ => {}

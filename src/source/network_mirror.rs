@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use async_trait::async_trait;
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use url::Url;
 
 use crate::addr::{Hostname, Platform, ProviderAddr};
@@ -120,6 +121,23 @@ impl NetworkMirror {
         }
         Ok(Some(response))
     }
+
+    /// The JSON document a [`NetworkMirror::get_json`] response holds.
+    fn decode<T: DeserializeOwned>(
+        &self,
+        provider: &ProviderAddr,
+        response: &ApiResponse,
+    ) -> Result<T, SourceError> {
+        serde_json::from_slice(&response.body).map_err(|err| {
+            self.failed(
+                provider,
+                format!(
+                    "invalid response content from mirror server at {}: {err}",
+                    response.url
+                ),
+            )
+        })
+    }
 }
 
 /// `host[:port]` of a URL, the form credentials are configured under.
@@ -144,15 +162,7 @@ impl Source for NetworkMirror {
                 sources: vec![self.for_display(provider)],
             });
         };
-        let doc: IndexDoc = serde_json::from_slice(&response.body).map_err(|err| {
-            self.failed(
-                provider,
-                format!(
-                    "invalid response content from mirror server at {}: {err}",
-                    response.url
-                ),
-            )
-        })?;
+        let doc: IndexDoc = self.decode(provider, &response)?;
         let mut versions: Vec<Version> = doc
             .versions
             .keys()
@@ -181,15 +191,7 @@ impl Source for NetworkMirror {
                 format!("provider mirror does not have archive index for previously-reported {provider} version {version}"),
             ));
         };
-        let doc: VersionDoc = serde_json::from_slice(&response.body).map_err(|err| {
-            self.failed(
-                provider,
-                format!(
-                    "invalid response content from mirror server at {}: {err}",
-                    response.url
-                ),
-            )
-        })?;
+        let doc: VersionDoc = self.decode(provider, &response)?;
         let Some(archive) = doc.archives.get(&platform.to_string()) else {
             return Err(SourceError::platform_not_supported(
                 provider,

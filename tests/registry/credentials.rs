@@ -4,7 +4,7 @@
 //! another host after a redirect, and never printed.
 
 use crate::harness::Scenario;
-use crate::support::{self, Fault, ProviderSpec, PublishedTree, Registry, TestServer};
+use crate::support::{self, Fault, ProviderSpec, PublishedTree, Registry, TestServer, host_block};
 
 const TOKEN: &str = "s3cr3t-registry-token.abc123";
 
@@ -71,15 +71,15 @@ fn assert_token_only_on_api_calls(scenario: &Scenario, tree: &PublishedTree, dis
 fn a_credentials_block_authorizes_discovery_and_api_calls_only() {
     let mut scenario = Scenario::new();
     let tree = publish_widget(&scenario);
-    scenario.cli_config(&format!(
+    scenario.project.cli_config(&format!(
         "credentials \"{}\" {{\n  token = \"{TOKEN}\"\n}}\n",
         scenario.host()
     ));
     let address = format!("{}/acme/widget", scenario.host());
-    scenario.require(&[("widget", &address, "")]);
+    scenario.project.require(&[("widget", &address, "")]);
 
-    let run = scenario.run();
-    run.assert_success().assert_never_says(TOKEN);
+    let run = scenario.project.init(&[]);
+    run.assert_success().assert_not_contains(TOKEN);
     assert_token_only_on_api_calls(&scenario, &tree, true);
 }
 
@@ -91,7 +91,7 @@ fn credentials_tfrc_json_authorizes_api_calls_only() {
         .registry()
         .provider(ProviderSpec::new("acme", "widget", "1.0.0"))
         .write(scenario.site.path(), &format!("https://{localhost}/"));
-    let config_dir = scenario.home.path().join(".terraform.d");
+    let config_dir = scenario.project.home.join(".terraform.d");
     std::fs::create_dir_all(&config_dir).unwrap();
     std::fs::write(
         config_dir.join("credentials.tfrc.json"),
@@ -102,9 +102,13 @@ fn credentials_tfrc_json_authorizes_api_calls_only() {
     )
     .unwrap();
     let address = format!("{localhost}/acme/widget");
-    scenario.require(&[("widget", &address, "")]);
+    scenario.project.require(&[("widget", &address, "")]);
 
-    scenario.run().assert_success().assert_never_says(TOKEN);
+    scenario
+        .project
+        .init(&[])
+        .assert_success()
+        .assert_not_contains(TOKEN);
     assert_token_only_on_api_calls(&scenario, &tree, true);
 }
 
@@ -115,19 +119,26 @@ fn credentials_tfrc_json_authorizes_api_calls_only() {
 fn a_tf_token_variable_authorizes_api_calls_for_the_provider_host() {
     let mut scenario = Scenario::new();
     let tree = publish_widget(&scenario);
-    scenario.cli_config(&format!(
-        "host \"my-registry.example.com\" {{\n  services = {{\n    \"providers.v1\" = \"{}\"\n  }}\n}}\n\ncredentials \"my-registry.example.com\" {{\n  token = \"from-the-config-file\"\n}}\n\ncredentials \"{}\" {{\n  token = \"for-the-api-host\"\n}}\n",
-        scenario.server.url_for("/v1/providers/"),
+    scenario.project.cli_config(&format!(
+        "{}\ncredentials \"my-registry.example.com\" {{\n  token = \"from-the-config-file\"\n}}\n\ncredentials \"{}\" {{\n  token = \"for-the-api-host\"\n}}\n",
+        host_block(
+            "my-registry.example.com",
+            &scenario.server.url_for("/v1/providers/")
+        ),
         scenario.host()
     ));
-    scenario.env("TF_TOKEN_my__registry_example_com", TOKEN);
-    scenario.require(&[("widget", "my-registry.example.com/acme/widget", "")]);
+    scenario
+        .project
+        .env("TF_TOKEN_my__registry_example_com", TOKEN);
+    scenario
+        .project
+        .require(&[("widget", "my-registry.example.com/acme/widget", "")]);
 
-    let run = scenario.run();
+    let run = scenario.project.init(&[]);
     run.assert_success()
-        .assert_never_says(TOKEN)
-        .assert_never_says("from-the-config-file")
-        .assert_never_says("for-the-api-host");
+        .assert_not_contains(TOKEN)
+        .assert_not_contains("from-the-config-file")
+        .assert_not_contains("for-the-api-host");
     assert!(
         run.stdout
             .contains("- Installed my-registry.example.com/acme/widget v1.0.0 (self-signed"),
@@ -152,14 +163,18 @@ fn a_token_does_not_follow_a_redirect_to_another_host() {
             location: format!("https://{}{versions}", mirror.localhost_host()),
         },
     );
-    scenario.cli_config(&format!(
+    scenario.project.cli_config(&format!(
         "credentials \"{}\" {{\n  token = \"{TOKEN}\"\n}}\n",
         scenario.host()
     ));
     let address = format!("{}/acme/widget", scenario.host());
-    scenario.require(&[("widget", &address, "")]);
+    scenario.project.require(&[("widget", &address, "")]);
 
-    scenario.run().assert_success().assert_never_says(TOKEN);
+    scenario
+        .project
+        .init(&[])
+        .assert_success()
+        .assert_not_contains(TOKEN);
     assert_eq!(scenario.authorized(&versions, TOKEN), [true]);
     let redirected = mirror.requests_to(&versions);
     assert_eq!(redirected.len(), 1);
@@ -175,23 +190,23 @@ fn a_rejected_token_fails_cleanly_without_printing_it() {
     let versions = format!("/{}", Registry::versions_path("acme", "widget"));
     scenario.server.fault(&versions, Fault::Status(401));
     let address = format!("{}/acme/widget", scenario.host());
-    scenario.require(&[("widget", &address, "")]);
+    scenario.project.require(&[("widget", &address, "")]);
 
-    let run = scenario.run_failing();
+    let run = scenario.project.init_failing(&[]);
     run.assert_says("Error: Failed to query available provider packages")
         .assert_says(&format!(
             "Could not retrieve the list of available versions for provider {address}: host {} requires authentication credentials",
             scenario.host()
         ));
 
-    scenario.cli_config(&format!(
+    scenario.project.cli_config(&format!(
         "credentials \"{}\" {{\n  token = \"{TOKEN}\"\n}}\n",
         scenario.host()
     ));
-    let run = scenario.run_failing();
+    let run = scenario.project.init_failing(&[]);
     run.assert_says(&format!(
         "host {} rejected the given authentication credentials",
         scenario.host()
     ))
-    .assert_never_says(TOKEN);
+    .assert_not_contains(TOKEN);
 }

@@ -5,9 +5,9 @@
 
 use std::time::Duration;
 
-use crate::harness::{Run, Scenario};
+use crate::harness::Scenario;
 use crate::support::{
-    self, Fault, PgpKey, ProviderSpec, PublishedTree, Registry, Response, TestCa, TestServer,
+    self, Fault, PgpKey, ProviderSpec, PublishedTree, Registry, Response, Run, TestCa, TestServer,
 };
 
 /// A working directory with `acme/good` installed from the scenario's
@@ -36,10 +36,12 @@ impl Broken {
         let tree = scenario.publish(registry);
         let host = scenario.host();
         let good = format!("{host}/acme/good");
-        scenario.require(&[("good", &good, "")]);
-        scenario.run().assert_success();
+        scenario.project.require(&[("good", &good, "")]);
+        scenario.project.init(&[]).assert_success();
         let address = format!("{host}/acme/bad");
-        scenario.require(&[("good", &good, ""), ("bad", &address, constraint)]);
+        scenario
+            .project
+            .require(&[("good", &good, ""), ("bad", &address, constraint)]);
         Broken {
             scenario,
             tree,
@@ -83,7 +85,13 @@ impl Broken {
                 "Error while installing {} v{version}: {error}",
                 self.address
             ));
-        assert!(!self.scenario.package_dir(&self.address, version).exists());
+        assert!(
+            !self
+                .scenario
+                .project
+                .installed_dir(&self.address, version)
+                .exists()
+        );
     }
 
     /// The failure Terraform reports when it cannot list versions.
@@ -119,7 +127,7 @@ fn a_signature_that_does_not_match_the_checksums_is_refused() {
             .sign_detached(b"some other checksum list\n"),
     )
     .unwrap();
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     broken.assert_install_error(&run, "1.0.0", "error checking signature: ");
 }
 
@@ -133,7 +141,7 @@ fn a_signature_by_a_key_the_registry_did_not_list_is_refused() {
         stranger.sign_detached(&sums),
     )
     .unwrap();
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     broken.assert_install_error(
         &run,
         "1.0.0",
@@ -154,7 +162,7 @@ fn a_tampered_checksum_list_is_refused() {
 
     // The line for the package no longer matches the registry's `shasum`.
     std::fs::write(&sums_path, original.replace(&listed, &forged)).unwrap();
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     broken.assert_install_error(
         &run,
         "1.0.0",
@@ -164,13 +172,13 @@ fn a_tampered_checksum_list_is_refused() {
     // An extra line keeps the package's own line intact but breaks the
     // signature over the whole list.
     std::fs::write(&sums_path, format!("{original}{forged}  extra.zip\n")).unwrap();
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     broken.assert_install_error(&run, "1.0.0", "error checking signature: ");
 
     // A list without the package's file name at all.
     let other_name = original.replace(&Broken::zip_name("1.0.0"), "renamed.zip");
     std::fs::write(&sums_path, other_name).unwrap();
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     broken.assert_install_error(
         &run,
         "1.0.0",
@@ -188,7 +196,7 @@ fn a_tampered_archive_is_refused() {
     let expected = support::sha256_hex(&std::fs::read(&zip_path).unwrap());
     let evil = ProviderSpec::new("evil", "bad", "1.0.0").package_zip(&support::current_platform());
     std::fs::write(&zip_path, &evil).unwrap();
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     broken.assert_install_error(
         &run,
         "1.0.0",
@@ -208,7 +216,7 @@ fn a_missing_platform_names_the_platforms_that_exist() {
         .take(2)
         .collect();
     let broken = Broken::new(&[ProviderSpec::new("acme", "bad", "1.0.0").platforms(&others)]);
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     let mut listed = others.clone();
     listed.sort();
     run.assert_says("Error: Incompatible provider version")
@@ -229,7 +237,7 @@ fn a_missing_platform_names_the_platforms_that_exist() {
 #[test]
 fn an_unknown_provider_is_reported_by_name() {
     let broken = Broken::new(&[]);
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     broken.assert_listing_error(
         &run,
         &format!(
@@ -261,7 +269,7 @@ fn transient_server_errors_are_retried() {
     server.status_sequence(&sums, &[503, 200]);
     server.status_sequence(&zip, &[500, 200]);
 
-    let run = broken.scenario.run();
+    let run = broken.scenario.project.init(&[]);
     run.assert_success();
     assert!(
         run.stdout.contains(&format!(
@@ -288,7 +296,7 @@ fn persistent_server_errors_fail_after_the_retries() {
         .scenario
         .server
         .fault(&broken.versions_path(), Fault::Status(500));
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     broken.assert_query_error(
         &run,
         "the request failed after 2 attempts, please try again later: 500 Internal Server Error returned from 127.0.0.1",
@@ -308,7 +316,7 @@ fn persistent_server_errors_fail_after_the_retries() {
         .clone()
         .unwrap();
     broken.scenario.server.fault(&zip, Fault::Status(404));
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     broken.assert_install_error(&run, "1.0.0", "127.0.0.1: bad response code: 404");
     assert_eq!(broken.scenario.server.count(&zip), 1);
 }
@@ -320,7 +328,7 @@ fn garbage_json_is_reported_with_the_document_url() {
     let garbage = Response::json("{\"versions\": [ <html>Gateway error</html>");
 
     server.fault(&broken.versions_path(), Fault::Respond(garbage.clone()));
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     broken.assert_query_error(
         &run,
         &format!(
@@ -331,7 +339,7 @@ fn garbage_json_is_reported_with_the_document_url() {
 
     server.clear_faults();
     server.fault(&broken.download_path("1.0.0"), Fault::Respond(garbage));
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     broken.assert_install_error(
         &run,
         "1.0.0",
@@ -346,12 +354,15 @@ fn garbage_json_is_reported_with_the_document_url() {
 #[test]
 fn a_stalled_registry_times_out() {
     let mut broken = Broken::new(&[ProviderSpec::new("acme", "bad", "1.0.0")]);
-    broken.scenario.env("TF_REGISTRY_CLIENT_TIMEOUT", "1");
+    broken
+        .scenario
+        .project
+        .env("TF_REGISTRY_CLIENT_TIMEOUT", "1");
     let server = &broken.scenario.server;
 
     // Headers, then nothing: the body never completes.
     server.fault(&broken.versions_path(), Fault::StallAfter(4));
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     broken.assert_query_error(
         &run,
         &format!(
@@ -366,7 +377,7 @@ fn a_stalled_registry_times_out() {
         &broken.download_path("1.0.0"),
         Fault::Latency(Duration::from_secs(30)),
     );
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     broken.assert_install_error(
         &run,
         "1.0.0",
@@ -381,7 +392,10 @@ fn a_stalled_registry_times_out() {
 #[test]
 fn a_stalled_archive_download_is_abandoned_and_retried() {
     let mut broken = Broken::new(&[ProviderSpec::new("acme", "bad", "1.0.0")]);
-    broken.scenario.env("TFINSTALL_DOWNLOAD_STALL_TIMEOUT", "1");
+    broken
+        .scenario
+        .project
+        .env("TFINSTALL_DOWNLOAD_STALL_TIMEOUT", "1");
     let zip = broken
         .tree
         .package("bad", "1.0.0", &support::current_platform())
@@ -392,12 +406,13 @@ fn a_stalled_archive_download_is_abandoned_and_retried() {
         .scenario
         .server
         .fault_sequence(&zip, [Fault::StallAfter(10), Fault::Pass]);
-    broken.scenario.run().assert_success();
+    broken.scenario.project.init(&[]).assert_success();
     assert_eq!(broken.scenario.server.count(&zip), 2);
     assert!(
         broken
             .scenario
-            .package_dir(&broken.address, "1.0.0")
+            .project
+            .installed_dir(&broken.address, "1.0.0")
             .is_dir()
     );
 }
@@ -412,7 +427,7 @@ fn protocol_incompatible_versions_get_terraforms_advice() {
         ],
         ">= 1.0",
     );
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     run.assert_says("Error: Incompatible provider version")
         .assert_says(&format!(
             "Provider \"{}\" v2.0.0 is not compatible with Terraform 1.16.0.",
@@ -438,7 +453,7 @@ fn protocol_incompatible_versions_get_terraforms_advice() {
         ],
         "1.0.0",
     );
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     run.assert_says(&format!(
         "Provider \"{}\" v1.0.0 is not compatible with Terraform 1.16.0.",
         broken.address
@@ -451,7 +466,7 @@ fn protocol_incompatible_versions_get_terraforms_advice() {
 
     // Nothing compatible at all.
     let broken = Broken::new(&[ProviderSpec::new("acme", "bad", "1.0.0").protocols(&["4.0"])]);
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     run.assert_says("Error: Incompatible provider version")
         .assert_says(&format!(
             "No compatible versions of provider {} were found.",
@@ -471,9 +486,11 @@ fn a_host_without_a_provider_registry_is_an_invalid_registry_host() {
     std::fs::write(&discovery, "{\"modules.v1\": \"/v1/modules/\"}").unwrap();
     let good = format!("{}/acme/good", scenario.host());
     let elsewhere = format!("{}/acme/thing", host_server.host());
-    scenario.require(&[("good", &good, ""), ("thing", &elsewhere, "")]);
+    scenario
+        .project
+        .require(&[("good", &good, ""), ("thing", &elsewhere, "")]);
 
-    let run = scenario.run_failing();
+    let run = scenario.project.init_failing(&[]);
     run.assert_says("Error: Invalid provider registry host")
         .assert_says(&format!(
             "The host \"{}\" given in provider source address \"{elsewhere}\" does not offer a Terraform provider registry.",
@@ -481,7 +498,7 @@ fn a_host_without_a_provider_registry_is_an_invalid_registry_host() {
         ));
 
     std::fs::write(&discovery, "{\"providers.v2\": \"/v2/providers/\"}").unwrap();
-    let run = scenario.run_failing();
+    let run = scenario.project.init_failing(&[]);
     run.assert_says("Error: Invalid provider registry host")
         .assert_says(&format!(
             "The host \"{}\" given in provider source address \"{elsewhere}\" does not offer a Terraform provider registry that is compatible with this Terraform version, but it may be compatible with a different Terraform version.",
@@ -499,8 +516,9 @@ fn a_server_certificate_from_an_untrusted_ca_is_refused() {
     let address = format!("{}/acme/bad", impostor.host());
     broken
         .scenario
+        .project
         .require(&[("good", &good, ""), ("bad", &address, "")]);
-    let run = broken.scenario.run_failing();
+    let run = broken.scenario.project.init_failing(&[]);
     run.assert_says("Error: Failed to query available provider packages")
         .assert_says(&format!(
             "Could not retrieve the list of available versions for provider {address}: could not connect to {}: failed to request discovery document:",

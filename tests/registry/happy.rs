@@ -5,10 +5,11 @@
 use std::os::unix::fs::PermissionsExt as _;
 use std::time::Duration;
 
-use crate::harness::{
-    LOCK_FILE, SIGNING_FOOTER, Scenario, lock_text, signed_hashes, two_platform_spec,
+use crate::harness::{SIGNING_FOOTER, Scenario, signed_hashes, two_platform_spec};
+use crate::support::{
+    self, Fault, LOCK_FILE, ProviderSpec, Registry, UrlStyle, edit_json, host_block, lock_block,
+    lock_file,
 };
-use crate::support::{self, Fault, ProviderSpec, Registry, UrlStyle, edit_json};
 
 #[test]
 fn installs_with_absolute_root_relative_and_path_relative_urls() {
@@ -35,9 +36,9 @@ fn installs_with_absolute_root_relative_and_path_relative_urls() {
             }
         });
         let address = format!("{host}/acme/widget");
-        scenario.require(&[("widget", &address, "~> 1.0")]);
+        scenario.project.require(&[("widget", &address, "~> 1.0")]);
 
-        let run = scenario.run();
+        let run = scenario.project.init(&[]);
         run.assert_success();
         let key_id = scenario.key.key_id();
         assert!(
@@ -51,19 +52,20 @@ fn installs_with_absolute_root_relative_and_path_relative_urls() {
         run.assert_says("Terraform has created a lock file .terraform.lock.hcl");
 
         assert_eq!(
-            scenario.lock_file(),
-            lock_text(
+            scenario.project.lock(),
+            lock_file(&[lock_block(
                 &address,
                 "1.1.0",
                 "~> 1.0",
                 &signed_hashes(&tree, "widget", "1.1.0")
-            ),
+            )]),
             "{style:?}"
         );
         let spec = two_platform_spec("acme", "widget", "1.1.0");
         let platform = support::current_platform();
         let executable = scenario
-            .package_dir(&address, "1.1.0")
+            .project
+            .installed_dir(&address, "1.1.0")
             .join(spec.executable_name());
         assert_eq!(
             std::fs::read(&executable).unwrap(),
@@ -96,9 +98,9 @@ fn installs_with_absolute_root_relative_and_path_relative_urls() {
         );
 
         // A second run finds everything in place and asks nothing.
-        let lock_before = scenario.lock_file();
+        let lock_before = scenario.project.lock();
         scenario.server.clear_log();
-        let again = scenario.run();
+        let again = scenario.project.init(&[]);
         again.assert_success();
         assert!(
             again.stdout.contains(&format!(
@@ -107,7 +109,7 @@ fn installs_with_absolute_root_relative_and_path_relative_urls() {
             "{}",
             again.stdout
         );
-        assert_eq!(scenario.lock_file(), lock_before);
+        assert_eq!(scenario.project.lock(), lock_before);
         assert!(scenario.server.requests().is_empty());
     }
 }
@@ -122,9 +124,9 @@ fn a_localhost_address_is_discovered_on_that_host() {
         .provider(ProviderSpec::new("acme", "gadget", "0.3.0"))
         .write(scenario.site.path(), &base);
     let address = format!("{localhost}/acme/gadget");
-    scenario.require(&[("gadget", &address, "")]);
+    scenario.project.require(&[("gadget", &address, "")]);
 
-    let run = scenario.run();
+    let run = scenario.project.init(&[]);
     run.assert_success();
     assert!(
         run.stdout.contains(&format!(
@@ -139,7 +141,8 @@ fn a_localhost_address_is_discovered_on_that_host() {
     assert_eq!(discovery[0].header("accept"), Some("application/json"));
     assert!(
         scenario
-            .lock_file()
+            .project
+            .lock()
             .contains(&format!("provider \"{address}\""))
     );
 }
@@ -152,13 +155,15 @@ fn a_host_block_replaces_discovery_for_the_public_registry() {
         "foo",
         "4.2.0",
     )));
-    scenario.cli_config(&format!(
-        "host \"registry.terraform.io\" {{\n  services = {{\n    \"providers.v1\" = \"{}\"\n  }}\n}}\n",
-        scenario.server.url_for("/v1/providers/")
+    scenario.project.cli_config(&host_block(
+        "registry.terraform.io",
+        &scenario.server.url_for("/v1/providers/"),
     ));
-    scenario.require(&[("foo", "hashicorp/foo", "4.2.0")]);
+    scenario
+        .project
+        .require(&[("foo", "hashicorp/foo", "4.2.0")]);
 
-    let run = scenario.run();
+    let run = scenario.project.init(&[]);
     run.assert_success();
     assert!(
         run.stdout.contains(&format!(
@@ -169,18 +174,19 @@ fn a_host_block_replaces_discovery_for_the_public_registry() {
         run.stdout
     );
     assert_eq!(
-        scenario.lock_file(),
-        lock_text(
+        scenario.project.lock(),
+        lock_file(&[lock_block(
             "registry.terraform.io/hashicorp/foo",
             "4.2.0",
             "4.2.0",
             &signed_hashes(&tree, "foo", "4.2.0")
-        )
+        )])
     );
     assert_eq!(scenario.server.count("/.well-known/terraform.json"), 0);
     assert!(
         scenario
-            .package_dir("registry.terraform.io/hashicorp/foo", "4.2.0")
+            .project
+            .installed_dir("registry.terraform.io/hashicorp/foo", "4.2.0")
             .is_dir()
     );
     let versions = scenario
@@ -228,9 +234,9 @@ fn providers_are_queried_and_fetched_concurrently() {
         .zip(&addresses)
         .map(|(name, address)| (*name, address.as_str(), ""))
         .collect();
-    scenario.require(&required);
+    scenario.project.require(&required);
 
-    let run = scenario.run();
+    let run = scenario.project.init(&[]);
     run.assert_success();
     let requests = scenario.server.requests();
     for (kind, is_kind) in [
@@ -271,9 +277,9 @@ fn providers_are_queried_and_fetched_concurrently() {
         })
         .collect();
     assert_eq!(installed, expected);
-    let lock = scenario.lock_file();
+    let lock = scenario.project.lock();
     for address in &addresses {
         assert!(lock.contains(&format!("provider \"{address}\"")), "{lock}");
     }
-    assert!(scenario.work.path().join(LOCK_FILE).is_file());
+    assert!(scenario.project.work.join(LOCK_FILE).is_file());
 }

@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::harness::Scenario;
 use crate::support::{self, ProviderSpec, edit_json};
 
-const MEMO: &str = ".terraform/.tfinstall-hashes.json";
+const MEMO: &str = ".tfinstall-hashes.json";
 
 /// A scenario with `acme/widget` 1.0.0 installed and its lock file written.
 fn installed() -> (Scenario, ProviderSpec, String) {
@@ -15,8 +15,8 @@ fn installed() -> (Scenario, ProviderSpec, String) {
     let spec = ProviderSpec::new("acme", "widget", "1.0.0");
     let tree = scenario.publish(scenario.registry().provider(spec.clone()));
     let address = format!("{}/acme/widget", scenario.host());
-    scenario.require(&[("widget", &address, "")]);
-    scenario.run().assert_success();
+    scenario.project.require(&[("widget", &address, "")]);
+    scenario.project.init(&[]).assert_success();
     let zip = tree
         .package("widget", "1.0.0", &support::current_platform())
         .url_path
@@ -31,8 +31,8 @@ fn a_remembered_hash_stands_in_for_hashing_the_installed_files() {
     // Stamps taken within a clock tick of the files' last change are not
     // trusted; one more run, later, takes trustworthy ones.
     std::thread::sleep(Duration::from_millis(50));
-    scenario.run().assert_success();
-    let memo = scenario.work.path().join(MEMO);
+    scenario.project.init(&[]).assert_success();
+    let memo = scenario.project.data().join(MEMO);
     assert!(memo.is_file(), "the memo is saved in the data directory");
 
     // A remembered hash that matches nothing in the lock file: a run that
@@ -43,15 +43,15 @@ fn a_remembered_hash_stands_in_for_hashing_the_installed_files() {
         }
     });
     scenario.server.clear_log();
-    let run = scenario.run();
+    let run = scenario.project.init(&[]);
     run.assert_success();
     assert_eq!(scenario.server.count(&zip), 1, "{}", run.stdout);
 
     // The fresh install was recorded with its true hash: no network next time.
     std::thread::sleep(Duration::from_millis(50));
-    scenario.run().assert_success();
+    scenario.project.init(&[]).assert_success();
     scenario.server.clear_log();
-    scenario.run().assert_success();
+    scenario.project.init(&[]).assert_success();
     assert!(scenario.server.requests().is_empty());
 }
 
@@ -59,18 +59,19 @@ fn a_remembered_hash_stands_in_for_hashing_the_installed_files() {
 fn an_installed_file_changed_in_place_is_noticed_and_reinstalled() {
     let (scenario, spec, zip) = installed();
     std::thread::sleep(Duration::from_millis(50));
-    scenario.run().assert_success();
+    scenario.project.init(&[]).assert_success();
 
     // Same size, same name, different bytes: only the stamps can tell.
     let executable = scenario
-        .package_dir(&format!("{}/acme/widget", scenario.host()), "1.0.0")
+        .project
+        .installed_dir(&format!("{}/acme/widget", scenario.host()), "1.0.0")
         .join(spec.executable_name());
     let original = std::fs::read(&executable).unwrap();
     let tampered: Vec<u8> = original.iter().map(|b| b ^ 1).collect();
     std::fs::write(&executable, &tampered).unwrap();
 
     scenario.server.clear_log();
-    let run = scenario.run();
+    let run = scenario.project.init(&[]);
     run.assert_success();
     assert_eq!(scenario.server.count(&zip), 1, "{}", run.stdout);
     assert_eq!(std::fs::read(&executable).unwrap(), original);

@@ -3,19 +3,25 @@
 
 //! Shared toolkit for integration tests: real HTTPS servers with a CA made at
 //! test time, real zips, real OpenPGP signatures and on-disk registry and
-//! mirror trees, so that tests exercise the same code paths as production.
+//! mirror trees, so that tests exercise the same code paths as production;
+//! a [`Project`] (home and working directory) to run the built binary in,
+//! and the [`Snapshot`] every "nothing changed" assertion compares.
 //!
 //! Include it with `mod support;` and use the re-exports below.
 
+pub mod fake_package;
 pub mod fixtures;
+pub mod hosted;
 pub mod openpgp;
+pub mod project;
 pub mod pty;
 pub mod server;
+pub mod snapshot;
 pub mod terraform;
 pub mod tls;
 pub mod zips;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
@@ -23,12 +29,19 @@ use sha2::{Digest, Sha256};
 // A test that uses only some of these would otherwise warn about the rest.
 #[allow(unused_imports)]
 pub use self::{
+    fake_package::Pkg,
     fixtures::{
         FsMirror, Layout, MirrorHashes, NetworkMirror, PackageInfo, Payload, ProviderSpec,
         PublishedTree, Registry, UrlStyle, edit_json,
     },
+    hosted::HostedRegistry,
     openpgp::PgpKey,
+    project::{
+        LOCK_HEADER, Project, Run, filesystem_mirror_config, host_block, lock_block, lock_file,
+        lock_text, network_mirror_config, read_text, required_providers,
+    },
     server::{Fault, LoggedRequest, Response, TestServer},
+    snapshot::{Entry, LOCK_FILE, Snapshot, mode_of},
     tls::TestCa,
     zips::{Compression, RawZip, ZipEntry, build_zip},
 };
@@ -147,10 +160,17 @@ fn clean_environment(mut command: assert_cmd::Command, home: &Path) -> assert_cm
             command.env_remove(name);
         }
     }
+    command.envs(home_environment(home));
     command
-        .env("HOME", home)
-        .env("XDG_CONFIG_HOME", home.join(".config"))
-        .env("XDG_DATA_HOME", home.join(".local/share"))
-        .env("XDG_CACHE_HOME", home.join(".cache"));
-    command
+}
+
+/// `HOME` and the XDG base directories, all below `home`: what a command
+/// run for a test sees as its user's directories.
+pub fn home_environment(home: &Path) -> [(&'static str, PathBuf); 4] {
+    [
+        ("HOME", home.to_path_buf()),
+        ("XDG_CONFIG_HOME", home.join(".config")),
+        ("XDG_DATA_HOME", home.join(".local/share")),
+        ("XDG_CACHE_HOME", home.join(".cache")),
+    ]
 }

@@ -84,9 +84,7 @@ impl TestCa {
 
     /// Makes a command trust this CA and nothing else.
     pub fn configure(&self, command: &mut assert_cmd::Command) {
-        command
-            .env("SSL_CERT_FILE", self.ca_pem_path())
-            .env_remove("SSL_CERT_DIR");
+        trust_only(command, &self.ca_pem_path());
     }
 
     /// The rustls server configuration for the leaf, advertising `alpn`.
@@ -108,4 +106,13 @@ impl Default for TestCa {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// Makes a command trust the CA certificate in the PEM file `ca_pem` and
+/// nothing else: [`TestCa::configure`] for a holder of the file's path
+/// (such as a test project) that cannot keep a borrow of the CA.
+pub fn trust_only(command: &mut assert_cmd::Command, ca_pem: &Path) {
+    command
+        .env("SSL_CERT_FILE", ca_pem)
+        .env_remove("SSL_CERT_DIR");
 }

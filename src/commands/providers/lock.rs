@@ -19,13 +19,14 @@ use super::{OrderedOutput, configuration_requirements, discovery, http_client, t
 use crate::addr::{Platform, ProviderAddr};
 use crate::cli::ProvidersLockArgs;
 use crate::cliconfig::{self, CliEnv};
-use crate::commands::init::{LOCK_FILE, data_dir, print_config_problems};
+use crate::commands::init::{LOCK_FILE, data_dir, print_config_problems, save_lock_file};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::fetch::{DownloadSettings, Downloader};
 use crate::http::ApiClient;
 use crate::install::extract::ExtractLimits;
 use crate::install::installer::{InstallEvent, InstallMode, Installer};
 use crate::install::layout::{InstallLayout, LayoutKind};
+use crate::install::link::LinkMode;
 use crate::lockfile::{LockedProvider, Locks};
 use crate::output::Output;
 use crate::source::Source;
@@ -114,7 +115,7 @@ async fn lock(args: &ProvidersLockArgs, ui: &Ui) -> Result<(Diagnostics, bool), 
     };
 
     let data_dir = data_dir();
-    let (mut requirements, mut warnings) = configuration_requirements(&data_dir)?;
+    let (mut requirements, mut warnings) = configuration_requirements(Path::new("."), &data_dir)?;
     select_providers(&mut requirements, &args.providers)?;
     let (previous, lock_diags) = Locks::load(Path::new(LOCK_FILE));
     if lock_diags.has_errors() {
@@ -136,14 +137,7 @@ async fn lock(args: &ProvidersLockArgs, ui: &Ui) -> Result<(Diagnostics, bool), 
     let (locks, changed) = merge(&requirements, &previous, &per_platform)?;
     let rendered = locks.render();
     if std::fs::read(LOCK_FILE).ok().as_deref() != Some(rendered.as_bytes()) {
-        locks.save(Path::new(LOCK_FILE)).map_err(|err| {
-            Diagnostics::from(Diagnostic::error(
-                "Failed to update dependency lock file",
-                format!(
-                    "Error while writing new dependency lock information to {LOCK_FILE}: {err}."
-                ),
-            ))
-        })?;
+        save_lock_file(&locks)?;
     }
     Ok((warnings, changed))
 }
@@ -229,6 +223,8 @@ async fn install_platforms(
             parallelism,
             downloader: downloader.clone(),
             dev_overrides: BTreeSet::new(),
+            cache: None,
+            link_mode: LinkMode::Auto,
             events: Arc::new(move |event: InstallEvent| {
                 if let Some(line) = event_line(&ui, &events_platform, &event) {
                     events_output.line(slot, line);

@@ -29,7 +29,8 @@ use crate::commands::init::{LOCK_FILE, data_dir, print_config_problems};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::fetch::{DownloadSettings, Downloader};
 use crate::fsutil::write_atomic;
-use crate::install::installer::{authenticate_archive, mirror_mismatch};
+use crate::install::installer::{authenticate_archive, blocking, mirror_mismatch};
+use crate::install::layout::provider_dir;
 use crate::lockfile::Locks;
 use crate::output::Output;
 use crate::source::configured::{SourceOptions, build_source_excluding};
@@ -93,7 +94,7 @@ async fn mirror(
     };
     let platforms = target_platforms(&args.platforms)?;
     let data_dir = data_dir();
-    let (requirements, mut warnings) = configuration_requirements(&data_dir)?;
+    let (requirements, mut warnings) = configuration_requirements(Path::new("."), &data_dir)?;
     let locks = if args.lock_file {
         let (locks, lock_diags) = Locks::load(Path::new(LOCK_FILE));
         if lock_diags.has_errors() {
@@ -159,19 +160,11 @@ async fn mirror(
             mirror_provider(&run, i * slots_per_provider, provider, constraints)
         });
     let results = futures_util::future::join_all(tasks).await;
-
-    let mut diags = Diagnostics::new();
-    let mut mirrored = Vec::new();
-    for result in results {
-        match result {
-            Ok(done) => mirrored.extend(done),
-            Err(errors) => diags.extend(errors),
-        }
-    }
-    if diags.has_errors() {
-        // The indexes keep describing only what they described before.
-        return Err(diags);
-    }
+    // On any failure the indexes keep describing only what they did before.
+    let mirrored: Vec<Mirrored> = Diagnostics::collect(results)?
+        .into_iter()
+        .flatten()
+        .collect();
     let dir = run.dir.clone();
     tokio::task::spawn_blocking(move || update_indexes(&dir, &mirrored))
         .await
@@ -235,20 +228,7 @@ async fn mirror_provider(
                 result
             }
         });
-    let results = futures_util::future::join_all(jobs).await;
-    let mut diags = Diagnostics::new();
-    let mut done = Vec::new();
-    for result in results {
-        match result {
-            Ok(m) => done.push(m),
-            Err(d) => diags.push(d),
-        }
-    }
-    if diags.has_errors() {
-        Err(diags)
-    } else {
-        Ok(done)
-    }
+    Diagnostics::collect(futures_util::future::join_all(jobs).await)
 }
 
 /// The locked version when the lock file has one (Terraform ≥ 1.4), else the
@@ -400,13 +380,10 @@ fn packed_path(
     version: &Version,
     platform: &Platform,
 ) -> PathBuf {
-    dir.join(provider.hostname.for_display())
-        .join(&provider.namespace)
-        .join(&provider.type_name)
-        .join(format!(
-            "terraform-provider-{}_{version}_{platform}.zip",
-            provider.type_name
-        ))
+    provider_dir(dir, provider).join(format!(
+        "terraform-provider-{}_{version}_{platform}.zip",
+        provider.type_name
+    ))
 }
 
 /// Whether the archive already at `target` is the package the source
@@ -501,14 +478,6 @@ fn sha256_file(path: &Path) -> std::io::Result<[u8; 32]> {
         }
         hasher.update(&buf[..n]);
     }
-}
-
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> std::io::Result<T> + Send + 'static,
-) -> std::io::Result<T> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(std::io::Error::other)?
 }
 
 fn index_error(detail: String) -> Diagnostics {

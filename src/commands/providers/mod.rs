@@ -48,12 +48,13 @@ pub fn target_platforms(given: &[String]) -> Result<Vec<Platform>, Diagnostics> 
     }
 }
 
-/// The providers the configuration in the working directory needs, with
-/// the warnings found on the way.
+/// The providers the configuration in `root` needs, with the warnings found
+/// on the way.
 pub fn configuration_requirements(
+    root: &Path,
     data_dir: &Path,
 ) -> Result<(BTreeMap<ProviderAddr, VersionConstraints>, Diagnostics), Diagnostics> {
-    let (requirements, diags) = module::load_requirements(Path::new("."), data_dir)?;
+    let (requirements, diags) = module::load_requirements(root, data_dir)?;
     let requirements = requirements
         .0
         .into_iter()
