@@ -236,6 +236,13 @@ impl ScenarioKind {
     }
 }
 
+/// The runs of one scenario, by tool, and what the reader should know.
+struct ScenarioResult {
+    kind: ScenarioKind,
+    samples: BTreeMap<Tool, Vec<Sample>>,
+    notes: Vec<String>,
+}
+
 /// What one timed run cost.
 #[derive(Clone, Copy, Debug)]
 struct Sample {
@@ -371,11 +378,15 @@ impl Bench {
     }
 
     fn run(&mut self) -> String {
-        let mut results: Vec<(ScenarioKind, BTreeMap<Tool, Vec<Sample>>, Vec<String>)> = Vec::new();
+        let mut results = Vec::new();
         for kind in self.options.scenarios.clone() {
             eprintln!("scenario: {}", kind.title(&self.options));
             let (samples, notes) = self.scenario(kind, self.options.parallelism);
-            results.push((kind, samples, notes));
+            results.push(ScenarioResult {
+                kind,
+                samples,
+                notes,
+            });
         }
         let mut sweep = Vec::new();
         for parallelism in self.options.sweep.clone() {
@@ -596,19 +607,16 @@ impl Bench {
         check(tool, dir, &output);
     }
 
-    fn report(
-        &self,
-        results: &[(ScenarioKind, BTreeMap<Tool, Vec<Sample>>, Vec<String>)],
-        sweep: &[(usize, Vec<Sample>)],
-    ) -> String {
+    fn report(&self, results: &[ScenarioResult], sweep: &[(usize, Vec<Sample>)]) -> String {
         let mut out = String::new();
         let _ = writeln!(out, "## tfinstall vs Terraform 1.0.3\n");
         let _ = writeln!(out, "{}.", self.options.describe());
         let _ = writeln!(
             out,
-            "Machine: {}, {} CPUs. tfinstall {} (`-layout providers`{}).\n",
+            "Machine: {}, {} CPUs, load average {} when the run ended. tfinstall {} (`-layout providers`{}).\n",
             cpu_model(),
             std::thread::available_parallelism().map_or(0, |n| n.get()),
+            load_average(),
             git_revision(),
             self.options
                 .parallelism
@@ -631,7 +639,12 @@ impl Bench {
             let _ = writeln!(out, "|---|---:|---:|---:|");
         }
         let mut notes = Vec::new();
-        for (kind, samples, scenario_notes) in results {
+        for ScenarioResult {
+            kind,
+            samples,
+            notes: scenario_notes,
+        } in results
+        {
             notes.extend(scenario_notes.iter().cloned());
             let title = kind.title(&self.options);
             let stats = |tool: Tool| samples.get(&tool).map(|runs| Stats::of(runs));
@@ -854,6 +867,15 @@ fn cpu_model() -> String {
                 .map(|(_, model)| model.trim().to_owned())
         })
         .unwrap_or_else(|| "unknown CPU".to_owned())
+}
+
+/// The 1-minute load average: other work on the machine makes every time
+/// longer, Terraform's and tfinstall's alike.
+fn load_average() -> String {
+    fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|text| text.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "unknown".to_owned())
 }
 
 fn git_revision() -> String {
