@@ -417,6 +417,7 @@ impl Bench {
             for (&tool, setup) in &prepared {
                 let dir = setup.next_dir(self);
                 let sample = self.timed(tool, &dir, &setup.config, parallelism);
+                setup.done(&dir);
                 eprintln!(
                     "  {:<9} {:>8.3} s  {:>7.1} MB RSS  {} requests",
                     tool.name(),
@@ -450,7 +451,9 @@ impl Bench {
         let samples = (0..self.options.runs)
             .map(|_| {
                 let dir = setup.next_dir(self);
-                self.timed(tool, &dir, &setup.config, parallelism)
+                let sample = self.timed(tool, &dir, &setup.config, parallelism);
+                setup.done(&dir);
+                sample
             })
             .collect();
         (samples, setup.note.into_iter().collect())
@@ -580,6 +583,9 @@ impl Bench {
     ) -> Sample {
         self.run_counter += 1;
         let mut command = self.command(tool, dir, config, parallelism);
+        // Earlier runs' files go to disk now rather than during this run:
+        // the kernel throttles a writer while it flushes someone else's data.
+        let _ = Command::new("sync").status();
         self.server.clear_log();
         let started = Instant::now();
         let output = command.output().expect("run /usr/bin/time");
@@ -717,6 +723,15 @@ enum Reuse {
 }
 
 impl Setup {
+    /// Removes a timed run's own directory, so a long benchmark does not
+    /// fill the disk (and the page cache) with installed packages.
+    fn done(&self, dir: &Path) {
+        if !matches!(self.reuse, Some(Reuse::Same(_))) {
+            let _ = fs::remove_dir_all(dir);
+            let _ = fs::remove_dir_all(dir.with_extension("home"));
+        }
+    }
+
     fn next_dir(&self, bench: &Bench) -> PathBuf {
         match &self.reuse {
             Some(Reuse::Same(dir)) => dir.clone(),
