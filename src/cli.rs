@@ -12,6 +12,16 @@ use clap::{Args, Parser, Subcommand};
 use crate::install::layout::LayoutKind;
 use crate::install::link::LinkMode;
 
+/// How many providers are fetched at once by default. Each provider's
+/// fetch is a chain of round trips (versions, package document, checksums,
+/// archive), so anything below the number of providers adds whole chains;
+/// beyond it nothing changes. Measured with `cargo bench --bench init`
+/// (2 cores, 50 ms per response): 10 × 20 MB cold took 1.18 s at 4, 970 ms
+/// at 8 and 825 ms at 16; 30 × 2 MB took 1.01 s at 8, 612 ms at 16 and
+/// 459 ms at 32, while peak memory rose from 22 MB at 8 to 25 MB at 16 and
+/// 28 MB at 32. Sixteen covers most configurations in one round.
+pub const DEFAULT_PARALLELISM: usize = 16;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "tfinstall",
@@ -140,7 +150,7 @@ pub struct ProvidersLockArgs {
     pub net_mirror: Option<String>,
 
     /// How many providers to fetch at once for each platform.
-    #[arg(long, default_value_t = 8, value_name = "N")]
+    #[arg(long, default_value_t = DEFAULT_PARALLELISM, value_name = "N")]
     pub parallelism: usize,
 
     /// Disable coloured output.
@@ -169,7 +179,7 @@ pub struct ProvidersMirrorArgs {
     pub lock_file: bool,
 
     /// How many packages to fetch at once.
-    #[arg(long, default_value_t = 8, value_name = "N")]
+    #[arg(long, default_value_t = DEFAULT_PARALLELISM, value_name = "N")]
     pub parallelism: usize,
 
     /// Disable coloured output.
@@ -206,7 +216,7 @@ pub struct InitArgs {
     pub layout: LayoutKind,
 
     /// How many providers to fetch at once.
-    #[arg(long, default_value_t = 8, value_name = "N")]
+    #[arg(long, default_value_t = DEFAULT_PARALLELISM, value_name = "N")]
     pub parallelism: usize,
 
     /// How packages from the plugin cache are placed in .terraform: `auto`

@@ -19,6 +19,10 @@
 //!   so upgrading to 0.14+ keeps the selections and their checksums.
 //! - tfinstall drops lock entries of providers the configuration no longer
 //!   requires, as current Terraform does; 1.0.3 kept them.
+//! - tfinstall remembers the `h1:` hashes of installed packages in
+//!   `.terraform/.tfinstall-hashes.json` (Terraform ignores files it does not
+//!   know there), so that a no-op `init` need not re-hash them. Trees are
+//!   compared without it, and tfinstall's must have it.
 //! - `tfinstall providers mirror` lists each archive's `zh:` hash (of the
 //!   zip's bytes) beside the `h1:` Terraform's command lists, so a client can
 //!   check the archive before unpacking it; both Terraform releases accept
@@ -265,6 +269,7 @@ impl Scenario {
             ".terraform trees of Terraform 1.0.3 and tfinstall",
         );
         assert_eq!(our_tree.symlinks, Vec::<String>::new());
+        assert!(ours.join(".terraform").join(HASH_MEMO).is_file());
         let our_lock = read_text(&ours.join(LOCK_FILE));
         assert_eq!(
             our_lock,
@@ -335,14 +340,18 @@ impl Scenario {
     }
 }
 
-/// The data directory of work dir `dir`, less `modules/`: Terraform records
-/// the module tree there, and installing modules is not tfinstall's job.
+/// The data directory of work dir `dir`, less `modules/` (Terraform records
+/// the module tree there, and installing modules is not tfinstall's job)
+/// and tfinstall's memo of installed packages' hashes.
 fn data_tree(dir: &Path) -> Snapshot {
     let mut tree = Snapshot::resolved(&dir.join(".terraform"));
     tree.entries
-        .retain(|path, _| path != "modules" && !path.starts_with("modules/"));
+        .retain(|path, _| path != "modules" && !path.starts_with("modules/") && path != HASH_MEMO);
     tree
 }
+
+/// tfinstall's memo of installed packages' `h1:` hashes, in `.terraform`.
+const HASH_MEMO: &str = ".tfinstall-hashes.json";
 
 fn succeeded(what: &str, output: &std::process::Output) -> String {
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();

@@ -237,10 +237,12 @@ fn finish(
         selections,
         incomplete,
         third_party_signed,
+        memo,
     } = outcome;
     staging
         .commit(&moves)
         .map_err(|err| write_failed("the installed providers", err))?;
+    memo.save(&staging);
     if let Some(path) = installer.layout.selections_file() {
         write_selections(&staging, &path, &selections)
             .map_err(|err| write_failed("selections.json", err))?;

@@ -17,9 +17,11 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::{Deserialize, Serialize};
 
+use crate::install::staging::{FileMode, Staging};
 use crate::verify::hash::PackageHash;
 
 const MEMO_FILE: &str = ".tfinstall-hashes.json";
@@ -66,6 +68,9 @@ fn now_ns() -> i128 {
 pub struct HashMemo {
     path: PathBuf,
     entries: Mutex<BTreeMap<String, Remembered>>,
+    /// Whether anything was learnt since loading: a no-op run leaves the
+    /// file alone.
+    changed: AtomicBool,
 }
 
 impl HashMemo {
@@ -79,6 +84,7 @@ impl HashMemo {
         HashMemo {
             path,
             entries: Mutex::new(entries),
+            changed: AtomicBool::new(false),
         }
     }
 
@@ -102,15 +108,18 @@ impl HashMemo {
         Ok(hash)
     }
 
-    /// Records the hash of a package just written to `dir`.
-    pub fn record(&self, dir: &Path, hash: &PackageHash) {
-        if let Ok(Some(files)) = stamps_of(dir) {
-            self.remember(dir.to_string_lossy().into_owned(), hash, files);
+    /// Records the hash of a package just written to `written`, which will
+    /// be (or already is) renamed to `installed`: renaming a directory
+    /// changes no stamp of the files inside it.
+    pub fn record(&self, written: &Path, installed: &Path, hash: &PackageHash) {
+        if let Ok(Some(files)) = stamps_of(written) {
+            self.remember(installed.to_string_lossy().into_owned(), hash, files);
         }
     }
 
     fn remember(&self, key: String, hash: &PackageHash, files: Vec<FileStamp>) {
         let recorded_at = now_ns();
+        self.changed.store(true, Ordering::Relaxed);
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         entries.insert(
             key,
@@ -122,16 +131,21 @@ impl HashMemo {
         );
     }
 
-    /// Writes the memo, keeping only packages that still exist. Failing to
-    /// save costs a re-hash next time, never correctness, so errors are
-    /// ignored.
-    pub fn save(&self) {
+    /// Writes the memo through the staging area (so a killed run leaves the
+    /// old one or the new one), keeping only packages that still exist,
+    /// unless nothing changed. Failing to save costs a re-hash next time,
+    /// never correctness, so errors are ignored.
+    pub fn save(&self, staging: &Staging) {
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let before = entries.len();
         entries.retain(|dir, _| Path::new(dir).is_dir());
+        if entries.len() == before && !self.changed.load(Ordering::Relaxed) {
+            return;
+        }
         if let Ok(json) = serde_json::to_vec(&*entries)
             && self.path.parent().is_some_and(Path::is_dir)
         {
-            let _ = crate::fsutil::write_atomic(&self.path, &json, 0o644);
+            let _ = staging.replace_file(&self.path, &json, FileMode::Exact(0o644));
         }
     }
 }
@@ -184,7 +198,7 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(50));
         let memo = HashMemo::load(data.path());
         let first = memo.h1_of_dir(&pkg).unwrap();
-        memo.save();
+        memo.save(&Staging::create(data.path()).unwrap());
         // Prove the memo is used: a wrong remembered hash comes back as is
         // while no file changes.
         let reloaded = HashMemo::load(data.path());
@@ -213,7 +227,7 @@ mod tests {
         fs::create_dir(&pkg).unwrap();
         fs::write(pkg.join("a"), b"content").unwrap();
         let memo = HashMemo::load(data.path());
-        memo.record(&pkg, &PackageHash::parse("h1:bogus").unwrap());
+        memo.record(&pkg, &pkg, &PackageHash::parse("h1:bogus").unwrap());
         fs::write(pkg.join("a"), b"content").unwrap();
         assert_eq!(
             memo.h1_of_dir(&pkg).unwrap(),

@@ -17,6 +17,7 @@ use crate::diag::{Diagnostic, Diagnostics};
 use crate::fetch::{DownloadProgress, Downloader};
 use crate::http::TERRAFORM_COMPAT_VERSION;
 use crate::install::extract::{ExtractLimits, extract_package, find_executable};
+use crate::install::hash_memo::HashMemo;
 use crate::install::layout::InstallLayout;
 use crate::install::link::{LinkMode, link_cached_package, link_package};
 use crate::install::staging::Staging;
@@ -182,6 +183,9 @@ pub struct InstallOutcome {
     /// Whether any package was signed by a partner or its own author, which
     /// is when Terraform prints its note on provider signing.
     pub third_party_signed: bool,
+    /// Installed packages' hashes, including the staged ones under their
+    /// final paths: save it once the staging area is committed.
+    pub memo: HashMemo,
 }
 
 struct Selected {
@@ -236,7 +240,8 @@ impl Installer {
             return Err(diags);
         }
 
-        let selected = self.select_versions(&wanted, previous, mode).await?;
+        let memo = HashMemo::load(&self.layout.data_dir);
+        let selected = self.select_versions(&wanted, previous, mode, &memo).await?;
         let staging = Staging::create(&self.layout.data_dir).map_err(|err| {
             Diagnostics::from(Diagnostic::error(
                 "Failed to prepare the provider installation directory",
@@ -246,7 +251,9 @@ impl Installer {
                 ),
             ))
         })?;
-        let fetched = self.fetch_all(selected, previous, &staging, mode).await?;
+        let fetched = self
+            .fetch_all(selected, previous, &staging, mode, &memo)
+            .await?;
 
         // Providers no longer required leave the lock file (§8 step 4).
         let mut locks = previous.clone();
@@ -265,6 +272,7 @@ impl Installer {
             selections: BTreeMap::new(),
             incomplete: Vec::new(),
             third_party_signed: false,
+            memo,
         };
         for f in fetched {
             if f.incomplete {
@@ -275,6 +283,7 @@ impl Installer {
                 let target = self
                     .layout
                     .package_dir(&f.provider, &f.version, &self.platform);
+                outcome.memo.record(&staged, &target, &f.installed_hash);
                 outcome.moves.push((staged, target));
             }
             outcome.selections.insert(
@@ -308,8 +317,9 @@ impl Installer {
             .filter(|(p, _)| !p.is_builtin() && !self.dev_overrides.contains(*p))
             .map(|(p, c)| (p.clone(), c.clone()))
             .collect();
+        let memo = HashMemo::load(&self.layout.data_dir);
         let selected = self
-            .select_versions(&wanted, previous, InstallMode::Normal)
+            .select_versions(&wanted, previous, InstallMode::Normal, &memo)
             .await?;
         let staging = Staging::create(cache.cache.root()).map_err(|err| {
             Diagnostics::from(Diagnostic::error(
@@ -361,6 +371,7 @@ impl Installer {
         wanted: &[(ProviderAddr, VersionConstraints)],
         previous: &Locks,
         mode: InstallMode,
+        memo: &HashMemo,
     ) -> Result<Vec<Selected>, Diagnostics> {
         for (provider, constraints) in wanted {
             let locked = mode.honours_locked_version() && previous.get(provider).is_some();
@@ -377,7 +388,9 @@ impl Installer {
             });
         }
         let results: Vec<Result<Selected, Diagnostic>> = stream::iter(wanted)
-            .map(|(provider, constraints)| self.select_one(provider, constraints, previous, mode))
+            .map(|(provider, constraints)| {
+                self.select_one(provider, constraints, previous, mode, memo)
+            })
             .buffered(self.parallelism.max(1))
             .collect()
             .await;
@@ -390,6 +403,7 @@ impl Installer {
         constraints: &VersionConstraints,
         previous: &Locks,
         mode: InstallMode,
+        memo: &HashMemo,
     ) -> Result<Selected, Diagnostic> {
         // Terraform ends the detail with where to look next, except when it
         // already lists the places it searched.
@@ -422,7 +436,8 @@ impl Installer {
         if let Some(lock) = locked {
             // Unlike Terraform 1.x, a provider whose installed package already
             // matches the lock file needs no registry round-trip at all.
-            if let Some(hash) = self.installed_matching(provider, &lock.version, &lock.hashes) {
+            if let Some(hash) = self.installed_matching(provider, &lock.version, &lock.hashes, memo)
+            {
                 return Ok(Selected {
                     provider: provider.clone(),
                     version: lock.version.clone(),
@@ -496,12 +511,14 @@ impl Installer {
     }
 
     /// The `h1:` hash of the installed package when it matches one of the
-    /// given hashes (only `h1:` can match an unpacked directory).
+    /// given hashes (only `h1:` can match an unpacked directory); remembered
+    /// from earlier runs for files that did not change.
     fn installed_matching(
         &self,
         provider: &ProviderAddr,
         version: &Version,
         hashes: &BTreeSet<PackageHash>,
+        memo: &HashMemo,
     ) -> Option<PackageHash> {
         if !hashes.iter().any(|h| h.scheme() == "h1") {
             return None;
@@ -510,7 +527,7 @@ impl Installer {
         if !dir.is_dir() || find_executable(&dir, &provider.type_name).is_err() {
             return None;
         }
-        let hash = PackageHash::h1_of_dir(&dir).ok()?;
+        let hash = memo.h1_of_dir(&dir).ok()?;
         hashes.contains(&hash).then_some(hash)
     }
 
@@ -665,6 +682,7 @@ impl Installer {
         previous: &Locks,
         staging: &Staging,
         mode: InstallMode,
+        memo: &HashMemo,
     ) -> Result<Vec<Fetched>, Diagnostics> {
         let order = Arc::new(OrderedEvents::new(selected.len(), self.events.clone()));
         let results: Vec<Result<Fetched, Diagnostic>> =
@@ -674,7 +692,9 @@ impl Installer {
                     async move {
                         let emit = |event| order.emit(index, event);
                         let (provider, version) = (s.provider.clone(), s.version.clone());
-                        let result = self.fetch_one(s, previous, staging, mode, &emit).await;
+                        let result = self
+                            .fetch_one(s, previous, staging, mode, memo, &emit)
+                            .await;
                         emit(InstallEvent::Progress {
                             provider,
                             version,
@@ -696,6 +716,7 @@ impl Installer {
         previous: &Locks,
         staging: &Staging,
         mode: InstallMode,
+        memo: &HashMemo,
         emit: &(dyn Fn(InstallEvent) + Sync),
     ) -> Result<Fetched, Diagnostic> {
         let lock = previous.get(&s.provider).filter(|l| l.version == s.version);
@@ -704,7 +725,7 @@ impl Installer {
 
         let installed = match s.already_installed.clone() {
             Some(hash) => Some(hash),
-            None => self.installed_matching(&s.provider, &s.version, &preferred),
+            None => self.installed_matching(&s.provider, &s.version, &preferred, memo),
         };
         if let Some(hash) = installed {
             emit(InstallEvent::Selected {

@@ -82,9 +82,9 @@ fn verify_at(
         })
     };
 
-    let hashicorp = read_armored_key_ring(HASHICORP_PUBLIC_KEY)
+    let hashicorp = hashicorp_key_ring()
         .map_err(|err| AuthError(format!("error creating HashiCorp keyring: {err}")))?;
-    if check_detached_signature(&hashicorp, sums, signature, now).is_ok() {
+    if check_detached_signature(hashicorp, sums, signature, now).is_ok() {
         return check(Trust::HashiCorp);
     }
 
@@ -188,6 +188,20 @@ fn dearmor(text: &str) -> Result<(BlockType, Vec<u8>), DearmorError> {
 /// Go's `ReadArmoredKeyRing`: every key in the first armored block. Keys
 /// that cannot be read are skipped; only if none is left does the last
 /// problem become the error.
+/// HashiCorp's key ring, read once per process: checking its RSA-4096
+/// self-signatures for every provider cost more than verifying the
+/// provider's own signature.
+fn hashicorp_key_ring() -> Result<&'static [SignedPublicKey], &'static str> {
+    static RING: std::sync::OnceLock<Result<Vec<SignedPublicKey>, String>> =
+        std::sync::OnceLock::new();
+    match RING
+        .get_or_init(|| read_armored_key_ring(HASHICORP_PUBLIC_KEY).map_err(|err| err.to_string()))
+    {
+        Ok(ring) => Ok(ring),
+        Err(err) => Err(err),
+    }
+}
+
 fn read_armored_key_ring(text: &str) -> Result<Vec<SignedPublicKey>, CheckError> {
     let (typ, body) = dearmor(text).map_err(|err| match err {
         DearmorError::NoBlock => CheckError::InvalidArgument("no armored data found".to_owned()),

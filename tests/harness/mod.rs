@@ -86,6 +86,13 @@ impl Project {
         let mut snapshot = Snapshot::default();
         snapshot.collect(&self.work(), Path::new(""));
         snapshot.0.remove(Path::new("main.tf"));
+        // tfinstall's memo of installed packages' hashes holds inode numbers
+        // and times, so no two runs write the same one; it is only ever
+        // trusted where it matches the files, so whatever state it is in
+        // cannot make an install wrong.
+        snapshot
+            .0
+            .remove(Path::new(".terraform/.tfinstall-hashes.json"));
         snapshot
     }
 

@@ -10,3 +10,4 @@ mod credentials;
 mod failures;
 mod happy;
 mod harness;
+mod memo;

@@ -15,7 +15,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use hyper::body::{Body, Frame, Incoming, SizeHint};
@@ -180,6 +180,7 @@ struct State {
     ranges: bool,
     /// (path suffix, token): such paths answer 401 without that bearer token.
     bearer: Vec<(String, String)>,
+    link: Option<Arc<Link>>,
     log: Vec<LoggedRequest>,
     /// Requests whose handler has not produced response headers yet, by id.
     in_flight: Vec<(u64, String)>,
@@ -294,6 +295,17 @@ impl TestServer {
     /// directory is read at request time, so it may be filled in later.
     pub fn serve_dir(&self, root: &Path) {
         self.state().root = Some(root.to_path_buf());
+    }
+
+    /// Sends every response body through one link of `bytes_per_second`
+    /// shared by all connections, as a real network bottleneck is: unlike
+    /// [`Fault::Throttle`] (one pace per response), concurrent downloads
+    /// split the bandwidth instead of each getting all of it.
+    pub fn limit_bandwidth(&self, bytes_per_second: usize) {
+        self.state().link = Some(Arc::new(Link {
+            seconds_per_byte: 1.0 / bytes_per_second.max(1) as f64,
+            free_at: Mutex::new(Instant::now()),
+        }));
     }
 
     /// Answers requests for exactly `path` (query ignored, any method).
@@ -461,7 +473,7 @@ async fn handle(
 ) -> Result<hyper::Response<ServedBody>, Infallible> {
     let path = request.uri().path().to_owned();
     let head_only = request.method() == hyper::Method::HEAD;
-    let (fault, ranges, route, root, _in_flight) = {
+    let (fault, ranges, route, root, link, _in_flight) = {
         let mut guard = state.lock().expect("test server state");
         let current = &mut *guard;
         let overlapping = current.in_flight.iter().map(|(_, p)| p.clone()).collect();
@@ -491,6 +503,7 @@ async fn handle(
             current.ranges,
             current.routes.get(&path).cloned(),
             current.root.clone(),
+            current.link.clone(),
             InFlight {
                 state: Arc::clone(&state),
                 id,
@@ -542,6 +555,7 @@ async fn handle(
     }
     let mut served = finish(response, cut, head_only);
     served.body_mut().pace = pace;
+    served.body_mut().link = link;
     Ok(served)
 }
 
@@ -687,6 +701,27 @@ pub struct ServedBody {
     /// being waited out.
     pace: Option<Duration>,
     pause: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// With [`TestServer::limit_bandwidth`]: the link each chunk waits for,
+    /// and whether the next chunk has booked its slot already.
+    link: Option<Arc<Link>>,
+    booked: bool,
+}
+
+/// A link every response body shares: each chunk books the next free slot
+/// of transmission time and is sent when that slot ends.
+struct Link {
+    seconds_per_byte: f64,
+    free_at: Mutex<Instant>,
+}
+
+impl Link {
+    /// When a chunk of `len` bytes booked now has gone through the link.
+    fn book(&self, len: usize) -> Instant {
+        let mut free_at = self.free_at.lock().unwrap_or_else(|e| e.into_inner());
+        let start = (*free_at).max(Instant::now());
+        *free_at = start + Duration::from_secs_f64(len as f64 * self.seconds_per_byte);
+        *free_at
+    }
 }
 
 impl ServedBody {
@@ -698,6 +733,8 @@ impl ServedBody {
             abort_delay: None,
             pace: None,
             pause: None,
+            link: None,
+            booked: false,
         }
     }
 }
@@ -721,6 +758,19 @@ impl Body for ServedBody {
         if self.sent < stop {
             let start = self.sent;
             let end = (start + CHUNK).min(stop);
+            if let Some(link) = &self.link
+                && !self.booked
+            {
+                // The chunk goes out once its time on the link has passed.
+                let through = link.book(end - start);
+                self.booked = true;
+                let mut wait = Box::pin(tokio::time::sleep_until(through.into()));
+                if wait.as_mut().poll(context).is_pending() {
+                    self.pause = Some(wait);
+                    return Poll::Pending;
+                }
+            }
+            self.booked = false;
             self.sent = end;
             if let Some(pace) = self.pace {
                 self.pause = Some(Box::pin(tokio::time::sleep(pace)));

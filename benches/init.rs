@@ -1,0 +1,905 @@
+//! `tfinstall init` against real Terraform 1.0.3, end to end, on the same
+//! local HTTPS registry.
+//!
+//! ```text
+//! cargo bench --bench init                      # the default run (10 × 20 MB, 50 ms)
+//! cargo bench --bench init -- --providers 4 --size-mb 5 --runs 5 --latency-ms 20
+//! cargo bench --bench init -- --bandwidth-mbps 400 --scenarios cold,big
+//! cargo bench --bench init -- --tools tfinstall --sweep 1,2,4,8,16
+//! ```
+//!
+//! Options: `--providers N`, `--size-mb M` (the N providers' executables),
+//! `--big-mb B` (the one big provider), `--latency-ms L` (added before every
+//! response's headers), `--bandwidth-mbps R` (one link of R MB/s shared by
+//! all connections; 0 = none), `--runs K` (median of K),
+//! `--scenarios cold,warm,noop,one,big`, `--tools tfinstall,terraform`,
+//! `--parallelism P` (passed to tfinstall), `--sweep P1,P2,…` (cold runs of
+//! tfinstall at each parallelism, to choose the default), `--perf` (record
+//! each tfinstall run with `perf record` beside its work dir, as
+//! `RUN.perf.data`; build with `CARGO_PROFILE_RELEASE_STRIP=false` for
+//! symbols; times and RSS then include perf's own), `--serve` (only start
+//! the registry and print how to reach it, for profiling by hand).
+//!
+//! The fixtures are real: pseudo-random (incompressible) executables in
+//! deflated zips, `SHA256SUMS` signed with an ECDSA key (Terraform 1.0 cannot
+//! verify EdDSA), served over HTTPS with a CA made for the run, reached through
+//! a CLI-configuration `host` block. Both programs run with a clean
+//! environment, under GNU time for the peak RSS. The table is printed and
+//! written to `bench/results.md`; work files live in `bench/.work`.
+//!
+//! Under `cargo test --benches` (no `--bench` argument) it does nothing.
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use support::terraform::Terraform;
+use support::{Fault, Payload, PgpKey, ProviderSpec, Registry, Response, TestCa, TestServer};
+
+const HOST: &str = "registry.bench";
+const NAMESPACE: &str = "bench";
+const VERSION: &str = "1.0.0";
+const MB: usize = 1 << 20;
+
+#[derive(Clone, Debug)]
+struct Options {
+    providers: usize,
+    size_mb: usize,
+    big_mb: usize,
+    latency: Duration,
+    bandwidth_mbps: usize,
+    runs: usize,
+    scenarios: Vec<ScenarioKind>,
+    tools: Vec<Tool>,
+    parallelism: Option<usize>,
+    sweep: Vec<usize>,
+    perf: bool,
+    serve: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            providers: 10,
+            size_mb: 20,
+            big_mb: 200,
+            latency: Duration::from_millis(50),
+            bandwidth_mbps: 0,
+            runs: 3,
+            scenarios: ScenarioKind::ALL.to_vec(),
+            tools: vec![Tool::Terraform, Tool::Tfinstall],
+            parallelism: None,
+            sweep: Vec::new(),
+            perf: false,
+            serve: false,
+        }
+    }
+}
+
+impl Options {
+    fn parse(args: &[String]) -> Result<Options, String> {
+        let mut options = Options::default();
+        let mut args = args.iter();
+        while let Some(arg) = args.next() {
+            if arg == "--bench" {
+                continue;
+            }
+            let mut value = || {
+                args.next()
+                    .cloned()
+                    .ok_or_else(|| format!("{arg} needs a value"))
+            };
+            let number = |text: String| {
+                text.parse::<usize>()
+                    .map_err(|err| format!("{arg} {text}: {err}"))
+            };
+            let list = |text: String| -> Vec<String> {
+                text.split(',')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            };
+            match arg.as_str() {
+                "--providers" => options.providers = number(value()?)?.max(1),
+                "--size-mb" => options.size_mb = number(value()?)?.max(1),
+                "--big-mb" => options.big_mb = number(value()?)?.max(1),
+                "--latency-ms" => options.latency = Duration::from_millis(number(value()?)? as u64),
+                "--bandwidth-mbps" => options.bandwidth_mbps = number(value()?)?,
+                "--runs" => options.runs = number(value()?)?.max(1),
+                "--parallelism" => options.parallelism = Some(number(value()?)?),
+                "--perf" => options.perf = true,
+                "--serve" => options.serve = true,
+                "--scenarios" => {
+                    options.scenarios = list(value()?)
+                        .iter()
+                        .map(|name| ScenarioKind::parse(name))
+                        .collect::<Result<_, _>>()?
+                }
+                "--tools" => {
+                    options.tools = list(value()?)
+                        .iter()
+                        .map(|name| Tool::parse(name))
+                        .collect::<Result<_, _>>()?
+                }
+                "--sweep" => {
+                    options.sweep = list(value()?)
+                        .into_iter()
+                        .map(number)
+                        .collect::<Result<_, _>>()?
+                }
+                other => return Err(format!("unknown option {other}; see benches/init.rs")),
+            }
+        }
+        Ok(options)
+    }
+
+    fn describe(&self) -> String {
+        let bandwidth = if self.bandwidth_mbps == 0 {
+            "no bandwidth cap".to_owned()
+        } else {
+            format!("a shared {} MB/s link", self.bandwidth_mbps)
+        };
+        format!(
+            "{} providers × {} MB, one {} MB provider, {} ms added latency per response, {bandwidth}, median of {} runs",
+            self.providers,
+            self.size_mb,
+            self.big_mb,
+            self.latency.as_millis(),
+            self.runs
+        )
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Tool {
+    Terraform,
+    Tfinstall,
+}
+
+impl Tool {
+    fn parse(name: &str) -> Result<Tool, String> {
+        match name {
+            "terraform" => Ok(Tool::Terraform),
+            "tfinstall" => Ok(Tool::Tfinstall),
+            other => Err(format!("unknown tool {other} (terraform, tfinstall)")),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Tool::Terraform => "terraform",
+            Tool::Tfinstall => "tfinstall",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ScenarioKind {
+    /// Empty working directory, empty cache.
+    Cold,
+    /// Lock file present, `.terraform` absent, plugin cache filled.
+    Warm,
+    /// Re-running `init` right after a successful one.
+    Noop,
+    /// Cold, one provider of the normal size: the baseline for RSS flatness.
+    One,
+    /// Cold, one big provider.
+    Big,
+}
+
+impl ScenarioKind {
+    const ALL: [ScenarioKind; 5] = [
+        ScenarioKind::Cold,
+        ScenarioKind::Warm,
+        ScenarioKind::Noop,
+        ScenarioKind::One,
+        ScenarioKind::Big,
+    ];
+
+    fn parse(name: &str) -> Result<ScenarioKind, String> {
+        Self::ALL
+            .into_iter()
+            .find(|kind| kind.name() == name)
+            .ok_or_else(|| format!("unknown scenario {name} (cold, warm, noop, one, big)"))
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            ScenarioKind::Cold => "cold",
+            ScenarioKind::Warm => "warm",
+            ScenarioKind::Noop => "noop",
+            ScenarioKind::One => "one",
+            ScenarioKind::Big => "big",
+        }
+    }
+
+    fn title(self, options: &Options) -> String {
+        match self {
+            ScenarioKind::Cold => format!("cold, {} × {} MB", options.providers, options.size_mb),
+            ScenarioKind::Warm => {
+                format!("warm cache, {} × {} MB", options.providers, options.size_mb)
+            }
+            ScenarioKind::Noop => format!(
+                "no-op re-init, {} × {} MB",
+                options.providers, options.size_mb
+            ),
+            ScenarioKind::One => format!("cold, 1 × {} MB", options.size_mb),
+            ScenarioKind::Big => format!("cold, 1 × {} MB", options.big_mb),
+        }
+    }
+}
+
+/// The runs of one scenario, by tool, and what the reader should know.
+struct ScenarioResult {
+    kind: ScenarioKind,
+    samples: BTreeMap<Tool, Vec<Sample>>,
+    notes: Vec<String>,
+}
+
+/// What one timed run cost.
+#[derive(Clone, Copy, Debug)]
+struct Sample {
+    wall: Duration,
+    peak_rss_kib: u64,
+    requests: usize,
+    archives: usize,
+}
+
+struct Bench {
+    options: Options,
+    work: PathBuf,
+    ca: TestCa,
+    server: TestServer,
+    terraform: PathBuf,
+    tfinstall: PathBuf,
+    /// Types of the N normal providers.
+    small: Vec<String>,
+    big: String,
+    run_counter: usize,
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    // `cargo bench` passes --bench; `cargo test --benches` does not, and a
+    // benchmark has no business running as a test.
+    if !args.iter().any(|arg| arg == "--bench") {
+        println!("benches/init.rs: run with `cargo bench --bench init`");
+        return;
+    }
+    let options = match Options::parse(&args) {
+        Ok(options) => options,
+        Err(err) => {
+            eprintln!("error: {err}");
+            std::process::exit(2);
+        }
+    };
+    let serve = options.serve;
+    let mut bench = Bench::new(options);
+    if serve {
+        bench.serve();
+        return;
+    }
+    let report = bench.run();
+    println!("\n{report}");
+    let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/results.md");
+    fs::write(&results, &report).expect("write bench/results.md");
+    println!("written to {}", results.display());
+}
+
+impl Bench {
+    fn new(options: Options) -> Bench {
+        let work = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/.work");
+        if work.exists() {
+            fs::remove_dir_all(&work).expect("clear bench/.work");
+        }
+        fs::create_dir_all(&work).expect("create bench/.work");
+
+        let terraform = if options.tools.contains(&Tool::Terraform) {
+            Terraform::V1_0_3.path()
+        } else {
+            PathBuf::new()
+        };
+        let ca = TestCa::new();
+        let server = TestServer::https(&ca);
+        let small: Vec<String> = (0..options.providers).map(|i| format!("p{i:02}")).collect();
+        let big = "big".to_owned();
+
+        let started = Instant::now();
+        eprint!("building signed fixtures… ");
+        let key = PgpKey::generate_ecdsa();
+        let mut registry = Registry::new(&key);
+        for name in &small {
+            registry = registry.provider(
+                ProviderSpec::new(NAMESPACE, name, VERSION)
+                    .hostname(HOST)
+                    .payload(Payload::Random(options.size_mb * MB)),
+            );
+        }
+        if options.serve || options.scenarios.contains(&ScenarioKind::Big) {
+            registry = registry.provider(
+                ProviderSpec::new(NAMESPACE, &big, VERSION)
+                    .hostname(HOST)
+                    .payload(Payload::Random(options.big_mb * MB)),
+            );
+        }
+        let root = work.join("registry");
+        registry.write(&root, &server.url());
+        serve_from_memory(&server, &root);
+        fs::remove_dir_all(&root).expect("remove the written registry");
+        eprintln!("{:.1} s", started.elapsed().as_secs_f64());
+
+        server.fault("*", Fault::Latency(options.latency));
+        if options.bandwidth_mbps > 0 {
+            server.limit_bandwidth(options.bandwidth_mbps * MB);
+        }
+        Bench {
+            options,
+            ca,
+            terraform,
+            tfinstall: PathBuf::from(env!("CARGO_BIN_EXE_tfinstall")),
+            server,
+            work,
+            small,
+            big,
+            run_counter: 0,
+        }
+    }
+
+    /// Keeps the registry up until the process is killed.
+    fn serve(&self) {
+        let config = self.work.join("cli.tfrc");
+        fs::write(&config, self.host_block()).expect("write CLI config");
+        let dir = new_workdir(&self.work.join("serve"), &main_tf(&self.small));
+        let big = new_workdir(
+            &self.work.join("serve-big"),
+            &main_tf(std::slice::from_ref(&self.big)),
+        );
+        println!(
+            "registry up; in {} ({} × {} MB) or {} (1 × {} MB) run:\n  env -i PATH=/usr/bin:/bin HOME=$PWD/../home TF_CLI_CONFIG_FILE={} SSL_CERT_FILE={} {} init -layout providers",
+            dir.display(),
+            self.options.providers,
+            self.options.size_mb,
+            big.display(),
+            self.options.big_mb,
+            config.display(),
+            self.ca.ca_pem_path().display(),
+            self.tfinstall.display()
+        );
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
+
+    fn run(&mut self) -> String {
+        let mut results = Vec::new();
+        for kind in self.options.scenarios.clone() {
+            eprintln!("scenario: {}", kind.title(&self.options));
+            let (samples, notes) = self.scenario(kind, self.options.parallelism);
+            results.push(ScenarioResult {
+                kind,
+                samples,
+                notes,
+            });
+        }
+        let mut sweep = Vec::new();
+        for parallelism in self.options.sweep.clone() {
+            eprintln!("sweep: cold with -parallelism={parallelism}");
+            let (samples, _) =
+                self.scenario_for(ScenarioKind::Cold, Tool::Tfinstall, Some(parallelism));
+            sweep.push((parallelism, samples));
+        }
+        self.report(&results, &sweep)
+    }
+
+    /// Runs one scenario for every tool, alternating tools run by run so
+    /// that changing load on the machine hits both alike.
+    fn scenario(
+        &mut self,
+        kind: ScenarioKind,
+        parallelism: Option<usize>,
+    ) -> (BTreeMap<Tool, Vec<Sample>>, Vec<String>) {
+        let mut prepared = BTreeMap::new();
+        let mut notes = Vec::new();
+        for tool in self.options.tools.clone() {
+            let setup = self.prepare(kind, tool, parallelism);
+            notes.extend(setup.note.clone());
+            prepared.insert(tool, setup);
+        }
+        let mut samples: BTreeMap<Tool, Vec<Sample>> = BTreeMap::new();
+        for _ in 0..self.options.runs {
+            for (&tool, setup) in &prepared {
+                let dir = setup.next_dir(self);
+                let sample = self.timed(tool, &dir, &setup.config, parallelism);
+                setup.done(&dir);
+                eprintln!(
+                    "  {:<9} {:>8.3} s  {:>7.1} MB RSS  {} requests",
+                    tool.name(),
+                    sample.wall.as_secs_f64(),
+                    sample.peak_rss_kib as f64 / 1024.0,
+                    sample.requests
+                );
+                samples.entry(tool).or_default().push(sample);
+            }
+        }
+        if kind == ScenarioKind::Warm {
+            for (tool, runs) in &samples {
+                if runs.iter().any(|s| s.archives > 0) {
+                    notes.push(format!(
+                        "{} downloaded archives in the warm-cache scenario: it did not use the plugin cache.",
+                        tool.name()
+                    ));
+                }
+            }
+        }
+        (samples, notes)
+    }
+
+    fn scenario_for(
+        &mut self,
+        kind: ScenarioKind,
+        tool: Tool,
+        parallelism: Option<usize>,
+    ) -> (Vec<Sample>, Vec<String>) {
+        let setup = self.prepare(kind, tool, parallelism);
+        let samples = (0..self.options.runs)
+            .map(|_| {
+                let dir = setup.next_dir(self);
+                let sample = self.timed(tool, &dir, &setup.config, parallelism);
+                setup.done(&dir);
+                sample
+            })
+            .collect();
+        (samples, setup.note.into_iter().collect())
+    }
+
+    /// Everything a scenario needs before its timed runs, which is never timed.
+    fn prepare(&mut self, kind: ScenarioKind, tool: Tool, parallelism: Option<usize>) -> Setup {
+        let base = self.work.join(kind.name()).join(tool.name());
+        fs::create_dir_all(&base).expect("create scenario dir");
+        let providers: Vec<String> = match kind {
+            ScenarioKind::Cold | ScenarioKind::Warm | ScenarioKind::Noop => self.small.clone(),
+            ScenarioKind::One => vec![self.small[0].clone()],
+            ScenarioKind::Big => vec![self.big.clone()],
+        };
+        let main_tf = main_tf(&providers);
+        let mut config = self.host_block();
+        if kind == ScenarioKind::Warm {
+            let cache = base.join("plugin-cache");
+            fs::create_dir_all(&cache).expect("create plugin cache");
+            let _ = writeln!(
+                config,
+                "plugin_cache_dir = {:?}",
+                cache.display().to_string()
+            );
+        }
+        let config_path = base.join("cli.tfrc");
+        fs::write(&config_path, &config).expect("write CLI config");
+        let mut note = None;
+        let reuse = match kind {
+            ScenarioKind::Cold | ScenarioKind::One | ScenarioKind::Big => None,
+            ScenarioKind::Noop => {
+                let dir = new_workdir(&base.join("noop"), &main_tf);
+                self.untimed(tool, &dir, &config_path, parallelism);
+                Some(Reuse::Same(dir))
+            }
+            ScenarioKind::Warm => {
+                let cache = base.join("plugin-cache");
+                let fill = new_workdir(&base.join("fill"), &main_tf);
+                self.untimed(tool, &fill, &config_path, parallelism);
+                if is_empty_dir(&cache) {
+                    // The tool ignored the cache: fill it from what it
+                    // installed (the same layout), so the timed runs show
+                    // whether it reads the cache, not whether it writes it.
+                    copy_tree(&fill.join(".terraform/providers"), &cache);
+                    note = Some(format!(
+                        "{} left plugin_cache_dir empty after installing; the cache was filled from its .terraform/providers for the warm runs.",
+                        tool.name()
+                    ));
+                }
+                let lock =
+                    fs::read(fill.join(".terraform.lock.hcl")).expect("lock file after fill");
+                Some(Reuse::WithLock(lock))
+            }
+        };
+        Setup {
+            base,
+            main_tf,
+            config: config_path,
+            reuse,
+            note,
+        }
+    }
+
+    fn host_block(&self) -> String {
+        format!(
+            "host {HOST:?} {{\n  services = {{\n    \"providers.v1\" = {:?}\n  }}\n}}\n",
+            self.server.url_for("/v1/providers/")
+        )
+    }
+
+    fn command(
+        &self,
+        tool: Tool,
+        dir: &Path,
+        config: &Path,
+        parallelism: Option<usize>,
+    ) -> Command {
+        let home = dir.with_extension("home");
+        fs::create_dir_all(&home).expect("create home");
+        let mut command = Command::new("/usr/bin/time");
+        command
+            .current_dir(dir)
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", &home)
+            .env("XDG_CONFIG_HOME", home.join(".config"))
+            .env("XDG_DATA_HOME", home.join(".local/share"))
+            .env("XDG_CACHE_HOME", home.join(".cache"))
+            .env("TF_CLI_CONFIG_FILE", config)
+            .env("TF_IN_AUTOMATION", "1")
+            .env("CHECKPOINT_DISABLE", "1")
+            .env("SSL_CERT_FILE", self.ca.ca_pem_path())
+            .arg("-f")
+            .arg("%M")
+            .arg("-o")
+            .arg(dir.with_extension("rss"));
+        match tool {
+            Tool::Terraform => {
+                command
+                    .arg(&self.terraform)
+                    .args(["init", "-no-color", "-input=false"]);
+            }
+            Tool::Tfinstall => {
+                if self.options.perf {
+                    command
+                        .args(["perf", "record", "-q", "-F", "1999", "-g", "-o"])
+                        .arg(dir.with_extension("perf.data"))
+                        .arg("--");
+                }
+                command
+                    .arg(&self.tfinstall)
+                    .args(["init", "-no-color", "-layout", "providers"]);
+                if let Some(parallelism) = parallelism {
+                    command.arg(format!("-parallelism={parallelism}"));
+                }
+            }
+        }
+        command
+    }
+
+    fn timed(
+        &mut self,
+        tool: Tool,
+        dir: &Path,
+        config: &Path,
+        parallelism: Option<usize>,
+    ) -> Sample {
+        self.run_counter += 1;
+        let mut command = self.command(tool, dir, config, parallelism);
+        // Earlier runs' files go to disk now rather than during this run:
+        // the kernel throttles a writer while it flushes someone else's data.
+        let _ = Command::new("sync").status();
+        self.server.clear_log();
+        let started = Instant::now();
+        let output = command.output().expect("run /usr/bin/time");
+        let wall = started.elapsed();
+        check(tool, dir, &output);
+        let requests = self.server.requests();
+        let rss = fs::read_to_string(dir.with_extension("rss")).expect("GNU time output");
+        Sample {
+            wall,
+            peak_rss_kib: rss
+                .lines()
+                .last()
+                .and_then(|line| line.trim().parse().ok())
+                .expect("GNU time %M output"),
+            archives: requests.iter().filter(|r| r.path.ends_with(".zip")).count(),
+            requests: requests.len(),
+        }
+    }
+
+    fn untimed(&mut self, tool: Tool, dir: &Path, config: &Path, parallelism: Option<usize>) {
+        let output = self
+            .command(tool, dir, config, parallelism)
+            .output()
+            .expect("run /usr/bin/time");
+        check(tool, dir, &output);
+    }
+
+    fn report(&self, results: &[ScenarioResult], sweep: &[(usize, Vec<Sample>)]) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "## tfinstall vs Terraform 1.0.3\n");
+        let _ = writeln!(out, "{}.", self.options.describe());
+        let _ = writeln!(
+            out,
+            "Machine: {}, {} CPUs, load average {} when the run ended. tfinstall {} (`-layout providers`{}).\n",
+            cpu_model(),
+            std::thread::available_parallelism().map_or(0, |n| n.get()),
+            load_average(),
+            git_revision(),
+            self.options
+                .parallelism
+                .map(|p| format!(", `-parallelism={p}`"))
+                .unwrap_or_default()
+        );
+        let both = self.options.tools.len() == 2;
+        if both {
+            let _ = writeln!(
+                out,
+                "| scenario | Terraform 1.0.3 | tfinstall | speed-up | Terraform peak RSS | tfinstall peak RSS | requests (TF / tfinstall) |"
+            );
+            let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|");
+        } else {
+            let _ = writeln!(
+                out,
+                "| scenario | {} | peak RSS | requests |",
+                self.options.tools[0].name()
+            );
+            let _ = writeln!(out, "|---|---:|---:|---:|");
+        }
+        let mut notes = Vec::new();
+        for ScenarioResult {
+            kind,
+            samples,
+            notes: scenario_notes,
+        } in results
+        {
+            notes.extend(scenario_notes.iter().cloned());
+            let title = kind.title(&self.options);
+            let stats = |tool: Tool| samples.get(&tool).map(|runs| Stats::of(runs));
+            match (stats(Tool::Terraform), stats(Tool::Tfinstall)) {
+                (Some(tf), Some(ti)) => {
+                    let _ = writeln!(
+                        out,
+                        "| {title} | {} | {} | {:.1}× | {} | {} | {} / {} |",
+                        seconds(tf.wall),
+                        seconds(ti.wall),
+                        tf.wall.as_secs_f64() / ti.wall.as_secs_f64().max(1e-9),
+                        megabytes(tf.peak_rss_kib),
+                        megabytes(ti.peak_rss_kib),
+                        tf.requests,
+                        ti.requests
+                    );
+                }
+                (Some(one), None) | (None, Some(one)) => {
+                    let _ = writeln!(
+                        out,
+                        "| {title} | {} | {} | {} |",
+                        seconds(one.wall),
+                        megabytes(one.peak_rss_kib),
+                        one.requests
+                    );
+                }
+                (None, None) => {}
+            }
+        }
+        let _ = writeln!(
+            out,
+            "\nTimes are medians of wall-clock time from start to exit; peak RSS is the largest of the runs (GNU time `%M`); requests are those the registry served during one run."
+        );
+        for note in notes {
+            let _ = writeln!(out, "\n- {note}");
+        }
+        if !sweep.is_empty() {
+            let _ = writeln!(
+                out,
+                "\n### tfinstall cold, by `-parallelism`\n\n| parallelism | median | peak RSS |\n|---:|---:|---:|"
+            );
+            for (parallelism, runs) in sweep {
+                let stats = Stats::of(runs);
+                let _ = writeln!(
+                    out,
+                    "| {parallelism} | {} | {} |",
+                    seconds(stats.wall),
+                    megabytes(stats.peak_rss_kib)
+                );
+            }
+        }
+        out
+    }
+}
+
+/// Working directories of one scenario and tool.
+struct Setup {
+    base: PathBuf,
+    main_tf: String,
+    config: PathBuf,
+    reuse: Option<Reuse>,
+    note: Option<String>,
+}
+
+enum Reuse {
+    /// Every run re-initialises this directory.
+    Same(PathBuf),
+    /// Every run starts from a new directory holding this lock file.
+    WithLock(Vec<u8>),
+}
+
+impl Setup {
+    /// Removes a timed run's own directory, so a long benchmark does not
+    /// fill the disk (and the page cache) with installed packages.
+    fn done(&self, dir: &Path) {
+        if !matches!(self.reuse, Some(Reuse::Same(_))) {
+            let _ = fs::remove_dir_all(dir);
+            let _ = fs::remove_dir_all(dir.with_extension("home"));
+        }
+    }
+
+    fn next_dir(&self, bench: &Bench) -> PathBuf {
+        match &self.reuse {
+            Some(Reuse::Same(dir)) => dir.clone(),
+            other => {
+                let dir = new_workdir(
+                    &self.base.join(format!("run{}", bench.run_counter)),
+                    &self.main_tf,
+                );
+                if let Some(Reuse::WithLock(lock)) = other {
+                    fs::write(dir.join(".terraform.lock.hcl"), lock).expect("write lock file");
+                }
+                dir
+            }
+        }
+    }
+}
+
+struct Stats {
+    wall: Duration,
+    peak_rss_kib: u64,
+    requests: usize,
+}
+
+impl Stats {
+    fn of(runs: &[Sample]) -> Stats {
+        let mut walls: Vec<Duration> = runs.iter().map(|s| s.wall).collect();
+        walls.sort();
+        let mut requests: Vec<usize> = runs.iter().map(|s| s.requests).collect();
+        requests.sort();
+        Stats {
+            wall: walls[walls.len() / 2],
+            peak_rss_kib: runs.iter().map(|s| s.peak_rss_kib).max().unwrap_or(0),
+            requests: requests[requests.len() / 2],
+        }
+    }
+}
+
+/// Routes every file of the written registry from memory: reading a 200 MB
+/// file per request (as `serve_dir` does) would make the server, which
+/// shares the CPUs with the programs under test, part of what is measured.
+fn serve_from_memory(server: &TestServer, root: &Path) {
+    for file in walk_files(root) {
+        let relative = file
+            .strip_prefix(root)
+            .expect("below root")
+            .to_string_lossy()
+            .replace('\\', "/");
+        let name = file
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        let content_type = if name.ends_with(".zip") {
+            "application/zip"
+        } else if name.ends_with(".sig") {
+            "application/pgp-signature"
+        } else if name.ends_with("SHA256SUMS") {
+            "text/plain; charset=utf-8"
+        } else {
+            "application/json"
+        };
+        let body = fs::read(&file).expect("read fixture file");
+        server.route(&format!("/{relative}"), Response::bytes(content_type, body));
+    }
+}
+
+fn walk_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for entry in fs::read_dir(dir).expect("read fixture dir") {
+        let path = entry.expect("fixture dir entry").path();
+        if path.is_dir() {
+            files.extend(walk_files(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
+}
+
+fn main_tf(providers: &[String]) -> String {
+    let mut text = String::from("terraform {\n  required_providers {\n");
+    for name in providers {
+        let _ = writeln!(
+            text,
+            "    {name} = {{\n      source  = \"{HOST}/{NAMESPACE}/{name}\"\n      version = \"{VERSION}\"\n    }}"
+        );
+    }
+    text.push_str("  }\n}\n");
+    text
+}
+
+fn new_workdir(dir: &Path, main_tf: &str) -> PathBuf {
+    fs::create_dir_all(dir).expect("create work dir");
+    fs::write(dir.join("main.tf"), main_tf).expect("write main.tf");
+    dir.to_path_buf()
+}
+
+fn check(tool: Tool, dir: &Path, output: &std::process::Output) {
+    if !output.status.success() {
+        panic!(
+            "{} init failed in {} ({}):\n{}\n{}",
+            tool.name(),
+            dir.display(),
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+}
+
+fn is_empty_dir(dir: &Path) -> bool {
+    fs::read_dir(dir).map_or(true, |mut entries| entries.next().is_none())
+}
+
+/// Copies a tree, following links (Terraform links from its cache).
+fn copy_tree(from: &Path, to: &Path) {
+    fs::create_dir_all(to).expect("create copy target");
+    for entry in fs::read_dir(from).expect("read copy source") {
+        let path = entry.expect("copy source entry").path();
+        let target = to.join(path.file_name().expect("entry name"));
+        if path.is_dir() {
+            copy_tree(&path, &target);
+        } else {
+            fs::copy(&path, &target).expect("copy file");
+        }
+    }
+}
+
+fn seconds(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{} ms", d.as_millis())
+    } else {
+        format!("{:.2} s", d.as_secs_f64())
+    }
+}
+
+fn megabytes(kib: u64) -> String {
+    format!("{:.0} MB", kib as f64 / 1024.0)
+}
+
+fn cpu_model() -> String {
+    fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find(|line| line.starts_with("model name"))
+                .and_then(|line| line.split_once(':'))
+                .map(|(_, model)| model.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".to_owned())
+}
+
+/// The 1-minute load average: other work on the machine makes every time
+/// longer, Terraform's and tfinstall's alike.
+fn load_average() -> String {
+    fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|text| text.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+fn git_revision() -> String {
+    Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_else(|| "(unknown revision)".to_owned())
+}
