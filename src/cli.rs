@@ -106,7 +106,7 @@ pub struct CacheWarmArgs {
     pub plugin_dirs: Vec<PathBuf>,
 
     /// How many packages to fetch at once.
-    #[arg(long, default_value_t = 8, value_name = "N")]
+    #[arg(long, default_value_t = DEFAULT_PARALLELISM, value_name = "N")]
     pub parallelism: usize,
 
     /// Disable coloured output.
