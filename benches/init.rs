@@ -8,7 +8,8 @@
 //! cargo bench --bench init -- --tools tfinstall --sweep 1,2,4,8,16
 //! ```
 //!
-//! Options: `--providers N`, `--size-mb M` (the N providers' executables),
+//! Options (MB means 2^20 bytes): `--providers N`, `--size-mb M` (the N
+//! providers' executables),
 //! `--big-mb B` (the one big provider), `--latency-ms L` (added before every
 //! response's headers), `--bandwidth-mbps R` (one link of R MB/s shared by
 //! all connections; 0 = none), `--runs K` (median of K),
