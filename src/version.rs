@@ -279,6 +279,17 @@ impl VersionConstraints {
                 .any(|s| s.operator == Operator::Equal && s.boundary == *version)
     }
 
+    /// The only version these constraints can allow, when an exact selection
+    /// pins one: the installer can ask for its package while the version
+    /// list that confirms it is still on its way.
+    pub fn pinned(&self) -> Option<&Version> {
+        self.selections
+            .iter()
+            .find(|s| s.operator == Operator::Equal)
+            .map(|s| &s.boundary)
+            .filter(|version| self.allows(version))
+    }
+
     /// The highest-precedence acceptable version. Among versions that differ
     /// only in metadata the later one in `available` wins, matching a stable
     /// ascending sort followed by taking the last match.
@@ -1324,5 +1335,25 @@ mod tests {
         assert_eq!(go_quote("a\"b\\c"), r#""a\"b\\c""#);
         assert_eq!(go_quote("\t\u{0}é"), r#""\t\x00é""#);
         assert_eq!(go_quote("\u{a0}"), r#""\u00a0""#);
+    }
+
+    #[test]
+    fn only_an_exact_selection_that_holds_pins_a_version() {
+        let pinned = |text: &str| {
+            VersionConstraints::parse(text)
+                .unwrap()
+                .pinned()
+                .map(ToString::to_string)
+        };
+        assert_eq!(pinned("1.2.0"), Some("1.2.0".to_owned()));
+        assert_eq!(pinned(">= 1.0, = 1.2.0"), Some("1.2.0".to_owned()));
+        assert_eq!(pinned("1.2.0-beta1"), Some("1.2.0-beta1".to_owned()));
+        assert_eq!(
+            pinned("1.2.0, < 1.1"),
+            None,
+            "contradictory: nothing to pin"
+        );
+        assert_eq!(pinned("~> 1.2.0"), None);
+        assert_eq!(pinned(""), None);
     }
 }

@@ -4,12 +4,13 @@
 //! decides how to show them.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures_util::StreamExt;
 use futures_util::stream;
+use futures_util::{StreamExt, TryFutureExt};
 
 use crate::addr::{Platform, ProviderAddr};
 use crate::cache::{EntryMeta, PluginCache};
@@ -23,8 +24,8 @@ use crate::install::link::{LinkMode, link_cached_package, link_package};
 use crate::install::staging::Staging;
 use crate::lockfile::{LockedProvider, Locks};
 use crate::source::{
-    IncompatibleProtocol, PackageAuthentication, PackageLocation, PackageMeta, SignedChecksums,
-    Source, SourceError,
+    ChecksumDocuments, IncompatibleProtocol, PackageAuthentication, PackageLocation, PackageMeta,
+    SignedChecksums, SignedDocuments, Source, SourceError,
 };
 use crate::verify::hash::PackageHash;
 use crate::verify::signature::verify_sums_signature;
@@ -197,6 +198,9 @@ struct Selected {
     already_installed: Option<PackageHash>,
     /// Set when the fast path found a cache entry matching the lock.
     cached: Option<CachedPackage>,
+    /// The source's answer for this version's package, asked for while the
+    /// version list was on its way (see [`Installer::select_one`]).
+    prefetched: Option<Result<PackageMeta, SourceError>>,
 }
 
 struct Fetched {
@@ -444,6 +448,7 @@ impl Installer {
                     constraints: constraints.clone(),
                     already_installed: Some(hash),
                     cached: None,
+                    prefetched: None,
                 });
             }
             // Nor does one the plugin cache holds as the lock file records it,
@@ -464,22 +469,40 @@ impl Installer {
                     constraints: constraints.clone(),
                     already_installed: None,
                     cached: Some(cached),
+                    prefetched: None,
                 });
             }
         }
-        let available =
-            self.source
-                .available_versions(provider)
-                .await
-                .map_err(|err| match err {
-                    SourceError::HostNoProviders { other_version, .. } => {
-                        invalid_registry_host(provider, other_version)
-                    }
-                    err => {
-                        let listed = matches!(err, SourceError::ProviderNotFound { .. });
-                        failed(describe_query_error(provider, &err), !listed)
-                    }
-                })?;
+        // When the lock file or an exact constraint already names the
+        // version, its package metadata is asked for alongside the version
+        // list, a round trip sooner. The list still decides: the answer for
+        // a version it does not offer is dropped.
+        let predicted = match locked {
+            Some(lock) => Some(&lock.version),
+            None => constraints.pinned(),
+        }
+        .filter(|version| self.may_need_source_package(provider, version));
+        let prefetch = async {
+            match predicted {
+                Some(version) => Some(
+                    self.source
+                        .package_meta(provider, version, &self.platform)
+                        .await,
+                ),
+                None => None,
+            }
+        };
+        let (available, prefetched) =
+            futures_util::future::join(self.source.available_versions(provider), prefetch).await;
+        let available = available.map_err(|err| match err {
+            SourceError::HostNoProviders { other_version, .. } => {
+                invalid_registry_host(provider, other_version)
+            }
+            err => {
+                let listed = matches!(err, SourceError::ProviderNotFound { .. });
+                failed(describe_query_error(provider, &err), !listed)
+            }
+        })?;
         for warning in &available.warnings {
             (self.events)(InstallEvent::Warning(Diagnostic::warning(
                 format!(
@@ -499,6 +522,7 @@ impl Installer {
                 constraints: constraints.clone(),
                 already_installed: None,
                 cached: None,
+                prefetched: prefetched.filter(|_| predicted == Some(version)),
             }),
             None => Err(query_failed(match locked {
                 Some(lock) => format!(
@@ -508,6 +532,33 @@ impl Installer {
                 None => format!("no available releases match the given constraints {constraints}"),
             })),
         }
+    }
+
+    /// Whether installing this version may ask the source for its package:
+    /// not when the plugin cache has an entry for it, which usually serves.
+    fn may_need_source_package(&self, provider: &ProviderAddr, version: &Version) -> bool {
+        self.cache.as_ref().is_none_or(|cache| {
+            cache
+                .cache
+                .lookup(provider, version, &self.platform)
+                .is_none()
+        })
+    }
+
+    /// The source's package metadata for the selected version, prefetched
+    /// or asked for now.
+    async fn package_meta(&self, s: &Selected) -> Result<PackageMeta, Diagnostic> {
+        let meta = match &s.prefetched {
+            Some(meta) => meta.clone(),
+            None => {
+                self.source
+                    .package_meta(&s.provider, &s.version, &self.platform)
+                    .await
+            }
+        };
+        meta.map_err(|err| {
+            fetch_error_diagnostic(&s.provider, &s.version, &s.constraints, &self.platform, err)
+        })
     }
 
     /// The `h1:` hash of the installed package when it matches one of the
@@ -616,13 +667,7 @@ impl Installer {
         {
             return Ok((cached, false));
         }
-        let meta = self
-            .source
-            .package_meta(&s.provider, &s.version, &self.platform)
-            .await
-            .map_err(|err| {
-                fetch_error_diagnostic(&s.provider, &s.version, &s.constraints, &self.platform, err)
-            })?;
+        let meta = self.package_meta(s).await?;
         emit(InstallEvent::Selected {
             provider: s.provider.clone(),
             version: s.version.clone(),
@@ -637,7 +682,7 @@ impl Installer {
         let package = self
             .stage_package(&meta, allowed, staging, &package_dir, emit, LinkMode::Copy)
             .await
-            .map_err(|err| install_failed(&s.provider, &s.version, err))?;
+            .map_err(|err| self.stage_failed(s, err))?;
         let record = EntryMeta {
             format: crate::cache::META_FORMAT,
             provider: s.provider.to_string(),
@@ -810,13 +855,7 @@ impl Installer {
             };
             return Ok(self.fetched(s, staged, package, &preferred, downloaded, emit));
         }
-        let meta = self
-            .source
-            .package_meta(&s.provider, &s.version, &self.platform)
-            .await
-            .map_err(|err| {
-                fetch_error_diagnostic(&s.provider, &s.version, &s.constraints, &self.platform, err)
-            })?;
+        let meta = self.package_meta(&s).await?;
         emit(InstallEvent::Selected {
             provider: s.provider.clone(),
             version: s.version.clone(),
@@ -831,9 +870,18 @@ impl Installer {
         let package = self
             .stage_package(&meta, &allowed, staging, &staged, emit, LinkMode::Auto)
             .await
-            .map_err(install_failed)?;
+            .map_err(|err| self.stage_failed(&s, err))?;
 
         Ok(self.fetched(s, staged, package, &preferred, true, emit))
+    }
+
+    fn stage_failed(&self, s: &Selected, err: StageError) -> Diagnostic {
+        match err {
+            StageError::Source(err) => {
+                fetch_error_diagnostic(&s.provider, &s.version, &s.constraints, &self.platform, err)
+            }
+            StageError::Package(message) => install_failed(&s.provider, &s.version, message),
+        }
     }
 
     /// The lock entry and report for a package staged at `staged`.
@@ -890,7 +938,7 @@ impl Installer {
         staged: &Path,
         emit: &(dyn Fn(InstallEvent) + Sync),
         placement: LinkMode,
-    ) -> Result<StagedPackage, String> {
+    ) -> Result<StagedPackage, StageError> {
         let progress = |stage| {
             emit(InstallEvent::Progress {
                 provider: meta.provider.clone(),
@@ -907,7 +955,8 @@ impl Installer {
                     allowed.clone(),
                     placement,
                 )
-                .await?;
+                .await
+                .map_err(StageError::Package)?;
                 emit(InstallEvent::Verified {
                     provider: meta.provider.clone(),
                     version: meta.version.clone(),
@@ -921,8 +970,9 @@ impl Installer {
                     shown_as: path.clone(),
                     digest: None,
                 };
-                self.stage_archive(archive, meta, allowed, staged, emit)
-                    .await
+                Ok(self
+                    .stage_archive(archive, meta, allowed, staged, emit)
+                    .await?)
             }
             PackageLocation::Http(url) => {
                 let dest = staging.new_path(&meta.filename);
@@ -935,11 +985,25 @@ impl Installer {
                         progress(ProgressStage::Downloading(p));
                     }
                 };
-                let digest = self
-                    .downloader
-                    .download_with_progress(url, &dest, &report)
-                    .await
-                    .map_err(|err| err.to_string())?;
+                let download = async {
+                    self.downloader
+                        .download_with_progress(url, &dest, &report)
+                        .await
+                        .map_err(|err| err.to_string())
+                };
+                let result = match &meta.authentication {
+                    PackageAuthentication::Signed(signed) => {
+                        with_documents(&signed.documents, download).await
+                    }
+                    _ => download.await.map_err(StageError::Package),
+                };
+                let digest = match result {
+                    Ok(digest) => digest,
+                    Err(err) => {
+                        let _ = tokio::fs::remove_file(&dest).await;
+                        return Err(err);
+                    }
+                };
                 let size = last.lock().unwrap_or_else(|e| e.into_inner()).1;
                 progress(ProgressStage::Downloading(DownloadProgress {
                     received: size,
@@ -954,7 +1018,7 @@ impl Installer {
                     .stage_archive(archive, meta, allowed, staged, emit)
                     .await;
                 let _ = tokio::fs::remove_file(&dest).await;
-                result
+                Ok(result?)
             }
         }
     }
@@ -988,7 +1052,7 @@ impl Installer {
             }
         };
         let zh = PackageHash::zh_of_digest(&digest);
-        let (auth, signed_hashes) = authenticate_archive(meta, &digest, &zh)?;
+        let (auth, signed_hashes) = authenticate_archive(meta, &digest, &zh).await?;
         emit(InstallEvent::Verified {
             provider: meta.provider.clone(),
             version: meta.version.clone(),
@@ -1054,6 +1118,42 @@ struct StagedPackage {
     signed_hashes: Vec<PackageHash>,
 }
 
+/// Why a package could not be staged. A registry's checksum documents fail
+/// as a source query does, which is how Terraform (fetching them before the
+/// archive) reports it; everything else is a failure of the package itself.
+enum StageError {
+    Source(SourceError),
+    Package(String),
+}
+
+impl From<String> for StageError {
+    fn from(message: String) -> Self {
+        StageError::Package(message)
+    }
+}
+
+/// Runs `download` while the checksum documents arrive. A failure of the
+/// documents ends the download at once and is the one reported, since it
+/// would have come first had they been fetched beforehand.
+async fn with_documents(
+    documents: &ChecksumDocuments,
+    download: impl Future<Output = Result<[u8; 32], String>>,
+) -> Result<[u8; 32], StageError> {
+    let download = async {
+        match download.await {
+            Ok(digest) => Ok(digest),
+            Err(err) => Err(match documents.get().await {
+                Err(source) => StageError::Source(source),
+                Ok(_) => StageError::Package(err),
+            }),
+        }
+    };
+    let (_, digest) =
+        futures_util::future::try_join(documents.get().map_err(StageError::Source), download)
+            .await?;
+    Ok(digest)
+}
+
 async fn stage_unpacked(
     src: PathBuf,
     staged: PathBuf,
@@ -1086,7 +1186,7 @@ async fn stage_unpacked(
 
 /// Runs the source's authentication for an archive whose SHA-256 is known
 /// (§7.1, §7.4). Registry signatures are checked before anything is unpacked.
-pub fn authenticate_archive(
+pub async fn authenticate_archive(
     meta: &PackageMeta,
     digest: &[u8; 32],
     zh: &PackageHash,
@@ -1105,10 +1205,12 @@ pub fn authenticate_archive(
             Ok((AuthResult::VerifiedChecksum, Vec::new()))
         }
         PackageAuthentication::Signed(signed) => {
-            let check = verify_signed(meta, signed, digest).map_err(|e| e.to_string())?;
+            let documents = signed.documents.get().await.map_err(|e| e.to_string())?;
+            let check =
+                verify_signed(meta, signed, &documents, digest).map_err(|e| e.to_string())?;
             Ok((
                 AuthResult::Signed(check),
-                acceptable_hashes(&signed.sha256sums),
+                acceptable_hashes(&documents.sha256sums),
             ))
         }
     }
@@ -1117,9 +1219,10 @@ pub fn authenticate_archive(
 fn verify_signed(
     meta: &PackageMeta,
     signed: &SignedChecksums,
+    documents: &SignedDocuments,
     digest: &[u8; 32],
 ) -> Result<crate::verify::signature::SignatureCheck, AuthError> {
-    let listed = checksum_for(&signed.sha256sums, &meta.filename)?;
+    let listed = checksum_for(&documents.sha256sums, &meta.filename)?;
     if listed != signed.shasum {
         return Err(AuthError(format!(
             "checksum list has unexpected SHA-256 hash {} (expected {})",
@@ -1134,7 +1237,7 @@ fn verify_signed(
             hex::encode(signed.shasum)
         )));
     }
-    verify_sums_signature(&signed.sha256sums, &signed.signature, &signed.keys)
+    verify_sums_signature(&documents.sha256sums, &documents.signature, &signed.keys)
 }
 
 pub fn mirror_mismatch(listed: &[PackageHash]) -> String {
@@ -1420,8 +1523,10 @@ mod tests {
             location: PackageLocation::Http("https://releases.example/null.zip".parse().unwrap()),
             authentication: PackageAuthentication::Signed(Box::new(SignedChecksums {
                 shasum,
-                sha256sums: vector("terraform-provider-null_3.1.0_SHA256SUMS"),
-                signature: vector("terraform-provider-null_3.1.0_SHA256SUMS.sig"),
+                documents: ChecksumDocuments::ready(
+                    vector("terraform-provider-null_3.1.0_SHA256SUMS"),
+                    vector("terraform-provider-null_3.1.0_SHA256SUMS.sig"),
+                ),
                 keys: vec![SigningKey {
                     ascii_armor: include_str!("../verify/keys/hashicorp-public-key.asc").to_owned(),
                     trust_signature: String::new(),
@@ -1432,12 +1537,14 @@ mod tests {
 
     const LINUX_AMD64: &str = "53e30545ff8926a8e30ad30648991ca8b93b6fa496272cd23b26763c8ee84515";
 
-    #[test]
-    fn the_real_hashicorp_checksum_list_authenticates_as_official() {
+    #[tokio::test]
+    async fn the_real_hashicorp_checksum_list_authenticates_as_official() {
         let meta = null_310(LINUX_AMD64);
         let digest: [u8; 32] = hex::decode(LINUX_AMD64).unwrap().try_into().unwrap();
         let (auth, hashes) =
-            authenticate_archive(&meta, &digest, &PackageHash::zh_of_digest(&digest)).unwrap();
+            authenticate_archive(&meta, &digest, &PackageHash::zh_of_digest(&digest))
+                .await
+                .unwrap();
         let AuthResult::Signed(check) = &auth else {
             panic!("not signed: {auth}");
         };
@@ -1450,12 +1557,13 @@ mod tests {
         assert!(hashes.contains(&PackageHash::parse(&format!("zh:{LINUX_AMD64}")).unwrap()));
     }
 
-    #[test]
-    fn the_real_checksum_list_still_catches_a_wrong_archive() {
+    #[tokio::test]
+    async fn the_real_checksum_list_still_catches_a_wrong_archive() {
         let meta = null_310(LINUX_AMD64);
         let digest = [7u8; 32];
-        let err =
-            authenticate_archive(&meta, &digest, &PackageHash::zh_of_digest(&digest)).unwrap_err();
+        let err = authenticate_archive(&meta, &digest, &PackageHash::zh_of_digest(&digest))
+            .await
+            .unwrap_err();
         assert_eq!(
             err,
             format!(
@@ -1470,6 +1578,7 @@ mod tests {
             &digest,
             &PackageHash::zh_of_digest(&digest),
         )
+        .await
         .unwrap_err();
         assert_eq!(
             err,

@@ -12,9 +12,13 @@ pub mod registry;
 pub mod selector;
 
 use std::fmt;
+use std::future::Future;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use async_trait::async_trait;
+use futures_util::FutureExt;
+use futures_util::future::{BoxFuture, Shared};
 use url::Url;
 
 use crate::addr::{Platform, ProviderAddr};
@@ -31,7 +35,9 @@ pub trait Source: Send + Sync {
         provider: &ProviderAddr,
     ) -> Result<AvailableVersions, SourceError>;
 
-    /// Where the package for one version and platform is, and what vouches for it.
+    /// Where the package for one version and platform is, and what vouches
+    /// for it. Documents that vouch for it may still be in flight
+    /// ([`ChecksumDocuments`]), so that the archive can be fetched alongside.
     async fn package_meta(
         &self,
         provider: &ProviderAddr,
@@ -94,9 +100,56 @@ pub enum PackageAuthentication {
 pub struct SignedChecksums {
     /// The registry's `shasum` for the archive.
     pub shasum: [u8; 32],
+    pub keys: Vec<SigningKey>,
+    pub documents: ChecksumDocuments,
+}
+
+/// The checksum list and its signature, which may still be on their way:
+/// a registry names them in the same answer as the archive, so the
+/// installer fetches all three at once instead of the archive last, one
+/// round trip less per provider. Nothing is trusted until both are in.
+#[derive(Clone)]
+pub struct ChecksumDocuments(Shared<BoxFuture<'static, Result<Arc<SignedDocuments>, SourceError>>>);
+
+#[derive(Debug)]
+pub struct SignedDocuments {
     pub sha256sums: Vec<u8>,
     pub signature: Vec<u8>,
-    pub keys: Vec<SigningKey>,
+}
+
+impl ChecksumDocuments {
+    /// Documents already in hand.
+    pub fn ready(sha256sums: Vec<u8>, signature: Vec<u8>) -> Self {
+        Self::fetch(async move {
+            Ok(SignedDocuments {
+                sha256sums,
+                signature,
+            })
+        })
+    }
+
+    /// Documents that `fetch` will obtain when they are first awaited; every
+    /// clone shares the one fetch and its result.
+    pub fn fetch(
+        fetch: impl Future<Output = Result<SignedDocuments, SourceError>> + Send + 'static,
+    ) -> Self {
+        ChecksumDocuments(fetch.map(|r| r.map(Arc::new)).boxed().shared())
+    }
+
+    pub async fn get(&self) -> Result<Arc<SignedDocuments>, SourceError> {
+        self.0.clone().await
+    }
+}
+
+impl fmt::Debug for ChecksumDocuments {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = match self.0.peek() {
+            None => "pending",
+            Some(Ok(_)) => "fetched",
+            Some(Err(_)) => "failed",
+        };
+        write!(f, "ChecksumDocuments({state})")
+    }
 }
 
 /// Source failures, split the way Terraform's multi-source needs them: the

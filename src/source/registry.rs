@@ -1,7 +1,7 @@
 //! The origin registry protocol (`direct` installation, §5.4): version lists
-//! and package metadata from a host's `providers.v1` service, with the signed
-//! checksum list fetched up front so the installer can check the signature
-//! before it downloads the archive.
+//! and package metadata from a host's `providers.v1` service. The signed
+//! checksum list is fetched alongside the archive; the installer checks the
+//! signature before it unpacks anything.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -15,8 +15,9 @@ use crate::addr::{Platform, ProviderAddr};
 use crate::http::{ApiClient, ApiResponse, TERRAFORM_COMPAT_VERSION, status_line};
 use crate::source::discovery::{Discovery, ServiceLookup};
 use crate::source::{
-    AvailableVersions, IncompatibleProtocol, MissingPlatform, PackageAuthentication,
-    PackageLocation, PackageMeta, SignedChecksums, Source, SourceError,
+    AvailableVersions, ChecksumDocuments, IncompatibleProtocol, MissingPlatform,
+    PackageAuthentication, PackageLocation, PackageMeta, SignedChecksums, SignedDocuments, Source,
+    SourceError,
 };
 use crate::verify::signature::SigningKey;
 use crate::version::Version;
@@ -250,33 +251,6 @@ impl RegistrySource {
             .map(|listed| listed.platforms)
             .unwrap_or_default()
     }
-
-    async fn fetch_document(
-        &self,
-        provider: &ProviderAddr,
-        url: &Url,
-        what: &str,
-    ) -> Result<Vec<u8>, SourceError> {
-        // Checksums and signatures are public release artefacts: no token and
-        // no Terraform headers go with them, as with Terraform.
-        let response = self.api.get(url, None, &[]).await.map_err(|err| {
-            query_failed(
-                provider,
-                &format!("failed to retrieve {what} for provider: {err}"),
-            )
-        })?;
-        if response.status != reqwest::StatusCode::OK {
-            return Err(query_failed(
-                provider,
-                &format!(
-                    "failed to retrieve {what} for provider: {} returned from {}",
-                    status_line(response.status),
-                    url.host_str().unwrap_or_default()
-                ),
-            ));
-        }
-        Ok(response.body)
-    }
 }
 
 #[async_trait]
@@ -380,12 +354,18 @@ impl Source for RegistrySource {
                     ),
                 )
             })?;
-        // Both at once: one round trip instead of two per provider.
-        let (sha256sums, signature) = futures_util::future::try_join(
-            self.fetch_document(provider, &shasums_url, "authentication checksums"),
-            self.fetch_document(provider, &signature_url, "cryptographic signature"),
-        )
-        .await?;
+        let (api, owner) = (self.api.clone(), provider.clone());
+        let documents = ChecksumDocuments::fetch(async move {
+            let (sha256sums, signature) = futures_util::future::try_join(
+                fetch_document(&api, &owner, &shasums_url, "authentication checksums"),
+                fetch_document(&api, &owner, &signature_url, "cryptographic signature"),
+            )
+            .await?;
+            Ok(SignedDocuments {
+                sha256sums,
+                signature,
+            })
+        });
         Ok(PackageMeta {
             provider: provider.clone(),
             version: version.clone(),
@@ -394,8 +374,7 @@ impl Source for RegistrySource {
             location: PackageLocation::Http(download_url),
             authentication: PackageAuthentication::Signed(Box::new(SignedChecksums {
                 shasum,
-                sha256sums,
-                signature,
+                documents,
                 keys: doc
                     .signing_keys
                     .gpg_public_keys
@@ -412,6 +391,33 @@ impl Source for RegistrySource {
     fn for_display(&self, provider: &ProviderAddr) -> String {
         format!("registry {}", provider.hostname.for_display())
     }
+}
+
+/// Checksums and signatures are public release artefacts: no token and no
+/// Terraform headers go with them, as with Terraform.
+async fn fetch_document(
+    api: &ApiClient,
+    provider: &ProviderAddr,
+    url: &Url,
+    what: &str,
+) -> Result<Vec<u8>, SourceError> {
+    let response = api.get(url, None, &[]).await.map_err(|err| {
+        query_failed(
+            provider,
+            &format!("failed to retrieve {what} for provider: {err}"),
+        )
+    })?;
+    if response.status != reqwest::StatusCode::OK {
+        return Err(query_failed(
+            provider,
+            &format!(
+                "failed to retrieve {what} for provider: {} returned from {}",
+                status_line(response.status),
+                url.host_str().unwrap_or_default()
+            ),
+        ));
+    }
+    Ok(response.body)
 }
 
 fn query_failed(provider: &ProviderAddr, err: &str) -> SourceError {

@@ -290,6 +290,35 @@ fn transient_server_errors_are_retried() {
 }
 
 #[test]
+fn a_missing_checksum_list_is_reported_even_though_the_archive_is_fetched_alongside() {
+    let broken = Broken::new(&[ProviderSpec::new("acme", "bad", "1.0.0")]);
+    let sums = format!(
+        "/{}{}",
+        Registry::files_path("acme", "bad", "1.0.0"),
+        Broken::sums_name("1.0.0")
+    );
+    let zip = broken
+        .tree
+        .package("bad", "1.0.0", &support::current_platform())
+        .url_path
+        .clone()
+        .unwrap();
+    let expected = format!(
+        "could not query provider registry for {}: failed to retrieve authentication checksums for provider: 404 Not Found returned from 127.0.0.1",
+        broken.address
+    );
+    broken.scenario.server.fault(&sums, Fault::Status(404));
+    let run = broken.scenario.project.init_failing(&[]);
+    broken.assert_install_error(&run, "1.0.0", &expected);
+
+    // With the archive missing too, the checksum list is still what is
+    // reported: Terraform asks for it first, so that is what its users see.
+    broken.scenario.server.fault(&zip, Fault::Status(404));
+    let run = broken.scenario.project.init_failing(&[]);
+    broken.assert_install_error(&run, "1.0.0", &expected);
+}
+
+#[test]
 fn persistent_server_errors_fail_after_the_retries() {
     let broken = Broken::new(&[ProviderSpec::new("acme", "bad", "1.0.0")]);
     broken

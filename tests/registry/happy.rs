@@ -197,6 +197,82 @@ fn a_host_block_replaces_discovery_for_the_public_registry() {
 }
 
 #[test]
+fn a_known_version_needs_two_round_trips_not_four() {
+    let scenario = Scenario::new();
+    let host = scenario.host();
+    let spec = ProviderSpec::new("acme", "solo", "1.0.0");
+    let tree = scenario.publish(scenario.registry().provider(spec.clone()));
+    let platform = support::current_platform();
+    let versions = format!("/{}", Registry::versions_path("acme", "solo"));
+    let document = format!(
+        "/{}",
+        Registry::download_path("acme", "solo", "1.0.0", &platform)
+    );
+    let sums = format!(
+        "/{}{}",
+        Registry::files_path("acme", "solo", "1.0.0"),
+        spec.sums_filename()
+    );
+    let zip = tree
+        .package("solo", "1.0.0", &platform)
+        .url_path
+        .clone()
+        .unwrap();
+    // Held requests make overlap visible in the server log, whichever of a
+    // pair arrives first.
+    for path in [&versions, &document, &sums, &zip] {
+        scenario
+            .server
+            .fault(path, Fault::Latency(Duration::from_millis(300)));
+    }
+    let concurrent = |a: &str, b: &str| {
+        let saw = |this: &str, other: &str| {
+            scenario
+                .server
+                .requests_to(this)
+                .iter()
+                .any(|request| request.overlapping.iter().any(|p| p == other))
+        };
+        saw(a, b) || saw(b, a)
+    };
+    let address = format!("{host}/acme/solo");
+
+    // An exact constraint names the version before the list confirms it.
+    scenario.project.require(&[("solo", &address, "1.0.0")]);
+    scenario.project.init(&[]).assert_success();
+    assert!(
+        concurrent(&versions, &document),
+        "the package document waited for the version list"
+    );
+    assert!(
+        concurrent(&sums, &zip),
+        "the archive waited for its checksum list"
+    );
+
+    // So does the lock file, whatever the constraint.
+    std::fs::remove_dir_all(scenario.project.work.join(".terraform")).unwrap();
+    scenario.server.clear_log();
+    scenario.project.require(&[("solo", &address, ">= 0.1")]);
+    scenario.project.init(&[]).assert_success();
+    assert!(
+        concurrent(&versions, &document),
+        "the locked version's package document waited for the version list"
+    );
+
+    // A locked version the registry no longer lists is still an error,
+    // whatever its package document says.
+    std::fs::remove_dir_all(scenario.project.work.join(".terraform")).unwrap();
+    scenario.server.fault(
+        &versions,
+        Fault::Respond(support::Response::json(
+            r#"{"versions": [{"version": "0.9.0", "protocols": ["5.0"]}]}"#,
+        )),
+    );
+    let run = scenario.project.init_failing(&[]);
+    run.assert_says("the previously-selected version 1.0.0 is no longer available");
+}
+
+#[test]
 fn providers_are_queried_and_fetched_concurrently() {
     let scenario = Scenario::new();
     let host = scenario.host();

@@ -307,6 +307,15 @@ async fn mirror_package(
         .package_meta(provider, version, platform)
         .await
         .map_err(|err| failed("Provider release not available", err.to_string()))?;
+    // A registry's checksum documents are part of what it says of the
+    // release; failing to get them is failing to get the release's metadata.
+    if let PackageAuthentication::Signed(signed) = &meta.authentication {
+        signed
+            .documents
+            .get()
+            .await
+            .map_err(|err| failed("Provider release not available", err.to_string()))?;
+    }
     let target = packed_path(&run.dir, provider, version, platform);
     let mirrored = |hashes| Mirrored {
         provider: provider.clone(),
@@ -441,7 +450,7 @@ async fn verify(
     digest: &[u8; 32],
 ) -> Result<AuthResult, String> {
     let zh = PackageHash::zh_of_digest(digest);
-    let (auth, _) = authenticate_archive(meta, digest, &zh)?;
+    let (auth, _) = authenticate_archive(meta, digest, &zh).await?;
     if let PackageAuthentication::Hashes(listed) = &meta.authentication
         && !listed.contains(&zh)
     {
