@@ -19,9 +19,12 @@
 //! each tfinstall run with `perf record` beside its work dir, as
 //! `RUN.perf.data`; build with `CARGO_PROFILE_RELEASE_STRIP=false` for
 //! symbols; times and RSS then include perf's own), `--serve` (only start
-//! the registry and print how to reach it, for profiling by hand).
+//! the registry and print how to reach it, for profiling by hand),
+//! `--compressible` (executables that deflate about 2.6× like real ones, so
+//! unpacking costs what it does in real life; without it they are
+//! incompressible and unpacking is nearly free).
 //!
-//! The fixtures are real: pseudo-random (incompressible) executables in
+//! The fixtures are real: pseudo-random (by default incompressible) executables in
 //! deflated zips, `SHA256SUMS` signed with an ECDSA key (Terraform 1.0 cannot
 //! verify EdDSA), served over HTTPS with a CA made for the run, reached through
 //! a CLI-configuration `host` block. Both programs run with a clean
@@ -62,6 +65,7 @@ struct Options {
     sweep: Vec<usize>,
     perf: bool,
     serve: bool,
+    compressible: bool,
 }
 
 impl Default for Options {
@@ -79,11 +83,20 @@ impl Default for Options {
             sweep: Vec::new(),
             perf: false,
             serve: false,
+            compressible: false,
         }
     }
 }
 
 impl Options {
+    fn payload(&self, size_mb: usize) -> Payload {
+        if self.compressible {
+            Payload::Compressible(size_mb * MB)
+        } else {
+            Payload::Random(size_mb * MB)
+        }
+    }
+
     fn parse(args: &[String]) -> Result<Options, String> {
         let mut options = Options::default();
         let mut args = args.iter();
@@ -116,6 +129,7 @@ impl Options {
                 "--runs" => options.runs = number(value()?)?.max(1),
                 "--parallelism" => options.parallelism = Some(number(value()?)?),
                 "--perf" => options.perf = true,
+                "--compressible" => options.compressible = true,
                 "--serve" => options.serve = true,
                 "--scenarios" => {
                     options.scenarios = list(value()?)
@@ -147,8 +161,13 @@ impl Options {
         } else {
             format!("a shared {} MB/s link", self.bandwidth_mbps)
         };
+        let content = if self.compressible {
+            "executables that deflate about 2.6×"
+        } else {
+            "incompressible executables"
+        };
         format!(
-            "{} providers × {} MB, one {} MB provider, {} ms added latency per response, {bandwidth}, median of {} runs",
+            "{} providers × {} MB, one {} MB provider ({content}), {} ms added latency per response, {bandwidth}, median of {} runs",
             self.providers,
             self.size_mb,
             self.big_mb,
@@ -320,14 +339,14 @@ impl Bench {
             registry = registry.provider(
                 ProviderSpec::new(NAMESPACE, name, VERSION)
                     .hostname(HOST)
-                    .payload(Payload::Random(options.size_mb * MB)),
+                    .payload(options.payload(options.size_mb)),
             );
         }
         if options.serve || options.scenarios.contains(&ScenarioKind::Big) {
             registry = registry.provider(
                 ProviderSpec::new(NAMESPACE, &big, VERSION)
                     .hostname(HOST)
-                    .payload(Payload::Random(options.big_mb * MB)),
+                    .payload(options.payload(options.big_mb)),
             );
         }
         let root = work.join("registry");

@@ -42,6 +42,8 @@ use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufReader, Read, Seek, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
 
 use sha2::{Digest, Sha256};
 use zip::result::ZipError;
@@ -59,6 +61,9 @@ const RATIO_GRACE_BYTES: u64 = 1 << 20;
 /// inflater hands out no more than its input buffer holds, and with the
 /// default 8 KiB a 200 MB package took 25,000 reads and as many writes.
 const COPY_BUFFER_BYTES: usize = 256 * 1024;
+/// Entries declaring at least this size are unpacked by two threads (see
+/// [`copy_pipelined`]); below it a thread costs more than it saves.
+const PIPELINE_MIN_BYTES: u64 = 8 << 20;
 
 const S_IFMT: u32 = 0o170_000;
 const S_IFREG: u32 = 0o100_000;
@@ -649,7 +654,7 @@ impl PackageWriter<'_> {
             path: path.clone(),
             source,
         };
-        let mut out = create_new_file(&path).map_err(write_err)?;
+        let out = create_new_file(&path).map_err(write_err)?;
         // The compressed size bounds what the zip crate reads from the
         // archive for this entry, so it is a sound denominator even if the
         // header lies about it.
@@ -657,33 +662,18 @@ impl PackageWriter<'_> {
             .compressed_size
             .saturating_mul(self.limits.max_ratio)
             .max(RATIO_GRACE_BYTES);
-        let mut sha256 = Sha256::new();
         let mut crc32 = crc32fast::Hasher::new();
         let mut size: u64 = 0;
-        let mut buffer = vec![0; COPY_BUFFER_BYTES];
-        let mut at_end = false;
-        while !at_end {
-            // The buffer is filled before it is hashed and written: the zip
-            // crate's inflater returns at most 8 KiB per read.
-            let mut filled = 0;
-            while filled < buffer.len() {
-                match data.read(&mut buffer[filled..]) {
-                    Ok(0) => {
-                        at_end = true;
-                        break;
-                    }
-                    Ok(read) => filled += read.min(buffer.len() - filled),
-                    Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-                    Err(err) => {
-                        return Err(ExtractError::CorruptEntry {
-                            name: entry.name.clone(),
-                            detail: err.to_string(),
-                        });
-                    }
-                }
-            }
-            let chunk = &buffer[..filled];
-            let chunk_len = u64::try_from(chunk.len()).unwrap_or(u64::MAX);
+        // Inflates one buffer, checks the limits on it and adds it to the
+        // CRC; false once the entry has ended.
+        let mut inflate = |buffer: &mut Vec<u8>| -> Result<bool, ExtractError> {
+            let (filled, at_end) =
+                fill(&mut data, buffer).map_err(|err| ExtractError::CorruptEntry {
+                    name: entry.name.clone(),
+                    detail: err.to_string(),
+                })?;
+            buffer.truncate(filled);
+            let chunk_len = u64::try_from(filled).unwrap_or(u64::MAX);
             size = size.saturating_add(chunk_len);
             self.inflated_total = self.inflated_total.saturating_add(chunk_len);
             if self.inflated_total > self.limits.max_total_bytes {
@@ -697,10 +687,16 @@ impl PackageWriter<'_> {
                     limit: self.limits.max_ratio,
                 });
             }
-            sha256.update(chunk);
-            crc32.update(chunk);
-            out.write_all(chunk).map_err(write_err)?;
-        }
+            crc32.update(buffer);
+            Ok(!at_end)
+        };
+        let _unpacking = Unpacking::start();
+        let (sha256, out) =
+            if entry.declared_size >= PIPELINE_MIN_BYTES && Unpacking::core_to_spare() {
+                copy_pipelined(out, &mut inflate, &write_err)?
+            } else {
+                copy_inline(out, &mut inflate, &write_err)?
+            };
         if size != entry.declared_size {
             return Err(ExtractError::CorruptEntry {
                 name: entry.name.clone(),
@@ -725,6 +721,113 @@ impl PackageWriter<'_> {
             size,
         })
     }
+}
+
+/// Counts the entries being unpacked in this process. A second thread per
+/// entry pays only while cores are idle: when packages unpack side by side
+/// they already keep every core busy, and more threads would only add their
+/// buffers to the memory used.
+struct Unpacking;
+
+static UNPACKING: AtomicUsize = AtomicUsize::new(0);
+
+impl Unpacking {
+    fn start() -> Unpacking {
+        UNPACKING.fetch_add(1, Ordering::SeqCst);
+        Unpacking
+    }
+
+    fn core_to_spare() -> bool {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        UNPACKING.load(Ordering::SeqCst) < cores
+    }
+}
+
+impl Drop for Unpacking {
+    fn drop(&mut self) {
+        UNPACKING.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Fills `buffer` (resized to [`COPY_BUFFER_BYTES`]) from `data`, since the
+/// zip crate's inflater returns at most 8 KiB per read. Returns how much it
+/// holds and whether the entry ended.
+fn fill(data: &mut impl Read, buffer: &mut Vec<u8>) -> io::Result<(usize, bool)> {
+    buffer.resize(COPY_BUFFER_BYTES, 0);
+    let mut filled = 0;
+    while filled < buffer.len() {
+        match data.read(&mut buffer[filled..]) {
+            Ok(0) => return Ok((filled, true)),
+            Ok(read) => filled += read.min(buffer.len() - filled),
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(err) => return Err(err),
+        }
+    }
+    Ok((filled, false))
+}
+
+/// Hashes and writes each inflated buffer in turn.
+fn copy_inline(
+    mut out: File,
+    inflate: &mut impl FnMut(&mut Vec<u8>) -> Result<bool, ExtractError>,
+    write_err: &impl Fn(io::Error) -> ExtractError,
+) -> Result<(Sha256, File), ExtractError> {
+    let mut sha256 = Sha256::new();
+    let mut buffer = Vec::with_capacity(COPY_BUFFER_BYTES);
+    loop {
+        let more = inflate(&mut buffer)?;
+        sha256.update(&buffer);
+        out.write_all(&buffer).map_err(write_err)?;
+        if !more {
+            return Ok((sha256, out));
+        }
+    }
+}
+
+/// The same for a large entry, with hashing and writing on a second thread
+/// while this one inflates the next buffer: one after another they leave a
+/// core idle for the second or more that a big provider takes to unpack.
+/// A few buffers go round between the two, so memory stays flat.
+fn copy_pipelined(
+    mut out: File,
+    inflate: &mut impl FnMut(&mut Vec<u8>) -> Result<bool, ExtractError>,
+    write_err: &impl Fn(io::Error) -> ExtractError,
+) -> Result<(Sha256, File), ExtractError> {
+    const BUFFERS: usize = 3;
+    let (full_tx, full_rx) = mpsc::sync_channel::<Vec<u8>>(BUFFERS);
+    let (empty_tx, empty_rx) = mpsc::sync_channel::<Vec<u8>>(BUFFERS);
+    for _ in 0..BUFFERS {
+        let _ = empty_tx.send(Vec::with_capacity(COPY_BUFFER_BYTES));
+    }
+    std::thread::scope(|scope| {
+        let writer = scope.spawn(move || -> io::Result<(Sha256, File)> {
+            let mut sha256 = Sha256::new();
+            for buffer in full_rx {
+                sha256.update(&buffer);
+                out.write_all(&buffer)?;
+                // The inflating side may have stopped already.
+                let _ = empty_tx.send(buffer);
+            }
+            Ok((sha256, out))
+        });
+        let inflated = (|| {
+            // Ends early, without error, when the writer stopped: its own
+            // error is the one to report.
+            while let Ok(mut buffer) = empty_rx.recv() {
+                let more = inflate(&mut buffer)?;
+                if full_tx.send(buffer).is_err() || !more {
+                    break;
+                }
+            }
+            Ok(())
+        })();
+        drop(full_tx);
+        let written = writer
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the writing thread panicked")));
+        inflated?;
+        written.map_err(write_err)
+    })
 }
 
 /// Creates a file that must not exist yet (`O_EXCL`, which also refuses to
@@ -1601,6 +1704,95 @@ mod tests {
              the archive may be a zip bomb (if the package is genuine, raise the limit with \
              -max-package-size)"
         );
+    }
+
+    #[test]
+    fn large_entries_unpack_with_the_same_result_and_limits() {
+        // Incompressible, so the ratio limit stays out of the way, and not a
+        // multiple of the copy buffer, so the last piece is a partial one.
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let big: Vec<u8> = (0..PIPELINE_MIN_BYTES + 12_345)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state as u8
+            })
+            .collect();
+        let archive = build(|w| {
+            add_exe(w);
+            add(w, "big", &big, options());
+        });
+        let scratch = Scratch::new();
+        let files = scratch.extract(&archive).unwrap();
+        assert_eq!(
+            files[0],
+            ExtractedFile {
+                name: "big".into(),
+                sha256: sha256(&big),
+                size: big.len() as u64,
+            }
+        );
+        assert_eq!(fs::read(scratch.dest().join("big")).unwrap(), big);
+
+        let limits = ExtractLimits {
+            max_total_bytes: PIPELINE_MIN_BYTES,
+            ..ExtractLimits::default()
+        };
+        assert_eq!(
+            failed_while_writing(&archive, &limits),
+            format!(
+                "package unpacks to more than {PIPELINE_MIN_BYTES} bytes, the limit for one provider package; \
+                 the archive may be a zip bomb (if the package is genuine, raise the limit with \
+                 -max-package-size)"
+            )
+        );
+    }
+
+    #[test]
+    fn the_two_thread_copy_writes_everything_and_stops_on_either_sides_error() {
+        let data: Vec<u8> = (0..COPY_BUFFER_BYTES * 5 + 7).map(|i| i as u8).collect();
+        let dir = tempfile::tempdir().unwrap();
+        let write_err = |source| ExtractError::Write {
+            path: dir.path().to_path_buf(),
+            source,
+        };
+        let mut reader = Cursor::new(data.clone());
+        let mut inflate = |buffer: &mut Vec<u8>| {
+            let (filled, at_end) = fill(&mut reader, buffer).unwrap();
+            buffer.truncate(filled);
+            Ok(!at_end)
+        };
+        let out = File::create(dir.path().join("out")).unwrap();
+        let (sha, _) = copy_pipelined(out, &mut inflate, &write_err).unwrap();
+        assert_eq!(<[u8; 32]>::from(sha.finalize()), sha256(&data));
+        assert_eq!(fs::read(dir.path().join("out")).unwrap(), data);
+
+        // The inflating side fails on its third buffer.
+        let mut calls = 0;
+        let mut failing = |buffer: &mut Vec<u8>| {
+            calls += 1;
+            buffer.clear();
+            buffer.extend_from_slice(b"piece");
+            if calls == 3 {
+                return Err(ExtractError::TooLarge { limit: 10 });
+            }
+            Ok(true)
+        };
+        let out = File::create(dir.path().join("out2")).unwrap();
+        let err = copy_pipelined(out, &mut failing, &write_err).unwrap_err();
+        assert!(matches!(err, ExtractError::TooLarge { limit: 10 }), "{err}");
+
+        // The writing side fails: a file opened only for reading.
+        let mut reader = Cursor::new(data.clone());
+        let mut inflate = |buffer: &mut Vec<u8>| {
+            let (filled, at_end) = fill(&mut reader, buffer).unwrap();
+            buffer.truncate(filled);
+            Ok(!at_end)
+        };
+        let read_only = File::open(dir.path().join("out")).unwrap();
+        let err = copy_pipelined(read_only, &mut inflate, &write_err).unwrap_err();
+        assert!(matches!(err, ExtractError::Write { .. }), "{err}");
     }
 
     #[test]
