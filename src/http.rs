@@ -24,7 +24,7 @@ pub fn user_agent() -> String {
 /// Builds the client. TLS roots come from the platform verifier, which on
 /// Linux honours `SSL_CERT_FILE`/`SSL_CERT_DIR` the way Go (and so
 /// Terraform) does; proxies come from the usual environment variables.
-pub fn build_client() -> Result<reqwest::Client, reqwest::Error> {
+pub fn build_client() -> Result<reqwest::Client, crate::diag::Diagnostic> {
     // reqwest is built without a default crypto provider (ring is half the
     // build time of aws-lc); installing it twice is harmless.
     let _ = rustls::crypto::ring::default_provider().install_default();
@@ -33,6 +33,32 @@ pub fn build_client() -> Result<reqwest::Client, reqwest::Error> {
         .connect_timeout(Duration::from_secs(10))
         .pool_idle_timeout(Duration::from_secs(30))
         .build()
+        .map_err(|err| {
+            // The usual cause is a certificate variable naming nothing usable,
+            // which reqwest reports only as "builder error".
+            let named: Vec<String> = ["SSL_CERT_FILE", "SSL_CERT_DIR"]
+                .into_iter()
+                .filter_map(|name| {
+                    std::env::var_os(name)
+                        .map(|value| format!("{name}={:?}", value.to_string_lossy()))
+                })
+                .collect();
+            let hint = if named.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " Check {}: each must name a readable PEM file or directory of certificates, or be unset.",
+                    named.join(" and ")
+                )
+            };
+            crate::diag::Diagnostic::error(
+                "Failed to set up HTTPS",
+                format!(
+                    "Could not create the HTTP client: {}.{hint}",
+                    error_chain(&err)
+                ),
+            )
+        })
 }
 
 /// The Terraform version tfinstall presents itself as to registries

@@ -536,6 +536,19 @@ fn a_host_without_a_provider_registry_is_an_invalid_registry_host() {
 }
 
 #[test]
+fn a_certificate_file_that_does_not_exist_is_named() {
+    let mut broken = Broken::new(&[ProviderSpec::new("acme", "bad", "1.0.0")]);
+    let missing = broken.scenario.project.root.join("no-such-ca.pem");
+    broken.scenario.project.env("SSL_CERT_FILE", &missing);
+    let run = broken.scenario.project.init_failing(&[]);
+    run.assert_says("Error: Failed to set up HTTPS")
+        .assert_says(&format!(
+            "Check SSL_CERT_FILE={:?}: each must name a readable PEM file or directory of certificates, or be unset.",
+            missing.display().to_string()
+        ));
+}
+
+#[test]
 fn a_server_certificate_from_an_untrusted_ca_is_refused() {
     let broken = Broken::new(&[ProviderSpec::new("acme", "bad", "1.0.0")]);
     let stranger_ca = TestCa::new();

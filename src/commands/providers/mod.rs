@@ -64,12 +64,7 @@ pub fn configuration_requirements(
 }
 
 pub fn http_client() -> Result<reqwest::Client, Diagnostics> {
-    crate::http::build_client().map_err(|err| {
-        Diagnostics::from(Diagnostic::error(
-            "Failed to set up HTTPS",
-            format!("Could not create the HTTP client: {err}."),
-        ))
-    })
+    crate::http::build_client().map_err(Diagnostics::from)
 }
 
 /// Credentials for registries and mirrors, from the CLI configuration and
