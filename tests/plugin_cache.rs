@@ -572,7 +572,8 @@ fn warm_for_two_platforms_then_init_with_no_server() {
     let checkout = world.workdir("checkout");
     std::fs::write(checkout.join(LOCK), &lock).unwrap();
     let before = snapshot(&checkout);
-    let cache = world.new_cache("cache");
+    // A fresh image has no cache directory yet: warming makes it.
+    let cache = world.path("cache/nested");
     let warm = |world: &World| {
         let mut command = world.command(
             &checkout,
@@ -586,7 +587,10 @@ fn warm_for_two_platforms_then_init_with_no_server() {
             ],
         );
         command.env("TF_PLUGIN_CACHE_DIR", &cache);
-        succeeded("cache warm", &command.output().unwrap())
+        let output = command.output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("cannot be opened"), "{stderr}");
+        succeeded("cache warm", &output)
     };
     world.server().clear_log();
     let output = warm(&world);

@@ -92,7 +92,24 @@ async fn run_warm(
 ) -> Result<Diagnostics, Diagnostics> {
     let platforms = target_platforms(&args.platforms)?;
     let env = CliEnv::from_process();
-    let (cli_config, config_diags) = cliconfig::load(&env);
+    let (mut cli_config, mut config_diags) = cliconfig::load(&env);
+    // Filling a cache that does not exist yet (a fresh CI image) is what
+    // warming is for: make it, then read the configuration again without
+    // the "cannot be opened" problem Terraform would report.
+    if let Some(dir) = cli_config.plugin_cache_dir.clone()
+        && !dir.exists()
+    {
+        std::fs::create_dir_all(&dir).map_err(|err| {
+            Diagnostic::error(
+                "Cannot create the plugin cache",
+                format!(
+                    "Could not create the plugin cache directory {}: {err}. Create it, or point plugin_cache_dir / TF_PLUGIN_CACHE_DIR at a directory you can write.",
+                    dir.display()
+                ),
+            )
+        })?;
+        (cli_config, config_diags) = cliconfig::load(&env);
+    }
     print_config_problems(out, &config_diags);
     let cache = configured_cache(&cli_config)?;
     let client = http_client()?;
