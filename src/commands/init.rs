@@ -360,7 +360,7 @@ fn write_selections(
     entries.sort_by(|a, b| a.0.cmp(&b.0));
     let map: serde_json::Map<String, serde_json::Value> = entries.into_iter().collect();
     let text = go_json_pretty(&serde_json::Value::Object(map))?;
-    if std::fs::read(path).is_ok_and(|old| old == text.as_bytes()) {
+    if holds(path, &text) {
         return Ok(());
     }
     staging.replace_file(path, text.as_bytes(), FileMode::LessUmask(0o644))
@@ -369,11 +369,17 @@ fn write_selections(
 /// Like the lock file, data-directory files are rewritten only when their
 /// content changes, so a no-op run leaves `.terraform` untouched.
 fn write_if_changed(path: &Path, text: &str) -> std::io::Result<()> {
-    if std::fs::read(path).is_ok_and(|old| old == text.as_bytes()) {
+    if holds(path, text) {
         return Ok(());
     }
     crate::fsutil::write_atomic_umask(path, text.as_bytes(), 0o644)
 }
+
+/// Whether the file at `path` already holds exactly `text`.
+fn holds(path: &Path, text: &str) -> bool {
+    std::fs::read(path).is_ok_and(|old| old == text.as_bytes())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
