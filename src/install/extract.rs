@@ -1749,6 +1749,16 @@ mod tests {
         );
     }
 
+    /// An "inflater" that hands out `data` as it is, as for a stored entry.
+    fn stored(data: Vec<u8>) -> impl FnMut(&mut Vec<u8>) -> Result<bool, ExtractError> {
+        let mut reader = Cursor::new(data);
+        move |buffer| {
+            let (filled, at_end) = fill(&mut reader, buffer).unwrap();
+            buffer.truncate(filled);
+            Ok(!at_end)
+        }
+    }
+
     #[test]
     fn the_two_thread_copy_writes_everything_and_stops_on_either_sides_error() {
         let data: Vec<u8> = (0..COPY_BUFFER_BYTES * 5 + 7).map(|i| i as u8).collect();
@@ -1757,12 +1767,7 @@ mod tests {
             path: dir.path().to_path_buf(),
             source,
         };
-        let mut reader = Cursor::new(data.clone());
-        let mut inflate = |buffer: &mut Vec<u8>| {
-            let (filled, at_end) = fill(&mut reader, buffer).unwrap();
-            buffer.truncate(filled);
-            Ok(!at_end)
-        };
+        let mut inflate = stored(data.clone());
         let out = File::create(dir.path().join("out")).unwrap();
         let (sha, _) = copy_pipelined(out, &mut inflate, &write_err).unwrap();
         assert_eq!(<[u8; 32]>::from(sha.finalize()), sha256(&data));
@@ -1784,12 +1789,7 @@ mod tests {
         assert!(matches!(err, ExtractError::TooLarge { limit: 10 }), "{err}");
 
         // The writing side fails: a file opened only for reading.
-        let mut reader = Cursor::new(data.clone());
-        let mut inflate = |buffer: &mut Vec<u8>| {
-            let (filled, at_end) = fill(&mut reader, buffer).unwrap();
-            buffer.truncate(filled);
-            Ok(!at_end)
-        };
+        let mut inflate = stored(data.clone());
         let read_only = File::open(dir.path().join("out")).unwrap();
         let err = copy_pipelined(read_only, &mut inflate, &write_err).unwrap_err();
         assert!(matches!(err, ExtractError::Write { .. }), "{err}");

@@ -67,6 +67,24 @@ impl Broken {
         ProviderSpec::new("acme", "bad", version).zip_filename(&support::current_platform())
     }
 
+    /// The URL path of `acme/bad` `version`'s checksum list.
+    fn sums_path(&self, version: &str) -> String {
+        format!(
+            "/{}{}",
+            Registry::files_path("acme", "bad", version),
+            Self::sums_name(version)
+        )
+    }
+
+    /// The URL path of `acme/bad` `version`'s archive for this platform.
+    fn zip_path(&self, version: &str) -> String {
+        self.tree
+            .package("bad", version, &support::current_platform())
+            .url_path
+            .clone()
+            .unwrap()
+    }
+
     fn versions_path(&self) -> String {
         format!("/{}", Registry::versions_path("acme", "bad"))
     }
@@ -253,17 +271,8 @@ fn an_unknown_provider_is_reported_by_name() {
 fn transient_server_errors_are_retried() {
     let broken = Broken::new(&[ProviderSpec::new("acme", "bad", "1.0.0")]);
     let server = &broken.scenario.server;
-    let sums = format!(
-        "/{}{}",
-        Registry::files_path("acme", "bad", "1.0.0"),
-        Broken::sums_name("1.0.0")
-    );
-    let zip = broken
-        .tree
-        .package("bad", "1.0.0", &support::current_platform())
-        .url_path
-        .clone()
-        .unwrap();
+    let sums = broken.sums_path("1.0.0");
+    let zip = broken.zip_path("1.0.0");
     server.status_sequence(&broken.versions_path(), &[500, 200]);
     server.status_sequence(&broken.download_path("1.0.0"), &[502, 200]);
     server.status_sequence(&sums, &[503, 200]);
@@ -292,17 +301,8 @@ fn transient_server_errors_are_retried() {
 #[test]
 fn a_missing_checksum_list_is_reported_even_though_the_archive_is_fetched_alongside() {
     let broken = Broken::new(&[ProviderSpec::new("acme", "bad", "1.0.0")]);
-    let sums = format!(
-        "/{}{}",
-        Registry::files_path("acme", "bad", "1.0.0"),
-        Broken::sums_name("1.0.0")
-    );
-    let zip = broken
-        .tree
-        .package("bad", "1.0.0", &support::current_platform())
-        .url_path
-        .clone()
-        .unwrap();
+    let sums = broken.sums_path("1.0.0");
+    let zip = broken.zip_path("1.0.0");
     let expected = format!(
         "could not query provider registry for {}: failed to retrieve authentication checksums for provider: 404 Not Found returned from 127.0.0.1",
         broken.address
@@ -338,12 +338,7 @@ fn persistent_server_errors_fail_after_the_retries() {
 
     // An archive that is not there is not worth retrying.
     broken.scenario.server.clear_faults();
-    let zip = broken
-        .tree
-        .package("bad", "1.0.0", &support::current_platform())
-        .url_path
-        .clone()
-        .unwrap();
+    let zip = broken.zip_path("1.0.0");
     broken.scenario.server.fault(&zip, Fault::Status(404));
     let run = broken.scenario.project.init_failing(&[]);
     broken.assert_install_error(&run, "1.0.0", "127.0.0.1: bad response code: 404");
@@ -425,12 +420,7 @@ fn a_stalled_archive_download_is_abandoned_and_retried() {
         .scenario
         .project
         .env("TFINSTALL_DOWNLOAD_STALL_TIMEOUT", "1");
-    let zip = broken
-        .tree
-        .package("bad", "1.0.0", &support::current_platform())
-        .url_path
-        .clone()
-        .unwrap();
+    let zip = broken.zip_path("1.0.0");
     broken
         .scenario
         .server
