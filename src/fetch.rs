@@ -4,11 +4,12 @@
 //! (TLS, HTTP/2), so a download is as fast as the slower of the two rather
 //! than their sum.
 //! Unlike Terraform, downloads are retried with backoff, resumed with `Range`
-//! where the server allows it, and abandoned when the server stalls.
+//! where the server allows it, and abandoned when the server stalls or only
+//! trickles.
 
 use std::io::{IoSlice, Seek, Write};
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -78,6 +79,14 @@ pub enum DownloadError {
         "{host}: no data received for {}; the server stalled (if it is just slow, raise the limit with -download-stall-timeout or TFINSTALL_DOWNLOAD_STALL_TIMEOUT)", crate::units::format_duration(*.timeout)
     )]
     Stalled { host: String, timeout: Duration },
+    #[error(
+        "{host}: only {received} bytes arrived in {}, less than {} bytes a second; the server is trickling data and the download would not finish (if the link is really this slow, fetch the package another way and install it from a mirror with -plugin-dir)", crate::units::format_duration(*.window), MIN_BYTES_PER_SECOND
+    )]
+    Trickling {
+        host: String,
+        received: u64,
+        window: Duration,
+    },
     #[error("{host}: {message}")]
     Transport { host: String, message: String },
     #[error(
@@ -101,7 +110,9 @@ impl DownloadError {
             DownloadError::Status { status, .. } => {
                 *status == 429 || (*status >= 500 && *status != 501)
             }
-            DownloadError::Stalled { .. } | DownloadError::Transport { .. } => true,
+            DownloadError::Stalled { .. }
+            | DownloadError::Trickling { .. }
+            | DownloadError::Transport { .. } => true,
             DownloadError::NotAnArchive { .. }
             | DownloadError::TooLarge { .. }
             | DownloadError::Io(_)
@@ -339,6 +350,7 @@ impl Downloader {
         });
         let mut body = response.bytes_stream();
         let mut received = 0u64;
+        let mut pace = PaceCheck::new(self.settings.stall_timeout);
         let mut batch = Batch::default();
         let streamed: Result<(), DownloadError> = async {
             while let Some(chunk) = self.with_stall_timeout(host, body.next()).await? {
@@ -354,6 +366,12 @@ impl Downloader {
                     });
                 }
                 received += chunk.len() as u64;
+                pace.record(chunk.len() as u64)
+                    .map_err(|(received, window)| DownloadError::Trickling {
+                        host: host.to_string(),
+                        received,
+                        window,
+                    })?;
                 batch.push(chunk);
                 if batch.len >= BATCH_BYTES as u64 {
                     partial.write(std::mem::take(&mut batch)).await?;
@@ -391,6 +409,47 @@ impl Downloader {
                 host: host.to_string(),
                 timeout: self.settings.stall_timeout,
             })
+    }
+}
+
+/// The slowest a download may be, averaged over a stall window. The stall
+/// timeout alone lets a server that sends a byte just before each deadline
+/// hold a download open forever; at this pace a small provider (5 MB)
+/// would take well over an hour, so nothing useful is cut off.
+const MIN_BYTES_PER_SECOND: u64 = 1024;
+
+/// Judges a body's pace over consecutive windows as long as the stall
+/// timeout, like curl's `--speed-limit`/`--speed-time`.
+struct PaceCheck {
+    window: Duration,
+    started: Instant,
+    bytes: u64,
+}
+
+impl PaceCheck {
+    fn new(window: Duration) -> Self {
+        PaceCheck {
+            window,
+            started: Instant::now(),
+            bytes: 0,
+        }
+    }
+
+    /// Counts `len` more bytes; at the end of each window, the bytes it saw
+    /// and its length if they fell short.
+    fn record(&mut self, len: u64) -> Result<(), (u64, Duration)> {
+        self.bytes = self.bytes.saturating_add(len);
+        let elapsed = self.started.elapsed();
+        if elapsed < self.window {
+            return Ok(());
+        }
+        let needed = MIN_BYTES_PER_SECOND as f64 * elapsed.as_secs_f64();
+        if (self.bytes as f64) < needed {
+            return Err((self.bytes, elapsed));
+        }
+        self.started = Instant::now();
+        self.bytes = 0;
+        Ok(())
     }
 }
 

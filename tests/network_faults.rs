@@ -245,6 +245,33 @@ fn a_stalled_download_is_abandoned_after_the_stall_timeout() {
     }
 }
 
+#[test]
+fn a_trickling_download_is_abandoned_like_a_stalled_one() {
+    for channel in NETWORK {
+        let case = Case::new(Origin::new(channel));
+        // A piece well within every stall timeout, but 500 bytes a second.
+        case.server().fault(
+            &case.archive(),
+            Fault::Trickle {
+                bytes: 10,
+                every: Duration::from_millis(20),
+            },
+        );
+        let stderr = case.fails(&[
+            QUICK,
+            "-download-retries=1",
+            "-download-stall-timeout=400ms",
+        ]);
+        assert!(
+            stderr.contains("less than 1024 bytes a second; the server is trickling data")
+                && stderr.contains("-plugin-dir")
+                && stderr.contains("(gave up after 2 attempts)"),
+            "{stderr}"
+        );
+        assert_eq!(case.server().count(&case.archive()), 2, "{channel:?}");
+    }
+}
+
 /// The environment variables set the same limits as the flags.
 #[test]
 fn a_server_that_never_answers_is_abandoned() {

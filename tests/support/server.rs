@@ -118,6 +118,9 @@ pub enum Fault {
     /// Serve normally but send the body at about this many bytes per second,
     /// like a slow link, so progress displays have something to show.
     Throttle(usize),
+    /// Send the body `bytes` at a time with `every` between pieces: a
+    /// server that keeps a download alive without ever getting far.
+    Trickle { bytes: usize, every: Duration },
 }
 
 /// One request as the server saw it.
@@ -513,6 +516,7 @@ async fn handle(
 
     let mut cut = None;
     let mut pace = None;
+    let mut chunk = CHUNK;
     match fault {
         Fault::Pass => {}
         Fault::Status(status) => {
@@ -542,6 +546,10 @@ async fn handle(
                 CHUNK as f64 / bytes_per_second.max(1) as f64,
             ))
         }
+        Fault::Trickle { bytes, every } => {
+            pace = Some(every);
+            chunk = bytes.max(1);
+        }
     }
 
     let mut response = route
@@ -555,6 +563,7 @@ async fn handle(
     }
     let mut served = finish(response, cut, head_only);
     served.body_mut().pace = pace;
+    served.body_mut().chunk = chunk;
     served.body_mut().link = link;
     Ok(served)
 }
@@ -701,6 +710,8 @@ pub struct ServedBody {
     /// being waited out.
     pace: Option<Duration>,
     pause: Option<Pin<Box<tokio::time::Sleep>>>,
+    /// Bytes per frame: [`CHUNK`], or less with [`Fault::Trickle`].
+    chunk: usize,
     /// With [`TestServer::limit_bandwidth`]: the link each chunk waits for,
     /// and whether the next chunk has booked its slot already.
     link: Option<Arc<Link>>,
@@ -743,6 +754,7 @@ impl ServedBody {
             abort_delay: None,
             pace: None,
             pause: None,
+            chunk: CHUNK,
             link: None,
             booked: false,
         }
@@ -767,7 +779,7 @@ impl Body for ServedBody {
         let stop = self.cut.map_or(len, |cut| cut.at.min(len));
         if self.sent < stop {
             let start = self.sent;
-            let end = (start + CHUNK).min(stop);
+            let end = (start + self.chunk).min(stop);
             if let Some(link) = &self.link
                 && !self.booked
             {
