@@ -70,7 +70,12 @@ impl DownloadSettings {
 #[derive(Debug, thiserror::Error)]
 pub enum DownloadError {
     #[error("{host}: bad response code: {status}")]
-    Status { host: String, status: u16 },
+    Status {
+        host: String,
+        status: u16,
+        /// How long the server asked to be left alone (`Retry-After`).
+        retry_after: Option<Duration>,
+    },
     #[error(
         "{host}: the server sent {what} instead of a provider package (a zip archive); it may be an error page from a proxy or a misconfigured mirror"
     )]
@@ -251,7 +256,11 @@ impl Downloader {
                 Err(err) if err.is_retryable() && attempt < self.settings.retries => {
                     attempt += 1;
                     tracing::debug!("retrying {url} after: {err}");
-                    tokio::time::sleep(delay).await;
+                    let asked = match &err {
+                        DownloadError::Status { retry_after, .. } => *retry_after,
+                        _ => None,
+                    };
+                    tokio::time::sleep(asked.unwrap_or(delay)).await;
                     delay = (delay * 2).min(Duration::from_secs(30));
                     if !partial.resumable {
                         partial.restart().await?;
@@ -307,6 +316,7 @@ impl Downloader {
             return Err(DownloadError::Status {
                 host: host.to_string(),
                 status: status.as_u16(),
+                retry_after: crate::http::retry_after(status, response.headers()),
             });
         }
         if let Some(content_type) = response

@@ -78,6 +78,8 @@ pub struct ApiResponse {
     pub status: reqwest::StatusCode,
     pub content_type: Option<String>,
     pub body: Vec<u8>,
+    /// The server's `Retry-After`, for a 429 or 503.
+    pub retry_after: Option<Duration>,
 }
 
 impl ApiResponse {
@@ -145,15 +147,20 @@ impl ApiClient {
     ) -> Result<ApiResponse, String> {
         let attempts = self.retries.saturating_add(1);
         let mut last_error = String::new();
+        let mut asked_wait = None;
         for attempt in 0..attempts {
             if attempt > 0 {
                 let backoff = Duration::from_secs(1u64 << (attempt - 1).min(5));
-                tokio::time::sleep(backoff.min(Duration::from_secs(30))).await;
+                let wait = asked_wait
+                    .take()
+                    .unwrap_or(backoff.min(Duration::from_secs(30)));
+                tokio::time::sleep(wait).await;
             }
             match self.get_once(url, token, headers).await {
                 Ok(response) => {
                     let status = response.status.as_u16();
                     if status == 429 || (status >= 500 && status != 501) {
+                        asked_wait = response.retry_after;
                         last_error = format!(
                             "{} returned from {}",
                             status_line(response.status),
@@ -207,6 +214,7 @@ impl ApiClient {
             .get(reqwest::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
+        let retry_after = retry_after(status, response.headers());
         let mut body = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(describe)? {
             if body.len() + chunk.len() > MAX_JSON_BODY {
@@ -223,8 +231,32 @@ impl ApiClient {
             status,
             content_type,
             body,
+            retry_after,
         })
     }
+}
+
+/// The longest `Retry-After` honoured; a server asking for more is waited
+/// for this long, and then the usual retry count decides.
+const MAX_RETRY_AFTER: Duration = Duration::from_secs(60);
+
+/// How long a 429 or 503 response asks the client to wait before trying
+/// again, as go-retryablehttp (and so Terraform) reads it: whole seconds.
+pub fn retry_after(
+    status: reqwest::StatusCode,
+    headers: &reqwest::header::HeaderMap,
+) -> Option<Duration> {
+    if !matches!(status.as_u16(), 429 | 503) {
+        return None;
+    }
+    let seconds: u64 = headers
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(Duration::from_secs(seconds).min(MAX_RETRY_AFTER))
 }
 
 /// Go's `resp.Status`: "404 Not Found".
@@ -249,4 +281,30 @@ pub fn error_chain(err: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::StatusCode;
+    use reqwest::header::{HeaderMap, HeaderValue, RETRY_AFTER};
+
+    #[test]
+    fn retry_after_is_whole_seconds_on_429_and_503_only() {
+        let asked = |status: u16, value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(RETRY_AFTER, HeaderValue::from_str(value).unwrap());
+            retry_after(StatusCode::from_u16(status).unwrap(), &headers)
+        };
+        assert_eq!(asked(429, "3"), Some(Duration::from_secs(3)));
+        assert_eq!(asked(503, " 0 "), Some(Duration::ZERO));
+        assert_eq!(asked(503, "86400"), Some(MAX_RETRY_AFTER));
+        assert_eq!(asked(500, "3"), None);
+        assert_eq!(asked(429, "Wed, 21 Oct 2015 07:28:00 GMT"), None);
+        assert_eq!(asked(429, "-1"), None);
+        assert_eq!(
+            retry_after(StatusCode::TOO_MANY_REQUESTS, &HeaderMap::new()),
+            None
+        );
+    }
 }

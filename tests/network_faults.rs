@@ -116,6 +116,27 @@ fn server_errors_on_the_archive_are_retried_until_it_arrives() {
     }
 }
 
+/// A server that says when to come back is believed (up to a minute), as
+/// Terraform's HTTP client believes it, instead of the usual backoff.
+#[test]
+fn retry_after_is_honoured() {
+    for channel in NETWORK {
+        let case = Case::new(Origin::new(channel));
+        let busy = Response::text("busy\n")
+            .status(503)
+            .header("retry-after", "1");
+        case.server()
+            .fault_sequence(&case.archive(), [Fault::Respond(busy), Fault::Pass]);
+        let started = std::time::Instant::now();
+        case.installs(&[QUICK]);
+        assert!(
+            started.elapsed() >= Duration::from_secs(1),
+            "retried before the second the server asked for"
+        );
+        assert_eq!(case.server().count(&case.archive()), 2, "{channel:?}");
+    }
+}
+
 #[test]
 fn persistent_server_errors_fail_after_the_configured_retries() {
     for channel in NETWORK {

@@ -299,6 +299,26 @@ fn transient_server_errors_are_retried() {
 }
 
 #[test]
+fn a_registry_asking_to_retry_later_is_given_the_time_it_asks_for() {
+    let broken = Broken::new(&[ProviderSpec::new("acme", "bad", "1.0.0")]);
+    let busy = Response::text("slow down\n")
+        .status(429)
+        .header("retry-after", "2");
+    broken
+        .scenario
+        .server
+        .fault_sequence(&broken.versions_path(), [Fault::Respond(busy), Fault::Pass]);
+    let started = std::time::Instant::now();
+    broken.scenario.project.init(&[]).assert_success();
+    // The usual first backoff is one second.
+    assert!(
+        started.elapsed() >= Duration::from_secs(2),
+        "retried before the two seconds the registry asked for"
+    );
+    assert_eq!(broken.scenario.server.count(&broken.versions_path()), 2);
+}
+
+#[test]
 fn a_missing_checksum_list_is_reported_even_though_the_archive_is_fetched_alongside() {
     let broken = Broken::new(&[ProviderSpec::new("acme", "bad", "1.0.0")]);
     let sums = broken.sums_path("1.0.0");
