@@ -245,6 +245,54 @@ fn indexes_merge_with_what_the_mirror_already_lists() {
 }
 
 #[test]
+fn archives_are_fetched_alongside_their_checksum_lists() {
+    let world = World::new(&["3.2.0"]);
+    let current = current_platform();
+    let server = &world.registry.server;
+    let sums = world.registry.sums_path("null", "3.2.0", &current);
+    let zip = world.registry.zip_path("null", "3.2.0", &current);
+    // Held requests make overlap visible in the server log.
+    for path in [&sums, &zip] {
+        server.fault(path, Fault::Latency(std::time::Duration::from_millis(300)));
+    }
+    world.mirror(&[&current]).assert_success();
+    let saw = |this: &str, other: &str| {
+        server
+            .requests_to(this)
+            .iter()
+            .any(|request| request.overlapping.iter().any(|p| p == other))
+    };
+    assert!(
+        saw(&sums, &zip) || saw(&zip, &sums),
+        "the archive waited for its checksum list"
+    );
+
+    // Without the checksum list there is no release to mirror, whether the
+    // package is in the mirror already or its download fails as well.
+    let other = other_platform();
+    server.clear_faults();
+    server.fault(&sums, Fault::Status(404));
+    server.fault(
+        &world.registry.zip_path("null", "3.2.0", &other),
+        Fault::Status(404),
+    );
+    let before = Snapshot::of(&world.out);
+    for platforms in [vec![current.as_str()], vec![other.as_str()]] {
+        let run = world.mirror(&platforms);
+        run.assert_failure();
+        assert!(
+            run.stderr.contains("Error: Provider release not available")
+                && run
+                    .stderr
+                    .contains("failed to retrieve authentication checksums for provider"),
+            "{}",
+            run.stderr
+        );
+        assert_eq!(Snapshot::of(&world.out), before);
+    }
+}
+
+#[test]
 fn a_failed_download_leaves_the_mirror_as_it_was() {
     let world = World::new(&["3.2.0"]);
     let current = current_platform();

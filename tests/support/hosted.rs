@@ -3,7 +3,7 @@
 
 use tempfile::TempDir;
 
-use super::fixtures::{PublishedTree, Registry};
+use super::fixtures::{ProviderSpec, PublishedTree, Registry};
 use super::openpgp::PgpKey;
 use super::project::{Project, host_block};
 use super::server::TestServer;
@@ -60,5 +60,16 @@ impl HostedRegistry {
             .url_path
             .clone()
             .expect("registry packages are served")
+    }
+
+    /// The server path of the `SHA256SUMS` that lists the package of
+    /// `type_name` `version` for `platform`.
+    pub fn sums_path(&self, type_name: &str, version: &str, platform: &str) -> String {
+        let namespace = &self.tree.package(type_name, version, platform).namespace;
+        format!(
+            "/{}{}",
+            Registry::files_path(namespace, type_name, version),
+            ProviderSpec::new(namespace, type_name, version).sums_filename()
+        )
     }
 }

@@ -35,7 +35,7 @@ use crate::lockfile::Locks;
 use crate::output::Output;
 use crate::source::configured::{SourceOptions, build_source_excluding};
 use crate::source::filesystem::scan_directory;
-use crate::source::{PackageAuthentication, PackageLocation, PackageMeta, Source};
+use crate::source::{PackageAuthentication, PackageLocation, PackageMeta, Source, SourceError};
 use crate::ui::Ui;
 use crate::verify::AuthResult;
 use crate::verify::hash::PackageHash;
@@ -309,13 +309,12 @@ async fn mirror_package(
         .map_err(|err| failed("Provider release not available", err.to_string()))?;
     // A registry's checksum documents are part of what it says of the
     // release; failing to get them is failing to get the release's metadata.
-    if let PackageAuthentication::Signed(signed) = &meta.authentication {
-        signed
-            .documents
-            .get()
-            .await
-            .map_err(|err| failed("Provider release not available", err.to_string()))?;
-    }
+    let documents = match &meta.authentication {
+        PackageAuthentication::Signed(signed) => Some(signed.documents.clone()),
+        _ => None,
+    };
+    let documents_failed =
+        |err: SourceError| failed("Provider release not available", err.to_string());
     let target = packed_path(&run.dir, provider, version, platform);
     let mirrored = |hashes| Mirrored {
         provider: provider.clone(),
@@ -325,6 +324,9 @@ async fn mirror_package(
     };
 
     if target.is_file() {
+        if let Some(documents) = &documents {
+            documents.get().await.map_err(documents_failed)?;
+        }
         match already_mirrored(&meta, &target).await {
             Some((auth, hashes)) => {
                 let how = match auth {
@@ -350,9 +352,17 @@ async fn mirror_package(
         .line(slot, format!("  - Downloading package for {platform}..."));
     let n = run.counter.fetch_add(1, Ordering::Relaxed);
     let staged = run.staging.path().join(format!("{n}-{}", meta.filename));
-    let digest = obtain(run, &meta, &staged)
-        .await
-        .map_err(|err| failed("Cannot download provider release", err))?;
+    let download = obtain(run, &meta, &staged);
+    let digest = match &documents {
+        // Fetched alongside the archive, as `init` does.
+        Some(documents) => {
+            let (fetched, digest) = futures_util::future::join(documents.get(), download).await;
+            fetched.map_err(documents_failed)?;
+            digest
+        }
+        None => download.await,
+    }
+    .map_err(|err| failed("Cannot download provider release", err))?;
     let auth = verify(&meta, &staged, &digest).await.map_err(|err| {
         Diagnostic::error(
             "Invalid provider package",
