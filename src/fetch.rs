@@ -110,6 +110,14 @@ pub enum DownloadError {
 }
 
 impl DownloadError {
+    /// How long the server asked to be left alone, if it did.
+    fn retry_after(&self) -> Option<Duration> {
+        match self {
+            DownloadError::Status { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
     fn is_retryable(&self) -> bool {
         match self {
             DownloadError::Status { status, .. } => {
@@ -256,11 +264,7 @@ impl Downloader {
                 Err(err) if err.is_retryable() && attempt < self.settings.retries => {
                     attempt += 1;
                     tracing::debug!("retrying {url} after: {err}");
-                    let asked = match &err {
-                        DownloadError::Status { retry_after, .. } => *retry_after,
-                        _ => None,
-                    };
-                    tokio::time::sleep(asked.unwrap_or(delay)).await;
+                    tokio::time::sleep(err.retry_after().unwrap_or(delay)).await;
                     delay = (delay * 2).min(Duration::from_secs(30));
                     if !partial.resumable {
                         partial.restart().await?;

@@ -9,7 +9,7 @@ use crate::cache::PluginCache;
 use crate::cli::{CacheVerifyArgs, CacheWarmArgs};
 use crate::cliconfig::{self, CliConfig, CliEnv};
 use crate::commands::init::print_config_problems;
-use crate::commands::providers::{configuration_requirements, http_client, target_platforms};
+use crate::commands::providers::{configuration_requirements, target_platforms};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::fetch::{DownloadSettings, Downloader};
 use crate::install::extract::ExtractLimits;
@@ -112,7 +112,7 @@ async fn run_warm(
     }
     print_config_problems(out, &config_diags);
     let cache = configured_cache(&cli_config)?;
-    let client = http_client()?;
+    let client = crate::http::build_client()?;
     let (source, source_diags) = build_source(&SourceOptions {
         plugin_dirs: &args.plugin_dirs,
         cli_config: &cli_config,

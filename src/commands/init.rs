@@ -91,7 +91,7 @@ async fn init(
     }
     warnings.extend(lock_diags);
 
-    let client = crate::http::build_client().map_err(Diagnostics::from)?;
+    let client = crate::http::build_client()?;
     let (source, source_diags) = build_source(&SourceOptions {
         plugin_dirs: &args.plugin_dirs,
         cli_config: &cli_config,

@@ -738,7 +738,10 @@ impl Unpacking {
     }
 
     fn core_to_spare() -> bool {
-        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        // Read once: on Linux it consults cgroup files every time.
+        static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        let cores =
+            *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from));
         UNPACKING.load(Ordering::SeqCst) < cores
     }
 }

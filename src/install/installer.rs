@@ -24,8 +24,8 @@ use crate::install::link::{LinkMode, link_cached_package, link_package};
 use crate::install::staging::Staging;
 use crate::lockfile::{LockedProvider, Locks};
 use crate::source::{
-    ChecksumDocuments, IncompatibleProtocol, PackageAuthentication, PackageLocation, PackageMeta,
-    SignedChecksums, SignedDocuments, Source, SourceError,
+    IncompatibleProtocol, PackageAuthentication, PackageLocation, PackageMeta, SignedChecksums,
+    SignedDocuments, Source, SourceError,
 };
 use crate::verify::hash::PackageHash;
 use crate::verify::signature::verify_sums_signature;
@@ -970,9 +970,9 @@ impl Installer {
                     shown_as: path.clone(),
                     digest: None,
                 };
-                Ok(self
-                    .stage_archive(archive, meta, allowed, staged, emit)
-                    .await?)
+                self.stage_archive(archive, meta, allowed, staged, emit)
+                    .await
+                    .map_err(StageError::Package)
             }
             PackageLocation::Http(url) => {
                 let dest = staging.new_path(&meta.filename);
@@ -985,40 +985,33 @@ impl Installer {
                         progress(ProgressStage::Downloading(p));
                     }
                 };
-                let download = async {
-                    self.downloader
-                        .download_with_progress(url, &dest, &report)
+                let fetched = async {
+                    let download = async {
+                        self.downloader
+                            .download_with_progress(url, &dest, &report)
+                            .await
+                            .map_err(|err| err.to_string())
+                    };
+                    let digest = alongside_documents(&meta.authentication, download).await?;
+                    let size = last.lock().unwrap_or_else(|e| e.into_inner()).1;
+                    progress(ProgressStage::Downloading(DownloadProgress {
+                        received: size,
+                        total: Some(size),
+                    }));
+                    let archive = LocalArchive {
+                        path: dest.clone(),
+                        shown_as: PathBuf::from(url.as_str()),
+                        digest: Some(digest),
+                    };
+                    self.stage_archive(archive, meta, allowed, staged, emit)
                         .await
-                        .map_err(|err| err.to_string())
-                };
-                let result = match &meta.authentication {
-                    PackageAuthentication::Signed(signed) => {
-                        with_documents(&signed.documents, download).await
-                    }
-                    _ => download.await.map_err(StageError::Package),
-                };
-                let digest = match result {
-                    Ok(digest) => digest,
-                    Err(err) => {
-                        let _ = tokio::fs::remove_file(&dest).await;
-                        return Err(err);
-                    }
-                };
-                let size = last.lock().unwrap_or_else(|e| e.into_inner()).1;
-                progress(ProgressStage::Downloading(DownloadProgress {
-                    received: size,
-                    total: Some(size),
-                }));
-                let archive = LocalArchive {
-                    path: dest.clone(),
-                    shown_as: PathBuf::from(url.as_str()),
-                    digest: Some(digest),
-                };
-                let result = self
-                    .stage_archive(archive, meta, allowed, staged, emit)
-                    .await;
+                        .map_err(StageError::Package)
+                }
+                .await;
+                // The archive is needed only until it is unpacked, or until
+                // the attempt has failed.
                 let _ = tokio::fs::remove_file(&dest).await;
-                Ok(result?)
+                fetched
             }
         }
     }
@@ -1121,37 +1114,36 @@ struct StagedPackage {
 /// Why a package could not be staged. A registry's checksum documents fail
 /// as a source query does, which is how Terraform (fetching them before the
 /// archive) reports it; everything else is a failure of the package itself.
-enum StageError {
+pub enum StageError<E = String> {
     Source(SourceError),
-    Package(String),
+    Package(E),
 }
 
-impl From<String> for StageError {
-    fn from(message: String) -> Self {
-        StageError::Package(message)
-    }
-}
-
-/// Runs `download` while the checksum documents arrive. A failure of the
-/// documents ends the download at once and is the one reported, since it
-/// would have come first had they been fetched beforehand.
-async fn with_documents(
-    documents: &ChecksumDocuments,
-    download: impl Future<Output = Result<[u8; 32], String>>,
-) -> Result<[u8; 32], StageError> {
+/// Runs `download` while a registry's checksum documents arrive (other
+/// sources have none to wait for). A failure of the documents ends the
+/// download at once and is the one reported, since it would have come
+/// first had they been fetched beforehand.
+pub async fn alongside_documents<T, E>(
+    authentication: &PackageAuthentication,
+    download: impl Future<Output = Result<T, E>>,
+) -> Result<T, StageError<E>> {
+    let PackageAuthentication::Signed(signed) = authentication else {
+        return download.await.map_err(StageError::Package);
+    };
+    let documents = &signed.documents;
     let download = async {
         match download.await {
-            Ok(digest) => Ok(digest),
+            Ok(done) => Ok(done),
             Err(err) => Err(match documents.get().await {
                 Err(source) => StageError::Source(source),
                 Ok(_) => StageError::Package(err),
             }),
         }
     };
-    let (_, digest) =
+    let (_, done) =
         futures_util::future::try_join(documents.get().map_err(StageError::Source), download)
             .await?;
-    Ok(digest)
+    Ok(done)
 }
 
 async fn stage_unpacked(
@@ -1500,6 +1492,7 @@ impl OrderedEvents {
 mod tests {
     use super::*;
     use crate::addr::Hostname;
+    use crate::source::ChecksumDocuments;
     use crate::verify::signature::{SigningKey, Trust};
 
     const VECTORS: &str = concat!(
@@ -1523,10 +1516,10 @@ mod tests {
             location: PackageLocation::Http("https://releases.example/null.zip".parse().unwrap()),
             authentication: PackageAuthentication::Signed(Box::new(SignedChecksums {
                 shasum,
-                documents: ChecksumDocuments::ready(
-                    vector("terraform-provider-null_3.1.0_SHA256SUMS"),
-                    vector("terraform-provider-null_3.1.0_SHA256SUMS.sig"),
-                ),
+                documents: ChecksumDocuments::fetch(std::future::ready(Ok(SignedDocuments {
+                    sha256sums: vector("terraform-provider-null_3.1.0_SHA256SUMS"),
+                    signature: vector("terraform-provider-null_3.1.0_SHA256SUMS.sig"),
+                }))),
                 keys: vec![SigningKey {
                     ascii_armor: include_str!("../verify/keys/hashicorp-public-key.asc").to_owned(),
                     trust_signature: String::new(),

@@ -118,16 +118,6 @@ pub struct SignedDocuments {
 }
 
 impl ChecksumDocuments {
-    /// Documents already in hand.
-    pub fn ready(sha256sums: Vec<u8>, signature: Vec<u8>) -> Self {
-        Self::fetch(async move {
-            Ok(SignedDocuments {
-                sha256sums,
-                signature,
-            })
-        })
-    }
-
     /// Documents that `fetch` will obtain when they are first awaited; every
     /// clone shares the one fetch and its result.
     pub fn fetch(

@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use url::Url;
 
-use super::{OrderedOutput, configuration_requirements, discovery, http_client, target_platforms};
+use super::{OrderedOutput, configuration_requirements, discovery, target_platforms};
 use crate::addr::{Platform, ProviderAddr};
 use crate::cli::ProvidersLockArgs;
 use crate::cliconfig::{self, CliEnv};
@@ -88,7 +88,7 @@ async fn lock(args: &ProvidersLockArgs, ui: &Ui) -> Result<(Diagnostics, bool), 
     let env = CliEnv::from_process();
     let (cli_config, config_diags) = cliconfig::load(&env);
     print_config_problems(&Output::new(false, !ui.color), &config_diags);
-    let client = http_client()?;
+    let client = crate::http::build_client()?;
     let api = ApiClient::from_env(client.clone());
     let tokens = super::token_lookup(&cli_config, &env);
     // Like Terraform, this ignores the CLI configuration's installation

@@ -21,7 +21,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tokio::sync::Semaphore;
 
-use super::{OrderedOutput, configuration_requirements, http_client, target_platforms};
+use super::{OrderedOutput, configuration_requirements, target_platforms};
 use crate::addr::{Platform, ProviderAddr};
 use crate::cli::ProvidersMirrorArgs;
 use crate::cliconfig::{self, CliEnv};
@@ -29,7 +29,9 @@ use crate::commands::init::{LOCK_FILE, data_dir, print_config_problems};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::fetch::{DownloadSettings, Downloader};
 use crate::fsutil::write_atomic;
-use crate::install::installer::{authenticate_archive, blocking, mirror_mismatch};
+use crate::install::installer::{
+    StageError, alongside_documents, authenticate_archive, blocking, mirror_mismatch,
+};
 use crate::install::layout::provider_dir;
 use crate::lockfile::Locks;
 use crate::output::Output;
@@ -109,7 +111,7 @@ async fn mirror(
     let env = CliEnv::from_process();
     let (cli_config, config_diags) = cliconfig::load(&env);
     print_config_problems(&Output::new(false, !ui.color), &config_diags);
-    let client = http_client()?;
+    let client = crate::http::build_client()?;
     let (source, source_diags) = build_source_excluding(
         &SourceOptions {
             plugin_dirs: &[],
@@ -302,19 +304,14 @@ async fn mirror_package(
             format!("Failed to download {provider} v{version} for {platform}: {err}."),
         )
     };
+    // A registry's checksum documents are part of what it says of the
+    // release; failing to get them is failing to get the release's metadata.
+    let unavailable = |err: SourceError| failed("Provider release not available", err.to_string());
     let meta = run
         .source
         .package_meta(provider, version, platform)
         .await
-        .map_err(|err| failed("Provider release not available", err.to_string()))?;
-    // A registry's checksum documents are part of what it says of the
-    // release; failing to get them is failing to get the release's metadata.
-    let documents = match &meta.authentication {
-        PackageAuthentication::Signed(signed) => Some(signed.documents.clone()),
-        _ => None,
-    };
-    let documents_failed =
-        |err: SourceError| failed("Provider release not available", err.to_string());
+        .map_err(unavailable)?;
     let target = packed_path(&run.dir, provider, version, platform);
     let mirrored = |hashes| Mirrored {
         provider: provider.clone(),
@@ -324,8 +321,8 @@ async fn mirror_package(
     };
 
     if target.is_file() {
-        if let Some(documents) = &documents {
-            documents.get().await.map_err(documents_failed)?;
+        if let PackageAuthentication::Signed(signed) = &meta.authentication {
+            signed.documents.get().await.map_err(unavailable)?;
         }
         match already_mirrored(&meta, &target).await {
             Some((auth, hashes)) => {
@@ -352,17 +349,12 @@ async fn mirror_package(
         .line(slot, format!("  - Downloading package for {platform}..."));
     let n = run.counter.fetch_add(1, Ordering::Relaxed);
     let staged = run.staging.path().join(format!("{n}-{}", meta.filename));
-    let download = obtain(run, &meta, &staged);
-    let digest = match &documents {
-        // Fetched alongside the archive, as `init` does.
-        Some(documents) => {
-            let (fetched, digest) = futures_util::future::join(documents.get(), download).await;
-            fetched.map_err(documents_failed)?;
-            digest
-        }
-        None => download.await,
-    }
-    .map_err(|err| failed("Cannot download provider release", err))?;
+    let digest = alongside_documents(&meta.authentication, obtain(run, &meta, &staged))
+        .await
+        .map_err(|err| match err {
+            StageError::Source(err) => unavailable(err),
+            StageError::Package(err) => failed("Cannot download provider release", err),
+        })?;
     let auth = verify(&meta, &staged, &digest).await.map_err(|err| {
         Diagnostic::error(
             "Invalid provider package",

@@ -63,10 +63,6 @@ pub fn configuration_requirements(
     Ok((requirements, diags))
 }
 
-pub fn http_client() -> Result<reqwest::Client, Diagnostics> {
-    crate::http::build_client().map_err(Diagnostics::from)
-}
-
 /// Credentials for registries and mirrors, from the CLI configuration and
 /// `TF_TOKEN_…` variables, exactly as `init` uses them.
 pub fn token_lookup(cli_config: &CliConfig, env: &CliEnv) -> TokenLookup {
