@@ -12,6 +12,7 @@ pub mod commands;
 pub mod diag;
 pub mod fetch;
 pub mod fsutil;
+pub mod go_json;
 pub mod http;
 pub mod install;
 pub mod lockfile;

@@ -511,6 +511,15 @@ impl Installer {
                 warning.clone(),
             )));
         }
+        for invalid in &available.invalid {
+            (self.events)(InstallEvent::Warning(Diagnostic::warning(
+                "Invalid version in a provider's version list",
+                format!(
+                    "The {} lists version {:?} for {provider}, which is not a valid version number. tfinstall skipped it and chose among the other versions (Terraform refuses the whole list). Ask whoever runs it to correct or remove the entry.",
+                    invalid.source, invalid.listed
+                ),
+            )));
+        }
         let chosen = match locked {
             Some(lock) => available.versions.iter().find(|v| **v == lock.version),
             None => constraints.newest_allowed(&available.versions),
@@ -1202,7 +1211,7 @@ pub async fn authenticate_archive(
                 verify_signed(meta, signed, &documents, digest).map_err(|e| e.to_string())?;
             Ok((
                 AuthResult::Signed(check),
-                acceptable_hashes(&documents.sha256sums),
+                acceptable_hashes(&documents.sha256sums, &meta.filename, &meta.platform),
             ))
         }
     }

@@ -11,10 +11,11 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::diag::{Diagnostic, Diagnostics};
+use crate::go_json;
 
 #[derive(Deserialize)]
 struct ManifestFile {
-    #[serde(rename = "Modules", default)]
+    #[serde(rename = "Modules")]
     modules: Vec<ManifestRecord>,
 }
 
@@ -24,7 +25,7 @@ pub(super) struct ManifestRecord {
     /// root module.
     #[serde(rename = "Key")]
     pub key: String,
-    #[serde(rename = "Source", default)]
+    #[serde(rename = "Source")]
     pub source: String,
     /// Relative to the directory Terraform ran in, i.e. the root module.
     #[serde(rename = "Dir")]
@@ -53,7 +54,7 @@ impl Manifest {
                 return Manifest::default();
             }
         };
-        match serde_json::from_slice::<ManifestFile>(&bytes) {
+        match go_json::from_slice::<ManifestFile>(&bytes) {
             Ok(file) => Manifest(
                 file.modules
                     .into_iter()

@@ -10,6 +10,7 @@ use tokio::sync::OnceCell;
 use url::Url;
 
 use crate::addr::Hostname;
+use crate::go_json;
 use crate::http::{ApiClient, status_line};
 
 /// Bearer tokens by hostname, as the CLI configuration and `TF_TOKEN_…`
@@ -74,7 +75,9 @@ impl Discovery {
             cache.entry(host.clone()).or_default().clone()
         };
         let services = cell.get_or_init(|| self.discover(host)).await.clone()?;
-        let Some(value) = services.services.get(service) else {
+        // As in Terraform, a value that is not a string (`null` included)
+        // is no service of that version.
+        let Some(text) = services.services.get(service).and_then(|v| v.as_str()) else {
             let family = service.split('.').next().unwrap_or_default();
             let other = services
                 .services
@@ -85,11 +88,6 @@ impl Discovery {
             } else {
                 ServiceLookup::NotProvided
             });
-        };
-        let Some(text) = value.as_str() else {
-            return Err(format!(
-                "service {service} has an invalid URL in the discovery document"
-            ));
         };
         let mut url = services
             .base
@@ -156,7 +154,7 @@ impl Discovery {
             ));
         }
         let services: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_slice(&response.body)
+            go_json::from_slice(&response.body)
                 .map_err(|err| format!("failed to decode discovery document: {err}"))?;
         Ok(HostServices {
             base: response.url,

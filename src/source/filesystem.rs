@@ -212,7 +212,7 @@ impl Source for FilesystemMirror {
         versions.dedup();
         Ok(AvailableVersions {
             versions,
-            warnings: Vec::new(),
+            ..AvailableVersions::default()
         })
     }
 

@@ -54,6 +54,18 @@ pub trait Source: Send + Sync {
 pub struct AvailableVersions {
     pub versions: Vec<Version>,
     pub warnings: Vec<String>,
+    /// Listed version strings that are not versions. Terraform 1.0 fails
+    /// the whole list over one; tfinstall chooses among the others and says
+    /// which it skipped, so a registry's typo does not block every user.
+    pub invalid: Vec<InvalidVersion>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InvalidVersion {
+    /// The string as listed.
+    pub listed: String,
+    /// The source that listed it, as [`Source::for_display`] names it.
+    pub source: String,
 }
 
 #[derive(Clone, Debug)]

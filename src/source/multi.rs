@@ -57,6 +57,7 @@ impl Source for MultiSource {
                 Ok(found) => {
                     result.versions.extend(found.versions);
                     result.warnings.extend(found.warnings);
+                    result.invalid.extend(found.invalid);
                 }
                 Err(err @ SourceError::RegistryProviderNotKnown { .. }) => {
                     registry_not_known = Some(err);

@@ -10,30 +10,30 @@ use serde::de::DeserializeOwned;
 use url::Url;
 
 use crate::addr::{Hostname, Platform, ProviderAddr};
+use crate::go_json;
 use crate::http::{ApiClient, ApiResponse, TERRAFORM_COMPAT_VERSION};
 use crate::source::discovery::TokenLookup;
 use crate::source::{
-    AvailableVersions, PackageAuthentication, PackageLocation, PackageMeta, Source, SourceError,
+    AvailableVersions, InvalidVersion, PackageAuthentication, PackageLocation, PackageMeta, Source,
+    SourceError,
 };
 use crate::verify::hash::PackageHash;
 use crate::version::Version;
 
+/// Read with [`go_json`], as Terraform reads them with Go's decoder.
 #[derive(Deserialize)]
 struct IndexDoc {
-    #[serde(default)]
-    versions: BTreeMap<String, serde_json::Value>,
+    versions: BTreeMap<String, serde::de::IgnoredAny>,
 }
 
 #[derive(Deserialize)]
 struct VersionDoc {
-    #[serde(default)]
     archives: BTreeMap<String, ArchiveDoc>,
 }
 
 #[derive(Deserialize)]
 struct ArchiveDoc {
     url: String,
-    #[serde(default)]
     hashes: Vec<String>,
 }
 
@@ -128,7 +128,7 @@ impl NetworkMirror {
         provider: &ProviderAddr,
         response: &ApiResponse,
     ) -> Result<T, SourceError> {
-        serde_json::from_slice(&response.body).map_err(|err| {
+        go_json::from_slice(&response.body).map_err(|err| {
             self.failed(
                 provider,
                 format!(
@@ -163,16 +163,18 @@ impl Source for NetworkMirror {
             });
         };
         let doc: IndexDoc = self.decode(provider, &response)?;
-        let mut versions: Vec<Version> = doc
-            .versions
-            .keys()
-            .filter_map(|v| Version::parse(v).ok())
-            .collect();
-        versions.sort();
-        Ok(AvailableVersions {
-            versions,
-            warnings: Vec::new(),
-        })
+        let mut available = AvailableVersions::default();
+        for listed in doc.versions.into_keys() {
+            match Version::parse(&listed) {
+                Ok(version) => available.versions.push(version),
+                Err(_) => available.invalid.push(InvalidVersion {
+                    listed,
+                    source: self.for_display(provider),
+                }),
+            }
+        }
+        available.versions.sort();
+        Ok(available)
     }
 
     async fn package_meta(

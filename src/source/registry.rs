@@ -12,10 +12,11 @@ use tokio::sync::OnceCell;
 use url::Url;
 
 use crate::addr::{Platform, ProviderAddr};
+use crate::go_json;
 use crate::http::{ApiClient, ApiResponse, TERRAFORM_COMPAT_VERSION, status_line};
 use crate::source::discovery::{Discovery, ServiceLookup};
 use crate::source::{
-    AvailableVersions, ChecksumDocuments, IncompatibleProtocol, MissingPlatform,
+    AvailableVersions, ChecksumDocuments, IncompatibleProtocol, InvalidVersion, MissingPlatform,
     PackageAuthentication, PackageLocation, PackageMeta, SignedChecksums, SignedDocuments, Source,
     SourceError,
 };
@@ -30,22 +31,20 @@ fn protocol_supported(protocol: &Version) -> bool {
     protocol >= &Version::new(5, 0, 0) && protocol < &Version::new(7, 0, 0)
 }
 
+/// The documents below are read with [`go_json`], which gives every field
+/// Go's zero value when the key is absent or `null`.
 #[derive(Deserialize)]
 struct VersionsDoc {
-    #[serde(default)]
     versions: Vec<VersionEntry>,
-    #[serde(default)]
     warnings: Vec<String>,
 }
 
 #[derive(Clone, Deserialize)]
 struct VersionEntry {
     version: String,
-    #[serde(default)]
     protocols: Vec<String>,
     /// Terraform ignores this list; tfinstall reads it leniently, only to
     /// name the platforms that do exist when the current one is missing.
-    #[serde(default)]
     platforms: serde_json::Value,
 }
 
@@ -59,8 +58,8 @@ struct ListedVersion {
 }
 
 impl ListedVersion {
-    fn from_entry(entry: VersionEntry) -> Option<Self> {
-        let version = Version::parse(&entry.version).ok()?;
+    fn from_entry(entry: VersionEntry) -> Result<Self, String> {
+        let version = Version::parse(&entry.version).map_err(|_| entry.version.clone())?;
         let mut platforms: Vec<String> = entry
             .platforms
             .as_array()
@@ -74,7 +73,7 @@ impl ListedVersion {
             .collect();
         platforms.sort();
         platforms.dedup();
-        Some(ListedVersion {
+        Ok(ListedVersion {
             version,
             protocols: entry.protocols,
             platforms,
@@ -84,7 +83,6 @@ impl ListedVersion {
 
 #[derive(Deserialize)]
 struct DownloadDoc {
-    #[serde(default)]
     protocols: Vec<String>,
     os: String,
     arch: String,
@@ -93,24 +91,30 @@ struct DownloadDoc {
     shasum: String,
     shasums_url: String,
     shasums_signature_url: String,
-    #[serde(default)]
     signing_keys: SigningKeysDoc,
 }
 
-#[derive(Default, Deserialize)]
+#[derive(Deserialize)]
 struct SigningKeysDoc {
-    #[serde(default)]
     gpg_public_keys: Vec<GpgKeyDoc>,
 }
 
 #[derive(Deserialize)]
 struct GpgKeyDoc {
     ascii_armor: String,
-    #[serde(default)]
     trust_signature: String,
 }
 
-type VersionsResult = Result<(Vec<ListedVersion>, Vec<String>), SourceError>;
+/// A version list as the registry sent it, parsed once per run.
+#[derive(Clone)]
+struct VersionList {
+    listed: Vec<ListedVersion>,
+    warnings: Vec<String>,
+    /// Entries whose version string does not parse.
+    invalid: Vec<InvalidVersion>,
+}
+
+type VersionsResult = Result<VersionList, SourceError>;
 
 pub struct RegistrySource {
     discovery: Arc<Discovery>,
@@ -214,19 +218,28 @@ impl RegistrySource {
             _ => return Err(query_failed(provider, &status_line(response.status))),
         }
         let doc: VersionsDoc = decode(&response).map_err(|err| query_failed(provider, &err))?;
-        let versions = doc
-            .versions
-            .into_iter()
-            .filter_map(ListedVersion::from_entry)
-            .collect();
-        Ok((versions, doc.warnings))
+        let mut list = VersionList {
+            listed: Vec::new(),
+            warnings: doc.warnings,
+            invalid: Vec::new(),
+        };
+        for entry in doc.versions {
+            match ListedVersion::from_entry(entry) {
+                Ok(listed) => list.listed.push(listed),
+                Err(listed) => list.invalid.push(InvalidVersion {
+                    listed,
+                    source: self.for_display(provider),
+                }),
+            }
+        }
+        Ok(list)
     }
 
     /// The newest version one of whose protocols is supported, for the
     /// "You need to downgrade" advice.
     async fn protocol_suggestion(&self, provider: &ProviderAddr) -> Option<Version> {
-        let (versions, _) = self.versions_with_protocols(provider).await.ok()?;
-        versions
+        let list = self.versions_with_protocols(provider).await.ok()?;
+        list.listed
             .into_iter()
             .filter(|listed| {
                 listed
@@ -242,10 +255,10 @@ impl RegistrySource {
     /// The platforms the version list names for `version`, for the
     /// missing-platform error; empty when the registry does not say.
     async fn listed_platforms(&self, provider: &ProviderAddr, version: &Version) -> Vec<String> {
-        let Ok((versions, _)) = self.versions_with_protocols(provider).await else {
+        let Ok(list) = self.versions_with_protocols(provider).await else {
             return Vec::new();
         };
-        versions
+        list.listed
             .into_iter()
             .find(|listed| listed.version == *version)
             .map(|listed| listed.platforms)
@@ -259,10 +272,14 @@ impl Source for RegistrySource {
         &self,
         provider: &ProviderAddr,
     ) -> Result<AvailableVersions, SourceError> {
-        let (entries, warnings) = self.versions_with_protocols(provider).await?;
-        let mut versions: Vec<Version> = entries.into_iter().map(|listed| listed.version).collect();
+        let list = self.versions_with_protocols(provider).await?;
+        let mut versions: Vec<Version> = list.listed.into_iter().map(|l| l.version).collect();
         versions.sort();
-        Ok(AvailableVersions { versions, warnings })
+        Ok(AvailableVersions {
+            versions,
+            warnings: list.warnings,
+            invalid: list.invalid,
+        })
     }
 
     async fn package_meta(
@@ -434,7 +451,7 @@ fn join(base: &Url, path: &str) -> Result<Url, String> {
 }
 
 fn decode<T: serde::de::DeserializeOwned>(response: &ApiResponse) -> Result<T, String> {
-    serde_json::from_slice(&response.body).map_err(|err| {
+    go_json::from_slice(&response.body).map_err(|err| {
         format!(
             "the response from {} is not a valid registry document ({err}); the registry or a proxy in front of it returned something unexpected",
             response.url
