@@ -7,6 +7,7 @@
 
 use super::AuthError;
 use super::hash::PackageHash;
+use crate::addr::Platform;
 
 /// The SHA-256 the document lists for `filename`: the first line whose second
 /// field is exactly `filename` wins.
@@ -44,35 +45,32 @@ pub fn matching_checksum(sums: &[u8], filename: &str, want: &[u8; 32]) -> Result
     Ok(())
 }
 
-/// Every hash a signed SHA256SUMS vouches for, as `zh:` hashes in document
-/// order. Anything that does not look like a sums file yields nothing at all,
-/// so a stray signed document can never put hashes into a lock file.
-pub fn acceptable_hashes(sums: &[u8]) -> Vec<PackageHash> {
-    // bufio.Scanner gives up on a line that does not fit its 64 KiB buffer
-    // and Terraform keeps whatever it collected until then.
-    const MAX_LINE: usize = 64 * 1024;
-    let mut hashes = Vec::new();
-    for line in scanner_lines(sums) {
-        if line.len() >= MAX_LINE {
-            break;
-        }
-        let parts = go_fields(line);
-        // An empty line crashes Terraform (it indexes the first field
-        // unconditionally); treating it as "not a sums file" is the safe
-        // reading.
-        if parts.len() < 2 || parts[0].len() != 64 {
-            return Vec::new();
-        }
-        match go_hex_decode_sha256(parts[0]) {
-            Ok(digest) => hashes.push(PackageHash::zh_of_digest(&digest)),
-            Err(_) => return Vec::new(),
-        }
-    }
-    hashes
+/// Every hash a signed SHA256SUMS vouches for the release that `filename`
+/// (the package being installed, `…_OS_ARCH.zip`) belongs to, as `zh:`
+/// hashes in document order: the lines naming a file with the same
+/// `terraform-provider-TYPE_VERSION_` prefix, the release's manifest
+/// included, as real HashiCorp releases list it and Terraform records it.
+///
+/// Terraform takes every line, and a blank one crashes it. Sums files in
+/// the field hold blank lines, other providers' releases and stray files,
+/// so those lines are skipped, never fatal: a lock file vouches for the
+/// other platforms of this release, whatever else the file holds. A line
+/// needs a 64-digit hex digest and a file name to count.
+pub fn acceptable_hashes(sums: &[u8], filename: &str, platform: &Platform) -> Vec<PackageHash> {
+    let release = filename.strip_suffix(&format!("{}_{}.zip", platform.os, platform.arch));
+    scanner_lines(sums)
+        .filter_map(|line| match go_fields(line)[..] {
+            [digest, name, ..] if digest.len() == 64 => Some((digest, name)),
+            _ => None,
+        })
+        .filter(|(_, name)| release.is_none_or(|prefix| name.starts_with(prefix.as_bytes())))
+        .filter_map(|(digest, _)| go_hex_decode_sha256(digest).ok())
+        .map(|digest| PackageHash::zh_of_digest(&digest))
+        .collect()
 }
 
 /// Lines as `bufio.ScanLines` yields them: no trailing empty line after a
-/// final newline (the `\r` it strips is whitespace to `go_fields` anyway).
+/// final newline (the `\r` it strips is white space to `go_fields` anyway).
 fn scanner_lines(doc: &[u8]) -> impl Iterator<Item = &[u8]> {
     let body = doc.strip_suffix(b"\n").unwrap_or(doc);
     let empty = doc.is_empty();
@@ -319,13 +317,26 @@ mod tests {
         );
     }
 
+    fn linux() -> Platform {
+        Platform::parse("linux_amd64").unwrap()
+    }
+
+    fn zh_list(sums: &[u8], filename: &str) -> Vec<String> {
+        acceptable_hashes(sums, filename, &linux())
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
     #[test]
     fn acceptable_hashes_vector() {
-        let got: Vec<String> =
-            acceptable_hashes(&vector("terraform_0.14.0-alpha20200923_SHA256SUMS"))
-                .iter()
-                .map(ToString::to_string)
-                .collect();
+        // A Terraform release's sums file: no file has a provider's prefix,
+        // so an archive named otherwise vouches for every line, as in
+        // Terraform.
+        let got = zh_list(
+            &vector("terraform_0.14.0-alpha20200923_SHA256SUMS"),
+            "terraform_0.14.0-alpha20200923_linux_amd64.zip",
+        );
         let prefixes = [
             "zh:7d7e888f",
             "zh:f8b6cf9a",
@@ -347,29 +358,71 @@ mod tests {
         }
         assert!(got[11].ends_with("4bcd"));
         assert!(got[0].ends_with("d4ee"));
+        assert_eq!(
+            zh_list(
+                &vector("terraform_0.14.0-alpha20200923_SHA256SUMS"),
+                "unrelated.zip"
+            ),
+            got
+        );
     }
 
     #[test]
-    fn acceptable_hashes_refuses_non_sums_documents() {
-        let line = |hex: &str| format!("{hex}  terraform-provider-x_1.0.0_linux_amd64.zip\n");
-        let good = line(&"A".repeat(64));
+    fn acceptable_hashes_of_a_real_provider_release() {
+        let sums = vector("terraform-provider-null_3.1.0_SHA256SUMS");
+        let got = zh_list(&sums, "terraform-provider-null_3.1.0_linux_amd64.zip");
+        assert_eq!(got.len(), 11);
         assert_eq!(
-            acceptable_hashes(good.as_bytes())[0].to_string(),
-            format!("zh:{}", "a".repeat(64))
+            got[0],
+            "zh:fea4227271ebf7d9e2b61b89ce2328c7262acd9fd190e1fd6d15a591abfa848e"
         );
-        assert!(acceptable_hashes(b"").is_empty());
-        assert!(acceptable_hashes(b"example shasums data").is_empty());
-        assert!(acceptable_hashes(format!("{good}lonely\n").as_bytes()).is_empty());
-        assert!(acceptable_hashes(line(&"a".repeat(63)).as_bytes()).is_empty());
-        assert!(acceptable_hashes(line(&"g".repeat(64)).as_bytes()).is_empty());
-        assert!(acceptable_hashes(format!("{good}\n{good}").as_bytes()).is_empty());
+    }
+
+    #[test]
+    fn acceptable_hashes_skip_blank_foreign_and_malformed_lines() {
+        const ZIP: &str = "terraform-provider-x_1.0.0_linux_amd64.zip";
+        let line = |hex: &str, name: &str| format!("{hex}  {name}\n");
+        let good = line(&"A".repeat(64), ZIP);
+        let other = line(
+            &"b".repeat(64),
+            "terraform-provider-x_1.0.0_darwin_arm64.zip",
+        );
+        let manifest = line(&"d".repeat(64), "terraform-provider-x_1.0.0_manifest.json");
+        let zh = |c: char| format!("zh:{}", c.to_string().repeat(64));
+        assert_eq!(zh_list(good.as_bytes(), ZIP), [zh('a')]);
         assert_eq!(
-            acceptable_hashes(format!("{good}{good}").as_bytes()).len(),
-            2
+            zh_list(format!("{good}\n\r\n{other}").as_bytes(), ZIP),
+            [zh('a'), zh('b')]
         );
-        // An over-long line stops the scan but keeps what came before it.
-        let long = format!("{good}{}\n{good}", "x".repeat(70_000));
-        assert_eq!(acceptable_hashes(long.as_bytes()).len(), 1);
+        let foreign = [
+            line(&"c".repeat(64), "README.txt"),
+            line(
+                &"c".repeat(64),
+                "terraform-provider-x_1.0.1_linux_amd64.zip",
+            ),
+            line(
+                &"c".repeat(64),
+                "terraform-provider-xy_1.0.0_linux_amd64.zip",
+            ),
+            line(
+                &"c".repeat(63),
+                "terraform-provider-x_1.0.0_windows_amd64.zip",
+            ),
+            line(
+                &"g".repeat(64),
+                "terraform-provider-x_1.0.0_windows_amd64.zip",
+            ),
+            "lonely\n".to_owned(),
+            format!("{}\n", "x".repeat(70_000)),
+        ]
+        .concat();
+        assert_eq!(
+            zh_list(format!("{good}{foreign}{other}{manifest}").as_bytes(), ZIP),
+            [zh('a'), zh('b'), zh('d')]
+        );
+        assert!(zh_list(b"", ZIP).is_empty());
+        assert!(zh_list(b"example shasums data", ZIP).is_empty());
+        assert_eq!(zh_list(format!("{good}{good}").as_bytes(), ZIP).len(), 2);
     }
 
     #[test]
