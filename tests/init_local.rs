@@ -795,12 +795,23 @@ fn readonly_lock_file_refuses_a_different_set_of_providers() {
     let arg = format!("-plugin-dir={}", mirror.display());
     let refused = "Error: Provider dependency changes detected\n\nChanges to the required provider dependencies were detected, but the lock file is read-only. To use and record these requirements, run \"terraform init\" without the \"-lockfile=readonly\" flag.\n";
 
-    // A new provider, with no lock file at all.
+    // A new provider, with no lock file at all. The package was verified
+    // and reported, and the output says plainly that it was not kept.
     case.write("main.tf", "provider \"alpha\" {}\n");
     let before = case.snapshot();
     case.init(&[&arg, "-lockfile=readonly"])
         .assert_failure()
-        .assert_stderr_has(refused);
+        .assert_stdout_has("- Installed hashicorp/alpha v1.0.0")
+        .assert_stderr_has(refused)
+        .assert_stderr_has("None of the providers reported as installed above were kept");
+    assert_eq!(case.snapshot(), before);
+    let json = case.init(&[&arg, "-lockfile=readonly", "-json"]);
+    json.assert_failure();
+    let summary: serde_json::Value =
+        serde_json::from_str(json.stdout.lines().last().expect("summary line")).unwrap();
+    assert_eq!(summary["type"], "summary");
+    assert_eq!(summary["providers"]["installed"], 0);
+    assert_eq!(summary["providers"]["discarded"], 1);
     assert_eq!(case.snapshot(), before);
 
     // A provider the configuration no longer uses.

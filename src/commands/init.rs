@@ -37,6 +37,7 @@ pub async fn run(args: InitArgs, launch_dir: PathBuf) -> bool {
         }
         Err(diags) => {
             out.diagnostics(&diags);
+            out.nothing_kept();
             out.summary(false, LockFileChange::Unchanged);
             false
         }

@@ -187,6 +187,15 @@ impl Output {
         }
     }
 
+    /// After a failed run: packages reported as installed were verified and
+    /// staged, but a failed run keeps none of them, which people who read
+    /// `- Installed …` lines must be told.
+    pub fn nothing_kept(&self) {
+        if self.tally().installed > 0 {
+            self.note("\nNone of the providers reported as installed above were kept: tfinstall\ninstalls all of them or none, so .terraform and .terraform.lock.hcl are\nexactly as they were before this run. Fix the error above and run init again.");
+        }
+    }
+
     /// The last `-json` message: how the run ended and what it changed.
     /// People have already read the banner or the errors.
     pub fn summary(&self, success: bool, lock_file: LockFileChange) {
@@ -194,14 +203,19 @@ impl Output {
             return;
         };
         let tally = self.tally();
+        let (installed, discarded) = if success {
+            (tally.installed, 0)
+        } else {
+            (0, tally.installed)
+        };
         let text = if success {
             format!(
-                "Providers installed: {} new, {} already installed",
-                tally.installed, tally.reused
+                "Providers installed: {installed} new, {} already installed",
+                tally.reused
             )
         } else {
             format!(
-                "Provider installation failed with {} error(s)",
+                "Provider installation failed with {} error(s); nothing was installed",
                 tally.errors
             )
         };
@@ -209,7 +223,8 @@ impl Output {
             json!({
                 "success": success,
                 "providers": {
-                    "installed": tally.installed,
+                    "installed": installed,
+                    "discarded": discarded,
                     "reused": tally.reused,
                     "built_in": tally.built_in,
                 },
