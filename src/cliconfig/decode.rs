@@ -250,7 +250,12 @@ pub fn find_arg<'a>(body: &'a [Item], name: &str) -> Option<&'a Item> {
         .find(|item| item.name.eq_ignore_ascii_case(name))
 }
 
+/// A string argument; JSON's `null` reads as the empty string, as HCL 1
+/// decodes it (`"plugin_cache_dir": null` means no cache).
 pub fn string_arg(item: &Item) -> Result<String, ArgError> {
+    if item.value.kind == ValueKind::Null {
+        return Ok(String::new());
+    }
     item.value
         .as_str()
         .map(str::to_string)
@@ -386,6 +391,26 @@ mod tests {
             config.hosts["c.example"],
             BTreeMap::from([("providers.v1".to_string(), "/p/".to_string())])
         );
+    }
+
+    #[test]
+    fn json_nulls_read_as_hcl_1_reads_them() {
+        // As Terraform 1.0.3 reads them: a null string is empty, a null
+        // token is no token, a null where a block belongs is an error.
+        let (config, diags) = decode_src(
+            r#"{"plugin_cache_dir": null, "credentials": {"a.example": {"token": null}}}"#,
+            &CliEnv::default(),
+        );
+        assert!(diags.is_empty(), "{diags}");
+        assert_eq!(config.plugin_cache_dir, "");
+        assert_eq!(config.credentials["a.example"], None);
+        for src in [
+            r#"{"credentials": null}"#,
+            r#"{"provider_installation": null}"#,
+        ] {
+            let (_, diags) = decode_src(src, &CliEnv::default());
+            assert!(diags.has_errors(), "{src}");
+        }
     }
 
     #[test]
