@@ -9,8 +9,9 @@
 //! - where tfinstall is deliberately better ([`Expect`]), the test checks
 //!   that Terraform still behaves as described, so the claim cannot rot.
 //!
-//! The registry is reached through service discovery on `localhost:PORT`,
-//! so the discovery document's shape counts too.
+//! A registry is reached through service discovery on `localhost:PORT`, so
+//! the discovery document's shape counts too; a shape with an `index.json`
+//! is a network mirror's instead.
 
 mod support;
 
@@ -29,6 +30,9 @@ const SELECTED: &str = "1.1.0";
 enum Expect {
     /// Whatever Terraform does.
     AsTerraform,
+    /// Whatever Terraform does, and tfinstall warns about what it skipped
+    /// where Terraform is silent.
+    AsTerraformWarning(&'static str),
     /// Terraform refuses the version list over one bad entry; tfinstall
     /// installs from the others and prints this warning.
     InstallsWhereTerraformRefuses(&'static str),
@@ -73,6 +77,13 @@ zoo! {
     unsorted_duplicated_versions: "unsorted-duplicated-versions" => Expect::AsTerraform,
     sums_crlf_uppercase: "sums-crlf-uppercase" => Expect::AsTerraform,
     sums_binary_marker: "sums-binary-marker" => Expect::AsTerraform,
+    mirror_providers_mirror: "mirror-providers-mirror" => Expect::AsTerraform,
+    mirror_go_nil: "mirror-go-nil" => Expect::AsTerraform,
+    mirror_capitalised_keys: "mirror-capitalised-keys" => Expect::AsTerraform,
+    mirror_extra_keys: "mirror-extra-keys" => Expect::AsTerraform,
+    mirror_invalid_version: "mirror-invalid-version" => Expect::AsTerraformWarning(
+        "lists version \"latest\" for registry.test/acme/alpha"
+    ),
     malformed_version: "malformed-version" => Expect::InstallsWhereTerraformRefuses(
         "lists version \"v1.2\" for localhost"
     ),
@@ -117,7 +128,13 @@ fn check_shape(name: &str, expect: Expect) {
     let crashed = text(&their_run.stderr).contains("panic:");
 
     match expect {
-        Expect::AsTerraform => {
+        Expect::AsTerraform | Expect::AsTerraformWarning(_) => {
+            if let Expect::AsTerraformWarning(warning) = expect {
+                assert!(
+                    text(&our_run.stdout).contains(warning),
+                    "{name}:\n{our_out}"
+                );
+            }
             assert!(!crashed, "{name}: Terraform crashed:\n{their_out}");
             if their_run.status.success() {
                 assert!(
@@ -175,39 +192,62 @@ fn check_shape(name: &str, expect: Expect) {
 struct Zoo {
     tmp: tempfile::TempDir,
     ca: TestCa,
-    server: TestServer,
+    /// Serves the shape for as long as the zoo lives.
+    _server: TestServer,
     tree: PublishedTree,
     cli_config: PathBuf,
+    /// The hostname in the provider's source address.
+    source_host: String,
 }
 
 impl Zoo {
     fn new(name: &str) -> Zoo {
+        let shape = zoo_dir().join(name);
         let tmp = tempfile::tempdir().expect("temp dir");
         let ca = TestCa::new();
         let server = TestServer::https(&ca);
-        let key = PgpKey::generate_ecdsa();
         let site = tmp.path().join("site");
-        let mut registry = Registry::new(&key);
-        for version in VERSIONS {
-            registry = registry.provider(
-                ProviderSpec::new("acme", "alpha", version)
-                    .hostname(&server.localhost_host())
-                    .platforms(&PLATFORMS)
-                    .protocols(&["5.0"]),
+        let is_mirror = shape.join("index.json").exists();
+        let source_host = if is_mirror {
+            "registry.test".to_owned()
+        } else {
+            server.localhost_host()
+        };
+        let specs = VERSIONS.map(|version| {
+            ProviderSpec::new("acme", "alpha", version)
+                .hostname(&source_host)
+                .platforms(&PLATFORMS)
+                .protocols(&["5.0"])
+        });
+        let (tree, cli_config) = if is_mirror {
+            let mirror_url = server.url();
+            let mirror = specs.into_iter().fold(
+                NetworkMirror::new().url_style(UrlStyle::PathRelative),
+                NetworkMirror::provider,
             );
-        }
-        let tree = registry.write(&site, &server.url());
-        apply_shape(&zoo_dir().join(name), &site, &key);
+            let tree = mirror.write(&site, &mirror_url);
+            apply_mirror_shape(&shape, &site);
+            (tree, network_mirror_config(&mirror_url))
+        } else {
+            let key = PgpKey::generate_ecdsa();
+            let registry = specs
+                .into_iter()
+                .fold(Registry::new(&key), Registry::provider);
+            let tree = registry.write(&site, &server.url());
+            apply_registry_shape(&shape, &site, &key);
+            (tree, String::new())
+        };
         server.serve_dir(&site);
         std::fs::create_dir_all(tmp.path().join("home")).expect("create home");
-        let cli_config = tmp.path().join("cli.tfrc");
-        std::fs::write(&cli_config, "").expect("write CLI config");
+        let cli_config_path = tmp.path().join("cli.tfrc");
+        std::fs::write(&cli_config_path, cli_config).expect("write CLI config");
         Zoo {
             tmp,
             ca,
-            server,
+            _server: server,
             tree,
-            cli_config,
+            cli_config: cli_config_path,
+            source_host,
         }
     }
 
@@ -216,7 +256,7 @@ impl Zoo {
         std::fs::create_dir_all(&dir).expect("create work dir");
         let main_tf = format!(
             "terraform {{\n  required_providers {{\n    alpha = {{\n      source  = \"{}/acme/alpha\"\n      version = \"~> 1.0\"\n    }}\n  }}\n}}\n",
-            self.server.localhost_host()
+            self.source_host
         );
         std::fs::write(dir.join("main.tf"), main_tf).expect("write main.tf");
         dir
@@ -266,7 +306,7 @@ impl Zoo {
         assert!(
             dir.join(format!(
                 ".terraform/providers/{}/acme/alpha/{SELECTED}/{}",
-                self.server.localhost_host(),
+                self.source_host,
                 current_platform()
             ))
             .is_dir()
@@ -277,7 +317,7 @@ impl Zoo {
 /// Replaces the tidy documents `Registry::write` put in `site` with the
 /// shape's templates, filled in with the values of the tidy ones; a
 /// `SHA256SUMS` template is filled in with the tidy lines and signed again.
-fn apply_shape(shape: &Path, site: &Path, key: &PgpKey) {
+fn apply_registry_shape(shape: &Path, site: &Path, key: &PgpKey) {
     let template = |file: &str| std::fs::read_to_string(shape.join(file)).ok();
     if let Some(versions) = template("versions.json") {
         std::fs::write(
@@ -341,6 +381,47 @@ fn apply_shape(shape: &Path, site: &Path, key: &PgpKey) {
             signature.push(".sig");
             std::fs::write(signature, key.sign_detached(sums.as_bytes())).expect("sign");
         }
+    }
+}
+
+/// Replaces the tidy `index.json` and `VERSION.json` documents
+/// `NetworkMirror::write` put in `site` with the shape's templates;
+/// `version.json` is filled in per version with each platform's archive
+/// URL and hashes (`{{URL_OS_ARCH}}`, `{{H1_OS_ARCH}}`, `{{ZH_OS_ARCH}}`).
+fn apply_mirror_shape(shape: &Path, site: &Path) {
+    let provider_dir = site.join(NetworkMirror::provider_path(
+        "registry.test",
+        "acme",
+        "alpha",
+    ));
+    let index = std::fs::read_to_string(shape.join("index.json")).expect("read index.json");
+    std::fs::write(provider_dir.join("index.json"), index).expect("write index.json");
+    let Ok(template) = std::fs::read_to_string(shape.join("version.json")) else {
+        return;
+    };
+    for version in VERSIONS {
+        let path = provider_dir.join(format!("{version}.json"));
+        let tidy: serde_json::Value = serde_json::from_str(&read_text(&path)).unwrap();
+        let mut values = vec![("VERSION".to_owned(), serde_json::json!(version))];
+        for platform in PLATFORMS {
+            let archive = &tidy["archives"][platform];
+            let hashes = archive["hashes"].as_array().expect("tidy hashes");
+            let hash = |scheme: &str| {
+                hashes
+                    .iter()
+                    .find(|h| h.as_str().is_some_and(|h| h.starts_with(scheme)))
+                    .cloned()
+                    .expect("tidy mirrors list h1: and zh:")
+            };
+            values.push((format!("URL_{platform}"), archive["url"].clone()));
+            values.push((format!("H1_{platform}"), hash("h1:")));
+            values.push((format!("ZH_{platform}"), hash("zh:")));
+        }
+        let values: Vec<(&str, &serde_json::Value)> = values
+            .iter()
+            .map(|(name, value)| (name.as_str(), value))
+            .collect();
+        std::fs::write(path, fill(&template, &values)).expect("write VERSION.json");
     }
 }
 
