@@ -18,7 +18,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{Value, json};
 use support::{Compression, RawZip, Response, TestCa, TestServer, ZipEntry, build_zip};
-use tfinstall::addr::{Hostname, Platform, ProviderAddr};
+use tfinstall::addr::{Platform, ProviderAddr};
 use tfinstall::cliconfig::{self, CliEnv};
 use tfinstall::install::extract::{ExtractLimits, extract_package};
 use tfinstall::lockfile::Locks;
@@ -596,7 +596,7 @@ impl Protocol {
 }
 
 fn no_tokens() -> tfinstall::source::discovery::TokenLookup {
-    Arc::new(|_: &Hostname| None)
+    Arc::new(tfinstall::cliconfig::Credentials::default())
 }
 
 #[test]

@@ -425,6 +425,48 @@ fn credentials_go_to_the_json_documents_and_never_to_the_archive() {
 }
 
 #[test]
+fn a_credentials_helper_authorizes_the_json_documents_and_its_failure_stops_the_run() {
+    let served = Served::new(null_mirror());
+    served.server.require_bearer(".json", TOKEN);
+    let project = null_project();
+    let host = served.server.host();
+    let config = format!(
+        "{}\n{}",
+        credentials_helper_block("test", &[]),
+        network_mirror_config(&served.base)
+    );
+    project.write_home(".terraformrc", &config);
+    let helper = CredentialsHelper::install(
+        &project.home,
+        "terraform-credentials-test",
+        &format!("echo '{{\"token\": \"{TOKEN}\"}}'"),
+    );
+    let run = served.init(&project);
+    assert_installed_from_mirror(&project, &served, &run, "verified checksum");
+    run.assert_not_contains(TOKEN);
+    assert_eq!(helper.runs(), [format!("[get][{host}]")]);
+    let archive = &served.server.requests_to(&served.zip_path("3.2.2"))[0];
+    assert_eq!(archive.header("authorization"), None);
+
+    let project = null_project();
+    project.write_home(".terraformrc", &config);
+    let helper = CredentialsHelper::install(
+        &project.home,
+        "terraform-credentials-test",
+        "echo 'no vault here' >&2\nexit 2",
+    );
+    served.server.clear_log();
+    let before = project.snapshot();
+    served.init(&project).assert_failure().assert_says(&format!(
+        "Could not retrieve the list of available versions for provider hashicorp/null: failed to query provider mirror {} for {NULL}: failed to retrieve credentials for {host}: the credentials helper {} exited with status 2: no vault here.",
+        served.base,
+        helper.path.display()
+    ));
+    project.assert_unchanged(&before);
+    assert!(served.server.requests().is_empty());
+}
+
+#[test]
 fn credentials_from_a_tfrc_file_in_the_config_dir_also_apply() {
     let served = Served::new(null_mirror());
     served.server.require_bearer(".json", TOKEN);

@@ -590,15 +590,17 @@ fn plugin_dir_replaces_the_configured_methods() {
         .assert_not_contains("Invalid URL");
 }
 
+/// As in Terraform, a helper that is configured but not installed is
+/// ignored (tfinstall logs it with `TFINSTALL_LOG=warn`).
 #[test]
-fn a_credentials_helper_is_reported_as_unsupported() {
+fn a_credentials_helper_that_is_not_installed_is_ignored() {
     let world = World::new(
         FsMirror::new().provider(spec("hashicorp", "null", "3.2.1"), Layout::Packed),
         NetworkMirror::new(),
         |registry| registry,
     );
-    let project = Project::requiring(&[("null", "hashicorp/null", "~> 3.2")]);
-    let rc = project.write_home(
+    let mut project = Project::requiring(&[("null", "hashicorp/null", "~> 3.2")]);
+    project.write_home(
         ".terraformrc",
         &format!(
             "credentials_helper \"vault\" {{\n  args = [\"--role\", \"ci\"]\n}}\n\nprovider_installation {{\n  filesystem_mirror {{\n    path = \"{}\"\n  }}\n}}\n",
@@ -608,9 +610,10 @@ fn a_credentials_helper_is_reported_as_unsupported() {
     project
         .init(&[])
         .assert_success()
-        .assert_contains(&format!(
-            "Warning: Credentials helpers are not supported\n\n  on {0} line 1:\n\nThe CLI configuration declares the credentials helper \"vault\" at {0}:1",
-            rc.display()
-        ))
+        .assert_not_contains("helper")
         .assert_contains("- Installed hashicorp/null v3.2.1 (unauthenticated)");
+    project.env("TFINSTALL_LOG", "warn");
+    project.init(&[]).assert_success().assert_stderr_has(
+        "unable to find credentials helper \"vault\" in the plugin directories; ignoring it",
+    );
 }

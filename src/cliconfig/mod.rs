@@ -10,6 +10,7 @@
 //! block replaces an earlier one for the same key even when it has no token.
 
 mod credentials;
+mod credentials_helper;
 mod decode;
 mod expand;
 mod provider_installation;
@@ -22,6 +23,8 @@ use std::path::{Path, PathBuf};
 
 use crate::addr::{Hostname, ProviderAddr};
 use crate::diag::{Diagnostic, Diagnostics, SourcePos};
+
+pub use credentials::{Credentials, CredentialsError, token_variable};
 
 /// Everything the CLI configuration depends on outside its files, gathered
 /// in one value so tests (and embedding callers) can supply their own.
@@ -97,14 +100,16 @@ impl CliEnv {
 pub struct CliConfig {
     pub plugin_cache_dir: Option<PathBuf>,
     pub plugin_cache_may_break_lock_file: bool,
-    /// Tokens from `credentials` blocks; see [`CliConfig::token_for`] for
-    /// the lookup that also considers `TF_TOKEN_*` variables.
-    pub credentials: BTreeMap<Hostname, String>,
+    /// Tokens from `credentials` blocks, `None` for a block without one;
+    /// see [`Credentials`] for the lookup that also considers `TF_TOKEN_*`
+    /// variables and the credentials helper.
+    pub credentials: BTreeMap<Hostname, Option<String>>,
     /// `host` blocks: service discovery overrides (service id → URL).
     pub hosts: BTreeMap<Hostname, BTreeMap<String, String>>,
     /// The first `provider_installation` block; Terraform ignores the rest.
     pub provider_installation: Option<ProviderInstallation>,
-    /// Parsed so it can be reported; tfinstall cannot run helpers.
+    /// Asked for the hosts that neither `TF_TOKEN_*` variables nor
+    /// `credentials` blocks cover; see [`Credentials`].
     pub credentials_helper: Option<CredentialsHelper>,
 }
 
@@ -226,31 +231,17 @@ impl RawConfig {
         diags
     }
 
-    fn into_config(self, diags: &mut Diagnostics) -> CliConfig {
+    fn into_config(self) -> CliConfig {
         let credentials = self
             .credentials
             .into_iter()
-            .filter_map(|(host, token)| Some((Hostname::parse(&host).ok()?, token?)))
+            .filter_map(|(host, token)| Some((Hostname::parse(&host).ok()?, token)))
             .collect();
         let hosts = self
             .hosts
             .into_iter()
             .filter_map(|(host, services)| Some((Hostname::parse(&host).ok()?, services)))
             .collect();
-        for helper in self.credentials_helpers.values() {
-            diags.push(
-                Diagnostic::warning(
-                    "Credentials helpers are not supported",
-                    format!(
-                        "The CLI configuration declares the credentials helper {:?} at {}:{}, but tfinstall cannot run credentials helpers. Hosts without a credentials block or a TF_TOKEN_ environment variable will be contacted without credentials.",
-                        helper.name,
-                        helper.pos.file.display(),
-                        helper.pos.line
-                    ),
-                )
-                .at(&helper.pos.file, helper.pos.line, helper.pos.column),
-            );
-        }
         CliConfig {
             plugin_cache_dir: Some(self.plugin_cache_dir)
                 .filter(|dir| !dir.is_empty())
@@ -307,7 +298,7 @@ pub fn load(env: &CliEnv) -> (CliConfig, Diagnostics) {
     }
     merged = RawConfig::from_env(env).merge(merged);
     diags.extend(merged.validate());
-    let config = merged.into_config(&mut diags);
+    let config = merged.into_config();
     (config, diags)
 }
 
@@ -447,8 +438,9 @@ mod tests {
         assert_eq!(
             config.credentials,
             BTreeMap::from([
-                (host("b.example"), "main".to_string()),
-                (host("c.example"), "from-login".to_string()),
+                (host("a.example"), None),
+                (host("b.example"), Some("main".to_string())),
+                (host("c.example"), Some("from-login".to_string())),
             ])
         );
         assert_eq!(
@@ -671,26 +663,20 @@ mod tests {
     }
 
     #[test]
-    fn credentials_helper_is_parsed_and_reported_as_unsupported() {
+    fn credentials_helper_is_parsed_silently() {
         let home = Home::new();
         let path = home.write(
             ".terraformrc",
             "\ncredentials_helper \"vault\" {\n  args = [\"-x\"]\n}\n",
         );
         let (config, diags) = home.load();
+        assert!(diags.is_empty(), "{diags}");
         let helper = config.credentials_helper.unwrap();
         assert_eq!(
             (helper.name.as_str(), helper.args.as_slice()),
             ("vault", &["-x".to_string()][..])
         );
-        assert_eq!(diags.0.len(), 1);
-        let diag = &diags.0[0];
-        assert!(!diag.is_error());
-        assert_eq!(diag.summary, "Credentials helpers are not supported");
-        assert!(
-            diag.detail
-                .contains(&format!("\"vault\" at {}:2", path.display()))
-        );
+        assert_eq!((helper.pos.file, helper.pos.line), (path, 2));
     }
 
     #[test]
@@ -715,7 +701,10 @@ mod tests {
             installation.dev_overrides[0].1,
             PathBuf::from("/dev/null-provider")
         );
-        assert_eq!(config.credentials[&host("app.terraform.io")], "tok");
+        assert_eq!(
+            config.credentials[&host("app.terraform.io")].as_deref(),
+            Some("tok")
+        );
         assert_eq!(diags.0.len(), 1);
         assert_eq!(
             diags.0[0].summary,

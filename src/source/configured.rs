@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use url::Url;
 
-use crate::addr::{Hostname, ProviderAddr};
-use crate::cliconfig::{CliConfig, CliEnv, MethodLocation};
+use crate::addr::ProviderAddr;
+use crate::cliconfig::{CliConfig, CliEnv, Credentials, MethodLocation};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::http::ApiClient;
 use crate::source::Source;
@@ -59,11 +59,7 @@ pub fn build_source_excluding(
     }
 
     let api = ApiClient::from_env(opts.client.clone());
-    let tokens: TokenLookup = {
-        let config = opts.cli_config.clone();
-        let env = opts.env.clone();
-        Arc::new(move |host: &Hostname| config.token_for(host, &env))
-    };
+    let tokens: TokenLookup = Arc::new(Credentials::new(opts.cli_config, opts.env));
     let discovery = Arc::new(Discovery::new(
         &api,
         tokens.clone(),

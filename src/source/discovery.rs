@@ -10,12 +10,14 @@ use tokio::sync::OnceCell;
 use url::Url;
 
 use crate::addr::Hostname;
+use crate::cliconfig::{Credentials, CredentialsError};
 use crate::go_json;
 use crate::http::{ApiClient, status_line};
 
-/// Bearer tokens by hostname, as the CLI configuration and `TF_TOKEN_…`
-/// variables give them.
-pub type TokenLookup = Arc<dyn Fn(&Hostname) -> Option<String> + Send + Sync>;
+/// Bearer tokens by hostname, from `TF_TOKEN_…` variables, the CLI
+/// configuration and its credentials helper; one per run, shared by every
+/// source so that the helper is asked once per host.
+pub type TokenLookup = Arc<Credentials>;
 
 const DISCOVERY_PATH: &str = "/.well-known/terraform.json";
 const MAX_DISCOVERY_DOC: usize = 1 << 20;
@@ -59,8 +61,8 @@ impl Discovery {
         }
     }
 
-    pub fn token(&self, host: &Hostname) -> Option<String> {
-        (self.tokens)(host)
+    pub async fn token(&self, host: &Hostname) -> Result<Option<String>, CredentialsError> {
+        self.tokens.token(host).await
     }
 
     /// Where `service` lives for `host`, or why it can't be used. The error
@@ -120,7 +122,7 @@ impl Discovery {
                     .collect(),
             });
         }
-        let token = self.token(host);
+        let token = self.token(host).await.map_err(|err| err.to_string())?;
         let response = self
             .api
             .get(&base, token.as_deref(), &[("Accept", "application/json")])

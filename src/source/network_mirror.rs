@@ -50,9 +50,15 @@ impl NetworkMirror {
         NetworkMirror { base, api, tokens }
     }
 
-    fn token(&self) -> Option<String> {
-        let host = Hostname::parse(&host_and_port(&self.base)?).ok()?;
-        (self.tokens)(&host)
+    async fn token(&self, provider: &ProviderAddr) -> Result<Option<String>, SourceError> {
+        let Some(host) = host_and_port(&self.base).and_then(|host| Hostname::parse(&host).ok())
+        else {
+            return Ok(None);
+        };
+        self.tokens
+            .token(&host)
+            .await
+            .map_err(|err| self.failed(provider, err))
     }
 
     fn failed(&self, provider: &ProviderAddr, err: impl std::fmt::Display) -> SourceError {
@@ -83,11 +89,12 @@ impl NetworkMirror {
         provider: &ProviderAddr,
         url: &Url,
     ) -> Result<Option<ApiResponse>, SourceError> {
+        let token = self.token(provider).await?;
         let response = self
             .api
             .get(
                 url,
-                self.token().as_deref(),
+                token.as_deref(),
                 &[("X-Terraform-Version", TERRAFORM_COMPAT_VERSION)],
             )
             .await

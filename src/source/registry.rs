@@ -12,6 +12,7 @@ use tokio::sync::OnceCell;
 use url::Url;
 
 use crate::addr::{Platform, ProviderAddr};
+use crate::cliconfig::token_variable;
 use crate::go_json;
 use crate::http::{ApiClient, ApiResponse, TERRAFORM_COMPAT_VERSION, status_line};
 use crate::source::discovery::{Discovery, ServiceLookup};
@@ -160,17 +161,27 @@ impl RegistrySource {
         }
     }
 
+    /// The provider host's token. Asked for before discovery, which needs
+    /// it too, so that a failing credentials helper is reported as such and
+    /// not as whatever discovery without a token runs into.
+    async fn token(&self, provider: &ProviderAddr) -> Result<Option<String>, SourceError> {
+        self.discovery
+            .token(&provider.hostname)
+            .await
+            .map_err(|err| SourceError::Other(err.to_string()))
+    }
+
     async fn api_get(
         &self,
         provider: &ProviderAddr,
         url: &Url,
+        token: Option<&str>,
     ) -> Result<ApiResponse, SourceError> {
-        let token = self.discovery.token(&provider.hostname);
         let response = self
             .api
             .get(
                 url,
-                token.as_deref(),
+                token,
                 &[("X-Terraform-Version", TERRAFORM_COMPAT_VERSION)],
             )
             .await
@@ -201,13 +212,14 @@ impl RegistrySource {
     }
 
     async fn fetch_versions(&self, provider: &ProviderAddr) -> VersionsResult {
+        let token = self.token(provider).await?;
         let base = self.base_url(provider).await?;
         let url = join(
             &base,
             &format!("{}/{}/versions", provider.namespace, provider.type_name),
         )
         .map_err(|err| query_failed(provider, &err))?;
-        let response = self.api_get(provider, &url).await?;
+        let response = self.api_get(provider, &url, token.as_deref()).await?;
         match response.status.as_u16() {
             200 => {}
             404 => {
@@ -288,13 +300,14 @@ impl Source for RegistrySource {
         version: &Version,
         platform: &Platform,
     ) -> Result<PackageMeta, SourceError> {
+        let token = self.token(provider).await?;
         let base = self.base_url(provider).await?;
         let path = format!(
             "{}/{}/{}/download/{}/{}",
             provider.namespace, provider.type_name, version, platform.os, platform.arch
         );
         let url = join(&base, &path).map_err(|err| query_failed(provider, &err))?;
-        let response = self.api_get(provider, &url).await?;
+        let response = self.api_get(provider, &url, token.as_deref()).await?;
         match response.status.as_u16() {
             200 => {}
             404 => {
@@ -464,14 +477,9 @@ fn decode<T: serde::de::DeserializeOwned>(response: &ApiResponse) -> Result<T, S
 /// only when the hostname has no port: a shell cannot name the `:`.
 fn credentials_hint(provider: &ProviderAddr) -> String {
     let host = provider.hostname.as_ascii();
-    let variable = if host.contains(':') {
-        String::new()
-    } else {
-        format!(
-            ", or set TF_TOKEN_{}",
-            host.replace('-', "__").replace('.', "_")
-        )
-    };
+    let variable = token_variable(&provider.hostname)
+        .map(|name| format!(", or set {name}"))
+        .unwrap_or_default();
     format!(
         "host {host} requires authentication credentials; add a credentials block for it to the CLI configuration{variable}"
     )

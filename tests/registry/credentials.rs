@@ -9,7 +9,7 @@ use crate::support::{self, Fault, ProviderSpec, PublishedTree, Registry, TestSer
 const TOKEN: &str = "s3cr3t-registry-token.abc123";
 
 /// Publishes `acme/widget` 1.0.0 on the scenario's server.
-fn publish_widget(scenario: &Scenario) -> PublishedTree {
+pub fn publish_widget(scenario: &Scenario) -> PublishedTree {
     scenario.publish(
         scenario
             .registry()
@@ -41,15 +41,20 @@ fn widget_paths(tree: &PublishedTree) -> (Vec<String>, Vec<String>) {
     )
 }
 
-/// Asserts the token went with every API call and with nothing else.
-fn assert_token_only_on_api_calls(scenario: &Scenario, tree: &PublishedTree, discovery: bool) {
+/// Asserts `token` went with every API call and with nothing else.
+pub fn assert_token_only_on_api_calls(
+    scenario: &Scenario,
+    tree: &PublishedTree,
+    discovery: bool,
+    token: &str,
+) {
     let (api, downloads) = widget_paths(tree);
     let mut api = api;
     if discovery {
         api.push("/.well-known/terraform.json".to_owned());
     }
     for path in &api {
-        assert_eq!(scenario.authorized(path, TOKEN), [true], "{path}");
+        assert_eq!(scenario.authorized(path, token), [true], "{path}");
     }
     for path in &downloads {
         let requests = scenario.server.requests_to(path);
@@ -80,7 +85,7 @@ fn a_credentials_block_authorizes_discovery_and_api_calls_only() {
 
     let run = scenario.project.init(&[]);
     run.assert_success().assert_not_contains(TOKEN);
-    assert_token_only_on_api_calls(&scenario, &tree, true);
+    assert_token_only_on_api_calls(&scenario, &tree, true, TOKEN);
 }
 
 #[test]
@@ -109,7 +114,7 @@ fn credentials_tfrc_json_authorizes_api_calls_only() {
         .init(&[])
         .assert_success()
         .assert_not_contains(TOKEN);
-    assert_token_only_on_api_calls(&scenario, &tree, true);
+    assert_token_only_on_api_calls(&scenario, &tree, true, TOKEN);
 }
 
 /// `TF_TOKEN_` names spell `.` as `_` and `-` as `__`; the variable beats a
@@ -145,7 +150,7 @@ fn a_tf_token_variable_authorizes_api_calls_for_the_provider_host() {
         "{}",
         run.stdout
     );
-    assert_token_only_on_api_calls(&scenario, &tree, false);
+    assert_token_only_on_api_calls(&scenario, &tree, false, TOKEN);
     assert_eq!(scenario.server.count("/.well-known/terraform.json"), 0);
 }
 

@@ -7,6 +7,7 @@
 mod support;
 
 mod credentials;
+mod credentials_helper;
 mod failures;
 mod happy;
 mod harness;

@@ -9,6 +9,7 @@
 //!
 //! Include it with `mod support;` and use the re-exports below.
 
+pub mod credentials_helper;
 pub mod fake_package;
 pub mod fixtures;
 pub mod hosted;
@@ -29,6 +30,7 @@ use sha2::{Digest, Sha256};
 // A test that uses only some of these would otherwise warn about the rest.
 #[allow(unused_imports)]
 pub use self::{
+    credentials_helper::{CredentialsHelper, credentials_helper_block},
     fake_package::Pkg,
     fixtures::{
         FsMirror, Layout, MirrorHashes, NetworkMirror, PackageInfo, Payload, ProviderSpec,

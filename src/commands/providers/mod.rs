@@ -12,8 +12,8 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use crate::addr::{Hostname, Platform, ProviderAddr, go_quote};
-use crate::cliconfig::{CliConfig, CliEnv};
+use crate::addr::{Platform, ProviderAddr, go_quote};
+use crate::cliconfig::{CliConfig, CliEnv, Credentials};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::http::ApiClient;
 use crate::module;
@@ -63,12 +63,9 @@ pub fn configuration_requirements(
     Ok((requirements, diags))
 }
 
-/// Credentials for registries and mirrors, from the CLI configuration and
-/// `TF_TOKEN_…` variables, exactly as `init` uses them.
+/// Credentials for registries and mirrors, exactly as `init` uses them.
 pub fn token_lookup(cli_config: &CliConfig, env: &CliEnv) -> TokenLookup {
-    let config = cli_config.clone();
-    let env = env.clone();
-    Arc::new(move |host: &Hostname| config.token_for(host, &env))
+    Arc::new(Credentials::new(cli_config, env))
 }
 
 /// Service discovery that honours the CLI configuration's `host` blocks.
