@@ -9,9 +9,10 @@
 
 use std::fmt;
 
+use crate::engine::Engine;
+
 use idna::uts46::{AsciiDenyList, DnsLength, Hyphens, Uts46};
 
-const DEFAULT_REGISTRY_HOST: &str = "registry.terraform.io";
 const BUILTIN_HOST: &str = "terraform.io";
 const BUILTIN_NAMESPACE: &str = "builtin";
 const LEGACY_NAMESPACE: &str = "-";
@@ -122,8 +123,10 @@ impl Hostname {
         }
     }
 
+    /// The registry of addresses that name no host: the selected
+    /// [`Engine`]'s, `registry.terraform.io` or `registry.opentofu.org`.
     pub fn default_registry() -> Hostname {
-        Hostname(DEFAULT_REGISTRY_HOST.to_owned())
+        Hostname(Engine::current().default_registry_host().to_owned())
     }
 
     fn builtin() -> Hostname {
@@ -262,7 +265,8 @@ impl ProviderAddr {
             return Err(AddrError::diagnostic(
                 "Invalid provider namespace",
                 format!(
-                    "The legacy provider namespace \"-\" can be used only with hostname {DEFAULT_REGISTRY_HOST}."
+                    "The legacy provider namespace \"-\" can be used only with hostname {}.",
+                    Hostname::default_registry()
                 ),
             ));
         }
@@ -332,12 +336,12 @@ impl ProviderAddr {
 
     /// Legacy (0.12-era, namespace `-`) addresses must be upgraded before use.
     pub fn is_legacy(&self) -> bool {
-        self.hostname.as_ascii() == DEFAULT_REGISTRY_HOST && self.namespace == LEGACY_NAMESPACE
+        self.hostname == Hostname::default_registry() && self.namespace == LEGACY_NAMESPACE
     }
 
     /// The short form used in most UI lines: the default registry is implied.
     pub fn for_display(&self) -> String {
-        if self.hostname.as_ascii() == DEFAULT_REGISTRY_HOST {
+        if self.hostname == Hostname::default_registry() {
             format!("{}/{}", self.namespace, self.type_name)
         } else {
             self.to_string()

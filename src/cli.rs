@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use clap::builder::TypedValueParser as _;
 use clap::{Args, Parser, Subcommand};
 
+use crate::engine::Engine;
 use crate::install::layout::LayoutKind;
 use crate::install::link::LinkMode;
 
@@ -36,6 +37,17 @@ pub struct Cli {
     /// Switch to DIR before doing anything else, as Terraform's -chdir does.
     #[arg(long, value_name = "DIR", global = true)]
     pub chdir: Option<PathBuf>,
+
+    /// Install as `opentofu` or `terraform` would; by default as OpenTofu
+    /// when the root module has any *.tofu or *.tofu.json file.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "ENGINE",
+        global = true,
+        env = "TFINSTALL_ENGINE"
+    )]
+    pub engine: Option<Engine>,
 
     #[command(subcommand)]
     pub command: Command,

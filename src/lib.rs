@@ -10,6 +10,7 @@ pub mod cli;
 pub mod cliconfig;
 pub mod commands;
 pub mod diag;
+pub mod engine;
 pub mod fetch;
 pub mod fsutil;
 pub mod go_json;

@@ -1,8 +1,10 @@
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
 
 use tfinstall::cli::{CacheCommand, Cli, Command, ProvidersCommand, normalize_args};
+use tfinstall::engine::Engine;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse_from(normalize_args(std::env::args_os())) {
@@ -40,6 +42,13 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(1);
     }
+    let root_modules = match &cli.command {
+        Command::Cache(CacheCommand::Warm(args)) if !args.dirs.is_empty() => args.dirs.clone(),
+        _ => vec![PathBuf::from(".")],
+    };
+    cli.engine
+        .unwrap_or_else(|| Engine::detect(root_modules.iter().map(PathBuf::as_path)))
+        .select();
     // One thread runs all network I/O (one HTTP/2 connection carries every
     // download); hashing, writing and unpacking go to blocking threads. With
     // worker threads, each 16 KiB chunk crossed threads, a futex wake-up

@@ -423,6 +423,7 @@ fn the_cli_config_reader_survives_arbitrary_text() {
                         ("HOME".to_owned(), dir.path().display().to_string()),
                     ]),
                     profile_dir: Some(dir.path().to_path_buf()),
+                    engine: Default::default(),
                 };
                 let _ = cliconfig::load(&env);
             }

@@ -173,6 +173,7 @@ mod tests {
         CliEnv {
             vars: BTreeMap::from([(name.to_string(), value.to_string())]),
             profile_dir: None,
+            engine: Default::default(),
         }
     }
 
@@ -243,6 +244,7 @@ mod tests {
                 ("TF_TOKEN_example_com".to_string(), "lower".to_string()),
             ]),
             profile_dir: None,
+            engine: Default::default(),
         };
         assert_eq!(
             token_for(&config(), &env, "example.com").as_deref(),
@@ -322,6 +324,7 @@ esac
                     "from-env".to_string(),
                 )]),
                 profile_dir: Some(self.dir.path().to_path_buf()),
+                engine: Default::default(),
             }
         }
 
@@ -412,6 +415,7 @@ esac
         let env = CliEnv {
             vars: BTreeMap::new(),
             profile_dir: Some(home.path().to_path_buf()),
+            engine: Default::default(),
         };
         assert_eq!(token_for(&config, &env, "example.com"), None);
     }

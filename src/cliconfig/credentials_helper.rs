@@ -31,12 +31,21 @@ pub struct HelperProgram {
 
 impl HelperProgram {
     /// The installed program for `helper`, if there is one. Like Terraform,
-    /// it looks in `~/.terraform.d/plugins` and its `OS_ARCH` subdirectory
-    /// only, whatever the CLI configuration says about provider directories.
+    /// it looks in the `plugins` directory of each data directory
+    /// (`~/.terraform.d`; for OpenTofu also `$XDG_DATA_HOME/opentofu`) and
+    /// its `OS_ARCH` subdirectory only, whatever the CLI configuration says
+    /// about provider directories.
     pub fn find(helper: &CredentialsHelper, env: &CliEnv) -> Option<HelperProgram> {
-        let plugins = env.config_dir()?.join("plugins");
-        let machine_dir = plugins.join(Platform::current().to_string());
-        let executable = find_executable(&helper.name, &[plugins, machine_dir])?;
+        let dirs: Vec<PathBuf> = env
+            .data_dirs()
+            .into_iter()
+            .flat_map(|dir| {
+                let plugins = dir.join("plugins");
+                let machine_dir = plugins.join(Platform::current().to_string());
+                [plugins, machine_dir]
+            })
+            .collect();
+        let executable = find_executable(&helper.name, &dirs)?;
         // An unusable value is ignored, as with the download settings'
         // variables: a typo should not cost anyone their credentials.
         let timeout = env

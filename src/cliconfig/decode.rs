@@ -368,6 +368,7 @@ mod tests {
         let env = CliEnv {
             vars: BTreeMap::from([("HOME".to_string(), "/home/u".to_string())]),
             profile_dir: None,
+            engine: Default::default(),
         };
         let (config, diags) = decode_src(
             "plugin_cache_dir = \"$HOME/.cache/${UNSET}tf\"\nPlugin_Cache_May_Break_Dependency_Lock_File = true\ndisable_checkpoint = true\nsome_future_setting { x = 1 }\n",

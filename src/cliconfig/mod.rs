@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 
 use crate::addr::{Hostname, ProviderAddr};
 use crate::diag::{Diagnostic, Diagnostics, SourcePos};
+use crate::engine::Engine;
 
 pub use credentials::{Credentials, CredentialsError, token_variable};
 
@@ -38,6 +39,8 @@ pub struct CliEnv {
     /// (`.terraformrc`, `.terraform.d`), `%APPDATA%` on Windows
     /// (`terraform.rc`, `terraform.d`). `None` when it cannot be determined.
     pub profile_dir: Option<PathBuf>,
+    /// Whose rules find the files: OpenTofu adds `.tofurc` and XDG places.
+    pub engine: Engine,
 }
 
 impl CliEnv {
@@ -54,7 +57,11 @@ impl CliEnv {
         } else {
             dirs::home_dir()
         };
-        CliEnv { vars, profile_dir }
+        CliEnv {
+            vars,
+            profile_dir,
+            engine: Engine::current(),
+        }
     }
 
     pub fn var(&self, name: &str) -> Option<&str> {
@@ -73,24 +80,68 @@ impl CliEnv {
             .map(PathBuf::from)
     }
 
+    /// Terraform's `~/.terraformrc`. OpenTofu's `~/.tofurc`, unless only
+    /// `~/.terraformrc` exists (then that), or neither exists and
+    /// `XDG_CONFIG_HOME` is set (then `$XDG_CONFIG_HOME/opentofu/tofurc`).
     fn default_config_file(&self) -> Option<PathBuf> {
-        let name = if cfg!(windows) {
-            "terraform.rc"
+        let profile = self.profile_dir.as_ref()?;
+        let (terraform, opentofu) = if cfg!(windows) {
+            ("terraform.rc", "tofu.rc")
         } else {
-            ".terraformrc"
+            (".terraformrc", ".tofurc")
         };
-        self.profile_dir.as_ref().map(|dir| dir.join(name))
+        let terraform = profile.join(terraform);
+        if self.engine == Engine::Terraform {
+            return Some(terraform);
+        }
+        let opentofu = profile.join(opentofu);
+        Some(match self.non_empty_var("XDG_CONFIG_HOME") {
+            _ if opentofu.exists() => opentofu,
+            _ if terraform.exists() => terraform,
+            Some(xdg) if !cfg!(windows) => Path::new(xdg).join("opentofu").join("tofurc"),
+            _ => opentofu,
+        })
     }
 
-    /// `~/.terraform.d`: besides `*.tfrc` files it holds the `plugins`
-    /// directory that the implicit installation source (§4.4) searches.
-    pub fn config_dir(&self) -> Option<PathBuf> {
+    /// `~/.terraform.d`, the directory Terraform has always used.
+    fn legacy_dir(&self) -> Option<PathBuf> {
         let name = if cfg!(windows) {
             "terraform.d"
         } else {
             ".terraform.d"
         };
         self.profile_dir.as_ref().map(|dir| dir.join(name))
+    }
+
+    /// Where `*.tfrc` files and `credentials.tfrc.json` are: `~/.terraform.d`,
+    /// or for OpenTofu `$XDG_CONFIG_HOME/opentofu` when that variable is set
+    /// and `~/.terraform.d` does not exist.
+    pub fn config_dir(&self) -> Option<PathBuf> {
+        let legacy = self.legacy_dir();
+        match self.non_empty_var("XDG_CONFIG_HOME") {
+            Some(xdg)
+                if self.engine == Engine::OpenTofu
+                    && !cfg!(windows)
+                    && !legacy.as_ref().is_some_and(|dir| dir.is_dir()) =>
+            {
+                Some(Path::new(xdg).join("opentofu"))
+            }
+            _ => legacy,
+        }
+    }
+
+    /// Directories whose `plugins` subdirectory holds providers (an implied
+    /// mirror) and credentials helpers: `~/.terraform.d`, and for OpenTofu
+    /// also `$XDG_DATA_HOME/opentofu` when that variable is set.
+    pub fn data_dirs(&self) -> Vec<PathBuf> {
+        let mut dirs: Vec<PathBuf> = self.legacy_dir().into_iter().collect();
+        if self.engine == Engine::OpenTofu
+            && !cfg!(windows)
+            && let Some(xdg) = self.non_empty_var("XDG_DATA_HOME")
+        {
+            dirs.push(Path::new(xdg).join("opentofu"));
+        }
+        dirs
     }
 }
 
@@ -388,6 +439,7 @@ mod tests {
             CliEnv {
                 vars: self.vars.clone(),
                 profile_dir: Some(self.dir.path().to_path_buf()),
+                engine: Default::default(),
             }
         }
 
@@ -402,6 +454,82 @@ mod tests {
 
     fn messages(diags: &Diagnostics) -> Vec<String> {
         diags.iter().map(|d| d.summary.clone()).collect()
+    }
+
+    /// Which file and directory each engine reads, as OpenTofu 1.10's
+    /// `config_unix.go` picks them.
+    #[cfg(unix)]
+    #[test]
+    fn opentofu_prefers_tofurc_and_falls_back_to_xdg_places() {
+        let mut home = Home::new();
+        let env = |home: &Home, engine| CliEnv {
+            engine,
+            ..home.env()
+        };
+        let file = |home: &Home, engine| env(home, engine).default_config_file().unwrap();
+        let dir = |home: &Home, engine| env(home, engine).config_dir().unwrap();
+        home.set(
+            "XDG_CONFIG_HOME",
+            &home.path("xdg-config").display().to_string(),
+        );
+        home.set(
+            "XDG_DATA_HOME",
+            &home.path("xdg-data").display().to_string(),
+        );
+
+        assert_eq!(
+            file(&home, Engine::OpenTofu),
+            home.path("xdg-config/opentofu/tofurc")
+        );
+        assert_eq!(
+            dir(&home, Engine::OpenTofu),
+            home.path("xdg-config/opentofu")
+        );
+        assert_eq!(file(&home, Engine::Terraform), home.path(".terraformrc"));
+        assert_eq!(dir(&home, Engine::Terraform), home.path(".terraform.d"));
+
+        home.write(".terraformrc", "");
+        assert_eq!(file(&home, Engine::OpenTofu), home.path(".terraformrc"));
+        home.write(".tofurc", "");
+        assert_eq!(file(&home, Engine::OpenTofu), home.path(".tofurc"));
+        assert_eq!(file(&home, Engine::Terraform), home.path(".terraformrc"));
+
+        fs::create_dir(home.path(".terraform.d")).unwrap();
+        assert_eq!(dir(&home, Engine::OpenTofu), home.path(".terraform.d"));
+        assert_eq!(
+            env(&home, Engine::OpenTofu).data_dirs(),
+            [home.path(".terraform.d"), home.path("xdg-data/opentofu")]
+        );
+        assert_eq!(
+            env(&home, Engine::Terraform).data_dirs(),
+            [home.path(".terraform.d")]
+        );
+
+        home.vars.clear();
+        fs::remove_file(home.path(".tofurc")).unwrap();
+        fs::remove_file(home.path(".terraformrc")).unwrap();
+        assert_eq!(file(&home, Engine::OpenTofu), home.path(".tofurc"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn opentofu_reads_tofurc_and_not_terraformrc_when_both_exist() {
+        let home = Home::new();
+        home.write(".terraformrc", "plugin_cache_dir = \"/from-terraformrc\"\n");
+        home.write(".tofurc", "plugin_cache_dir = \"/from-tofurc\"\n");
+        let (config, _) = load(&CliEnv {
+            engine: Engine::OpenTofu,
+            ..home.env()
+        });
+        assert_eq!(
+            config.plugin_cache_dir.as_deref(),
+            Some(Path::new("/from-tofurc"))
+        );
+        let (config, _) = home.load();
+        assert_eq!(
+            config.plugin_cache_dir.as_deref(),
+            Some(Path::new("/from-terraformrc"))
+        );
     }
 
     #[cfg(unix)]

@@ -486,6 +486,7 @@ mod tests {
         let env = CliEnv {
             vars: BTreeMap::from([("GOBIN".to_string(), "/go/bin".to_string())]),
             profile_dir: None,
+            engine: Default::default(),
         };
         let (blocks, diags) = decode_src(
             "provider_installation {\n  dev_overrides {\n    \"example.com/ns/a\" = \"${GOBIN}/./a/\"\n    \"ns/b\" = \"$MISSING/b/$MISSING\"\n  }\n}\n",

@@ -1,11 +1,13 @@
 //! Finding and reading a module directory's configuration files in
-//! Terraform's order (parser_config_dir.go).
+//! Terraform's order (parser_config_dir.go), with OpenTofu's `.tofu` files
+//! when it is the engine.
 
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::diag::{Diagnostic, Diagnostics};
+use crate::engine::Engine;
 
 use super::decode::{FileDecls, decode_file};
 use super::range::LineIndex;
@@ -25,18 +27,31 @@ pub(super) fn is_ignored(name: &str) -> bool {
     name.starts_with('.') || name.ends_with('~') || (name.starts_with('#') && name.ends_with('#'))
 }
 
-fn stem_of_config_file(name: &str) -> Option<&str> {
-    name.strip_suffix(".tf.json")
-        .or_else(|| name.strip_suffix(".tf"))
+/// A configuration file's name without its extension, for the extensions
+/// `engine` reads: OpenTofu reads `.tofu` and `.tofu.json` files too.
+fn stem_of_config_file(name: &str, engine: Engine) -> Option<&str> {
+    let extensions: &[&str] = match engine {
+        Engine::Terraform => &[".tf.json", ".tf"],
+        Engine::OpenTofu => &[".tf.json", ".tf", ".tofu.json", ".tofu"],
+    };
+    extensions.iter().find_map(|ext| name.strip_suffix(ext))
 }
 
 fn is_override(stem: &str) -> bool {
     stem == "override" || stem.ends_with("_override")
 }
 
-/// Lists `.tf` and `.tf.json` files (not subdirectories) sorted by name,
-/// as Go's ReadDir does; `.tf` and `.tf.json` files interleave.
-pub(super) fn config_files(fs_dir: &Path, display_dir: &Path) -> io::Result<ConfigFiles> {
+fn is_json(name: &str) -> bool {
+    name.ends_with(".tf.json") || name.ends_with(".tofu.json")
+}
+
+/// Lists the configuration files (not subdirectories) sorted by name, as
+/// Go's ReadDir does; `.tf` and `.tf.json` files interleave.
+pub(super) fn config_files(
+    fs_dir: &Path,
+    display_dir: &Path,
+    engine: Engine,
+) -> io::Result<ConfigFiles> {
     let mut names = Vec::new();
     for entry in fs::read_dir(fs_dir)? {
         let entry = entry?;
@@ -47,26 +62,52 @@ pub(super) fn config_files(fs_dir: &Path, display_dir: &Path) -> io::Result<Conf
         names.push(entry.file_name());
     }
     names.sort_by(|a, b| a.as_encoded_bytes().cmp(b.as_encoded_bytes()));
+    let names: Vec<String> = names
+        .into_iter()
+        .filter_map(|name| name.into_string().ok())
+        .collect();
 
-    let mut files = ConfigFiles::default();
-    for name in names {
-        let Some(name) = name.to_str() else {
-            continue;
-        };
+    let mut primary = Vec::new();
+    let mut overrides = Vec::new();
+    for name in &names {
         if is_ignored(name) {
             continue;
         }
-        let Some(stem) = stem_of_config_file(name) else {
+        let Some(stem) = stem_of_config_file(name, engine) else {
             continue;
         };
-        let path = display_dir.join(name);
         if is_override(stem) {
-            files.overrides.push(path);
+            overrides.push(name.as_str());
         } else {
-            files.primary.push(path);
+            primary.push(name.as_str());
         }
     }
-    Ok(files)
+    let in_dir = |names: Vec<&str>| -> Vec<PathBuf> {
+        without_shadowed_tf_files(&names)
+            .map(|name| display_dir.join(name))
+            .collect()
+    };
+    Ok(ConfigFiles {
+        primary: in_dir(primary),
+        overrides: in_dir(overrides),
+    })
+}
+
+/// OpenTofu's rule for modules that serve both programs: `X.tofu` takes the
+/// place of `X.tf`, and `X.tofu.json` of `X.tf.json`, within the primary
+/// files and within the override files. Terraform mode lists no `.tofu`
+/// files, so nothing is shadowed there.
+fn without_shadowed_tf_files<'a>(names: &'a [&'a str]) -> impl Iterator<Item = &'a str> {
+    names.iter().copied().filter(move |name| {
+        let alternative = if let Some(stem) = name.strip_suffix(".tf.json") {
+            format!("{stem}.tofu.json")
+        } else if let Some(stem) = name.strip_suffix(".tf") {
+            format!("{stem}.tofu")
+        } else {
+            return true;
+        };
+        !names.contains(&alternative.as_str())
+    })
 }
 
 /// Reads and decodes one file. `root_dir` turns the display path into a
@@ -102,11 +143,11 @@ pub(super) fn load_file(
     };
     let src = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let index = LineIndex::new(display_path, src);
-    let is_json = display_path
+    let body = if display_path
         .file_name()
         .and_then(|name| name.to_str())
-        .is_some_and(|name| name.ends_with(".tf.json"));
-    let body = if is_json {
+        .is_some_and(is_json)
+    {
         json::parse_file(src, &index, &TOP_LEVEL, diags)
     } else {
         native::parse_file(src, &index, &TOP_LEVEL, diags)
@@ -145,7 +186,7 @@ mod tests {
             fs::write(dir.path().join(name), "").expect("write");
         }
         fs::create_dir(dir.path().join("sub.tf")).expect("mkdir");
-        let files = config_files(dir.path(), Path::new("mod")).expect("listed");
+        let files = config_files(dir.path(), Path::new("mod"), Engine::Terraform).expect("listed");
         assert_eq!(
             files,
             ConfigFiles {
@@ -155,6 +196,56 @@ mod tests {
                     "mod/overrides.tf".into()
                 ],
                 overrides: vec!["mod/override.tf".into(), "mod/z_override.tf.json".into()],
+            }
+        );
+    }
+
+    #[test]
+    fn opentofu_reads_tofu_files_in_place_of_tf_files_of_the_same_name() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for name in [
+            "main.tf",
+            "main.tofu",
+            "vars.tf.json",
+            "vars.tofu.json",
+            "only.tf",
+            "other.tf.json",
+            "other.tofu",
+            "new.tofu.json",
+            "override.tf",
+            "override.tofu",
+            "x_override.tf.json",
+        ] {
+            fs::write(dir.path().join(name), "").expect("write");
+        }
+        let listed = |engine| config_files(dir.path(), Path::new(""), engine).expect("listed");
+        assert_eq!(
+            listed(Engine::OpenTofu),
+            ConfigFiles {
+                primary: [
+                    "main.tofu",
+                    "new.tofu.json",
+                    "only.tf",
+                    "other.tf.json",
+                    "other.tofu",
+                    "vars.tofu.json"
+                ]
+                .map(PathBuf::from)
+                .to_vec(),
+                overrides: ["override.tofu", "x_override.tf.json"]
+                    .map(PathBuf::from)
+                    .to_vec(),
+            }
+        );
+        assert_eq!(
+            listed(Engine::Terraform),
+            ConfigFiles {
+                primary: ["main.tf", "only.tf", "other.tf.json", "vars.tf.json"]
+                    .map(PathBuf::from)
+                    .to_vec(),
+                overrides: ["override.tf", "x_override.tf.json"]
+                    .map(PathBuf::from)
+                    .to_vec(),
             }
         );
     }

@@ -24,6 +24,8 @@ use crate::version::VersionConstraints;
 
 use assemble::{ModuleConfig, assemble};
 use files::{config_files, load_file};
+
+use crate::engine::Engine;
 use manifest::Manifest;
 use range::{DiagnosticExt, SrcRange};
 
@@ -126,7 +128,7 @@ impl Walker<'_> {
         } else {
             display_dir
         };
-        let files = match config_files(&fs_dir, display_dir) {
+        let files = match config_files(&fs_dir, display_dir, Engine::current()) {
             Ok(files) => files,
             Err(_) => {
                 self.diags

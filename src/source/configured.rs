@@ -121,13 +121,13 @@ pub fn build_source_excluding(
     (Arc::new(MultiSource::new(methods)), diags)
 }
 
-/// The local directories Terraform searches when the CLI configuration has
-/// no `provider_installation` block, in its order.
+/// The local directories Terraform (or OpenTofu, which also searches
+/// `$XDG_DATA_HOME/opentofu/plugins`) searches when the CLI configuration
+/// has no `provider_installation` block, in its order. Both use the
+/// `terraform` XDG subdirectories after that.
 pub fn implied_mirror_dirs(env: &CliEnv, launch_dir: &Path) -> Vec<PathBuf> {
     let mut dirs = vec![launch_dir.join("terraform.d").join("plugins")];
-    if let Some(config_dir) = env.config_dir() {
-        dirs.push(config_dir.join("plugins"));
-    }
+    dirs.extend(env.data_dirs().into_iter().map(|dir| dir.join("plugins")));
     let data_home = env
         .var("XDG_DATA_HOME")
         .filter(|v| Path::new(v).is_absolute())
