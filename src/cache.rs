@@ -83,6 +83,7 @@ pub enum AuthRecord {
     Unauthenticated,
     VerifiedChecksum,
     Signed { trust: TrustRecord, key_id: String },
+    SigningSkipped,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -106,6 +107,7 @@ impl From<&AuthResult> for AuthRecord {
                 },
                 key_id: check.key_id.clone(),
             },
+            AuthResult::SigningSkipped => AuthRecord::SigningSkipped,
         }
     }
 }
@@ -122,7 +124,10 @@ impl From<&AuthRecord> for AuthResult {
                     TrustRecord::SelfSigned => Trust::SelfSigned,
                 },
                 key_id: key_id.clone(),
+                // Reported when the entry was filled.
+                key_expired: false,
             }),
+            AuthRecord::SigningSkipped => AuthResult::SigningSkipped,
         }
     }
 }

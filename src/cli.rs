@@ -222,10 +222,11 @@ pub struct InitArgs {
     #[arg(long, value_name = "MODE")]
     pub lockfile: Option<String>,
 
-    /// Where to install: `plugins` (.terraform/plugins, read by Terraform 0.13)
-    /// or `providers` (.terraform/providers, read by Terraform 0.14 and later).
-    #[arg(long, value_enum, default_value = "plugins")]
-    pub layout: LayoutKind,
+    /// Where to install: `plugins` (.terraform/plugins, read by Terraform 0.13;
+    /// the default with Terraform) or `providers` (.terraform/providers, read
+    /// by Terraform 0.14 and later and by OpenTofu; the default with OpenTofu).
+    #[arg(long, value_enum)]
+    pub layout: Option<LayoutKind>,
 
     /// How many providers to fetch at once.
     #[arg(long, default_value_t = DEFAULT_PARALLELISM, value_name = "N")]

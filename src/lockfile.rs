@@ -19,11 +19,17 @@ use hcl_edit::structure::{Attribute, Block, Body};
 
 use crate::addr::ProviderAddr;
 use crate::diag::{Diagnostic, Diagnostics};
+use crate::engine::Engine;
 use crate::verify::hash::PackageHash;
 use crate::version::{Version, VersionConstraints};
 
-const HEADER: &str = "# This file is maintained automatically by \"terraform init\".\n\
-                      # Manual edits may be lost in future updates.\n";
+/// The header `init` writes, naming the engine's command.
+fn header() -> String {
+    format!(
+        "# This file is maintained automatically by \"{} init\".\n# Manual edits may be lost in future updates.\n",
+        Engine::current().command()
+    )
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LockedProvider {
@@ -107,7 +113,7 @@ impl Locks {
     /// Terraform's exact bytes (§10.1): header, then one block per provider
     /// in address order, each preceded by an empty line.
     pub fn render(&self) -> String {
-        let mut out = String::from(HEADER);
+        let mut out = header();
         for lock in self.providers.values() {
             out.push('\n');
             let _ = writeln!(out, "provider {} {{", hcl_quote(&lock.addr.to_string()));
@@ -1013,7 +1019,7 @@ mod tests {
         let (locks, diags) = Locks::load(&fixture("empty.hcl"));
         assert!(diags.is_empty());
         assert!(locks.is_empty());
-        assert_eq!(locks.render(), HEADER);
+        assert_eq!(locks.render(), header());
     }
 
     #[test]
@@ -1265,7 +1271,7 @@ provider "tf.example.com/acme/widget" {
         assert_eq!(names, [".terraform.lock.hcl"]);
 
         Locks::new().save(&path).unwrap();
-        assert_eq!(fs::read_to_string(&path).unwrap(), HEADER);
+        assert_eq!(fs::read_to_string(&path).unwrap(), header());
         let names: Vec<_> = fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name())

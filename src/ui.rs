@@ -4,6 +4,7 @@
 use std::io::{IsTerminal, Write};
 
 use crate::diag::{Diagnostic, Diagnostics, Severity};
+use crate::engine::Engine;
 use crate::install::installer::InstallEvent;
 use crate::verify::AuthResult;
 
@@ -46,7 +47,7 @@ impl Ui {
     pub fn event_line(&self, event: &InstallEvent) -> Option<String> {
         Some(match event {
             InstallEvent::BuiltIn { provider } => {
-                format!("- {provider} is built in to Terraform")
+                format!("- {provider} is built in to {}", Engine::current().name())
             }
             InstallEvent::ReusingLocked { provider } => format!(
                 "- Reusing previous version of {} from the dependency lock file",
@@ -77,6 +78,14 @@ impl Ui {
             InstallEvent::Installing { provider, version } => {
                 format!("- Installing {} v{version}...", provider.for_display())
             }
+            InstallEvent::Installed {
+                provider,
+                version,
+                auth: AuthResult::SigningSkipped,
+            } => format!(
+                "- Installed {} v{version}. Signature validation was skipped due to the registry not containing GPG keys for this provider",
+                provider.for_display()
+            ),
             InstallEvent::Installed {
                 provider,
                 version,

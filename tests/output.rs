@@ -218,7 +218,8 @@ fn json_stream_of_a_successful_install_follows_the_schema() {
     let stream = validated_stream(&output.stdout);
 
     assert_eq!(stream[0]["type"], "version");
-    assert_eq!(stream[0]["ui"], "1.0");
+    assert_eq!(stream[0]["ui"], "1.1");
+    assert_eq!(stream[0]["engine"], "terraform");
     let host = world.registry.server.host();
     let alpha = format!("{host}/test/alpha");
     let beta = format!("{host}/test/beta");
@@ -497,6 +498,7 @@ Providers selected in the dependency lock file:
     provider[{host}/test/beta] not locked yet: run tfinstall init
 
 Providers required only by state are not shown: tfinstall does not read Terraform state.
+Read with Terraform's rules (-engine=terraform; default registry registry.terraform.io).
 "
         )
     );

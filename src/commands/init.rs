@@ -10,10 +10,11 @@ use crate::cli::InitArgs;
 use crate::cliconfig::{self, CliEnv};
 use crate::commands::providers::configuration_requirements;
 use crate::diag::{Diagnostic, Diagnostics};
+use crate::engine::Engine;
 use crate::fetch::{DownloadSettings, Downloader};
 use crate::install::extract::ExtractLimits;
 use crate::install::installer::{CacheUse, InstallMode, InstallOutcome, Installer};
-use crate::install::layout::InstallLayout;
+use crate::install::layout::{InstallLayout, LayoutKind};
 use crate::install::staging::{FileMode, Staging};
 use crate::lockfile::Locks;
 use crate::output::{LockFileChange, Output};
@@ -66,6 +67,18 @@ async fn init(
         )
         .into());
     }
+    let layout = match (Engine::current(), args.layout) {
+        (Engine::OpenTofu, Some(LayoutKind::Plugins)) => {
+            return Err(Diagnostic::error(
+                "Invalid command-line option",
+                "OpenTofu reads providers only from .terraform/providers, so -layout=plugins cannot be used with it. Leave -layout out, or choose Terraform's rules with -engine=terraform.",
+            )
+            .into());
+        }
+        (_, Some(layout)) => layout,
+        (Engine::Terraform, None) => LayoutKind::Plugins,
+        (Engine::OpenTofu, None) => LayoutKind::Providers,
+    };
     let data_dir = data_dir();
     let mut warnings = Diagnostics::new();
 
@@ -110,7 +123,7 @@ async fn init(
     });
     let installer = Installer {
         source,
-        layout: InstallLayout::new(&data_dir, args.layout),
+        layout: InstallLayout::new(&data_dir, layout),
         platform: Platform::current(),
         limits: ExtractLimits {
             max_total_bytes: args.max_package_size,
@@ -245,9 +258,10 @@ fn finish(
     }
 
     if third_party_signed {
-        out.message("partner_and_community_providers", |_| {
-            "\nPartner and community providers are signed by their developers.\nIf you'd like to know more about provider signing, you can read about it here:\nhttps://developer.hashicorp.com/terraform/cli/plugins/signing".to_string()
-        });
+        out.message("partner_and_community_providers", |_| match Engine::current() {
+            Engine::Terraform => "\nPartner and community providers are signed by their developers.\nIf you'd like to know more about provider signing, you can read about it here:\nhttps://developer.hashicorp.com/terraform/cli/plugins/signing",
+            Engine::OpenTofu => "\nProviders are signed by their developers.\nIf you'd like to know more about provider signing, you can read about it here:\nhttps://opentofu.org/docs/cli/plugins/signing/",
+        }.to_string());
     }
     let mut lock_file = if locks_changed {
         LockFileChange::NotSaved
@@ -277,14 +291,17 @@ fn finish(
             })?;
         if previous.is_empty() {
             lock_file = LockFileChange::Created;
+            let engine = Engine::current();
             out.message("lock_file_created", |ui| format!(
-                "\nTerraform has created a lock file {} to record the provider\nselections it made above. Include this file in your version control repository\nso that Terraform can guarantee to make the same selections by default when\nyou run \"terraform init\" in the future.",
-                ui.bold(LOCK_FILE)
+                "\n{name} has created a lock file {} to record the provider\nselections it made above. Include this file in your version control repository\nso that {name} can guarantee to make the same selections by default when\nyou run \"{command} init\" in the future.",
+                ui.bold(LOCK_FILE),
+                name = engine.name(),
+                command = engine.command(),
             ));
         } else {
             lock_file = LockFileChange::Updated;
             out.message("lock_file_changed", |_| {
-                "\nTerraform has made some changes to the provider dependency selections recorded\nin the .terraform.lock.hcl file. Review those changes and commit them to your\nversion control system if they represent changes you intended to make.".to_string()
+                format!("\n{} has made some changes to the provider dependency selections recorded\nin the .terraform.lock.hcl file. Review those changes and commit them to your\nversion control system if they represent changes you intended to make.", Engine::current().name())
             });
         }
     }
@@ -323,7 +340,9 @@ fn incomplete_lock_warning(providers: &[ProviderAddr], platform: &Platform) -> D
     Diagnostic::warning(
         "Incomplete lock file information for providers",
         format!(
-            "Due to your customized provider installation methods, Terraform was forced to calculate lock file checksums locally for the following providers:{list}\n\nThe current .terraform.lock.hcl file only includes checksums for {platform}, so Terraform running on another platform will fail to install these providers.\n\nTo calculate additional checksums for another platform, run:\n  terraform providers lock -platform=linux_amd64\n(where linux_amd64 is the platform to generate)"
+            "Due to your customized provider installation methods, {name} was forced to calculate lock file checksums locally for the following providers:{list}\n\nThe current .terraform.lock.hcl file only includes checksums for {platform}, so {name} running on another platform will fail to install these providers.\n\nTo calculate additional checksums for another platform, run:\n  {command} providers lock -platform=linux_amd64\n(where linux_amd64 is the platform to generate)",
+            name = Engine::current().name(),
+            command = Engine::current().command(),
         ),
     )
 }

@@ -15,6 +15,7 @@ use futures_util::{StreamExt, TryFutureExt};
 use crate::addr::{Platform, ProviderAddr};
 use crate::cache::{EntryMeta, PluginCache};
 use crate::diag::{Diagnostic, Diagnostics};
+use crate::engine::Engine;
 use crate::fetch::{DownloadProgress, Downloader};
 use crate::http::TERRAFORM_COMPAT_VERSION;
 use crate::install::extract::{ExtractLimits, extract_package, find_executable};
@@ -30,7 +31,7 @@ use crate::source::{
 use crate::verify::hash::PackageHash;
 use crate::verify::signature::verify_sums_signature;
 use crate::verify::sums::{acceptable_hashes, checksum_for};
-use crate::verify::{AuthError, AuthResult};
+use crate::verify::{AuthError, AuthResult, expired_keys_refused, signature_may_be_skipped};
 use crate::version::{Version, VersionConstraints};
 
 const CHECKSUM_DOCS: &str = "https://developer.hashicorp.com/terraform/language/files/dependency-lock#checksum-verification";
@@ -907,7 +908,7 @@ impl Installer {
     ) -> Fetched {
         let mut hashes = preferred.clone();
         hashes.insert(package.h1.clone());
-        let signed = matches!(package.auth, AuthResult::Signed(_));
+        let signed = package.auth.vouches_for_release();
         // Terraform's test: nothing signed this run, and the lock had no
         // hashes for this version or exactly the one just computed.
         let incomplete = (!signed || package.signed_hashes.is_empty())
@@ -1055,6 +1056,20 @@ impl Installer {
         };
         let zh = PackageHash::zh_of_digest(&digest);
         let (auth, signed_hashes) = authenticate_archive(meta, &digest, &zh).await?;
+        if let AuthResult::Signed(check) = &auth
+            && check.key_expired
+            && Engine::current() == Engine::OpenTofu
+        {
+            emit(InstallEvent::Warning(Diagnostic::warning(
+                "Provider signed with an expired key",
+                format!(
+                    "Provider {} v{} is signed with key {}, which has expired; this will fail in future versions of OpenTofu. Ask the provider's author to sign its releases with a current key. OPENTOFU_ENFORCE_GPG_EXPIRATION=true refuses such packages.",
+                    meta.provider.for_display(),
+                    meta.version,
+                    check.key_id
+                ),
+            )));
+        }
         emit(InstallEvent::Verified {
             provider: meta.provider.clone(),
             version: meta.version.clone(),
@@ -1207,12 +1222,17 @@ pub async fn authenticate_archive(
         }
         PackageAuthentication::Signed(signed) => {
             let documents = signed.documents.get().await.map_err(|e| e.to_string())?;
+            let release = acceptable_hashes(&documents.sha256sums, &meta.filename, &meta.platform);
+            if signed.keys.is_empty() && signature_may_be_skipped(&meta.provider) {
+                verify_checksums(meta, signed, &documents, digest).map_err(|e| e.to_string())?;
+                return Ok((AuthResult::SigningSkipped, release));
+            }
             let check =
                 verify_signed(meta, signed, &documents, digest).map_err(|e| e.to_string())?;
-            Ok((
-                AuthResult::Signed(check),
-                acceptable_hashes(&documents.sha256sums, &meta.filename, &meta.platform),
-            ))
+            if check.key_expired && expired_keys_refused() {
+                return Err("the provider is not signed with a valid signing key; please contact the provider author (authentication signature from unknown issuer)".to_owned());
+            }
+            Ok((AuthResult::Signed(check), release))
         }
     }
 }
@@ -1223,6 +1243,18 @@ fn verify_signed(
     documents: &SignedDocuments,
     digest: &[u8; 32],
 ) -> Result<crate::verify::signature::SignatureCheck, AuthError> {
+    verify_checksums(meta, signed, documents, digest)?;
+    verify_sums_signature(&documents.sha256sums, &documents.signature, &signed.keys)
+}
+
+/// The registry's `shasum` is the one the checksum list gives the archive,
+/// and the archive has it.
+fn verify_checksums(
+    meta: &PackageMeta,
+    signed: &SignedChecksums,
+    documents: &SignedDocuments,
+    digest: &[u8; 32],
+) -> Result<(), AuthError> {
     let listed = checksum_for(&documents.sha256sums, &meta.filename)?;
     if listed != signed.shasum {
         return Err(AuthError(format!(
@@ -1238,7 +1270,7 @@ fn verify_signed(
             hex::encode(signed.shasum)
         )));
     }
-    verify_sums_signature(&documents.sha256sums, &documents.signature, &signed.keys)
+    Ok(())
 }
 
 pub fn mirror_mismatch(listed: &[PackageHash]) -> String {

@@ -12,13 +12,14 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde_json::{Map, Value, json};
 
 use crate::diag::{Diagnostic, Severity};
+use crate::engine::Engine;
 use crate::install::installer::{InstallEvent, ProgressStage};
 use crate::ui::Ui;
 use crate::verify::{AuthResult, Trust};
 
 /// The schema version, `MAJOR.MINOR`: a minor bump adds message types or
 /// optional fields; a major bump changes or removes something.
-pub const UI_VERSION: &str = "1.0";
+pub const UI_VERSION: &str = "1.1";
 
 /// A machine reading progress needs far fewer updates than a person
 /// watching a bar: at most one per download per second, plus the last.
@@ -41,7 +42,7 @@ impl JsonLines {
             "info",
             &format!("tfinstall {version}"),
             "version",
-            json!({ "tfinstall": version, "ui": UI_VERSION }),
+            json!({ "tfinstall": version, "ui": UI_VERSION, "engine": Engine::current().as_str() }),
         );
         lines
     }

@@ -8,6 +8,9 @@ pub mod sums;
 
 use std::fmt;
 
+use crate::addr::ProviderAddr;
+use crate::engine::Engine;
+
 pub use hash::{HashError, LocalPackage, PackageHash};
 pub use signature::{SignatureCheck, SigningKey, Trust, verify_sums_signature};
 pub use sums::{acceptable_hashes, checksum_for};
@@ -19,25 +22,27 @@ pub enum AuthResult {
     Unauthenticated,
     VerifiedChecksum,
     Signed(SignatureCheck),
+    /// OpenTofu's registry listed no key, so only the checksums were
+    /// checked ([`signature_may_be_skipped`]).
+    SigningSkipped,
 }
 
 impl AuthResult {
     /// Partner and self-signed packages get their key ID shown and the
-    /// third-party footer printed.
+    /// third-party footer printed. OpenTofu trusts no key of its own, so
+    /// every signature is a third party's there.
     pub fn is_third_party_signed(&self) -> bool {
-        matches!(
-            self,
-            AuthResult::Signed(SignatureCheck {
-                trust: Trust::Partner | Trust::SelfSigned,
-                ..
-            })
-        )
+        match self {
+            AuthResult::Signed(_) if Engine::current() == Engine::OpenTofu => true,
+            AuthResult::Signed(check) => matches!(check.trust, Trust::Partner | Trust::SelfSigned),
+            _ => false,
+        }
     }
 
     /// Only a signed SHA256SUMS vouches for the other platforms' hashes that
-    /// go into the lock file.
-    pub fn is_signed(&self) -> bool {
-        matches!(self, AuthResult::Signed(_))
+    /// go into the lock file, or for OpenTofu one whose signature it skipped.
+    pub fn vouches_for_release(&self) -> bool {
+        matches!(self, AuthResult::Signed(_) | AuthResult::SigningSkipped)
     }
 
     pub fn key_id(&self) -> Option<&str> {
@@ -53,9 +58,29 @@ impl fmt::Display for AuthResult {
         match self {
             AuthResult::Unauthenticated => f.write_str("unauthenticated"),
             AuthResult::VerifiedChecksum => f.write_str("verified checksum"),
+            AuthResult::Signed(_) if Engine::current() == Engine::OpenTofu => f.write_str("signed"),
             AuthResult::Signed(check) => check.trust.fmt(f),
+            AuthResult::SigningSkipped => f.write_str("signing skipped"),
         }
     }
+}
+
+/// OpenTofu's rule for its own registry, which serves many providers
+/// without signing keys (opentofu/opentofu#309): their packages install
+/// once the checksums match, unless `OPENTOFU_ENFORCE_GPG_VALIDATION=true`.
+/// Other registries, and Terraform, always need a signature.
+pub fn signature_may_be_skipped(provider: &ProviderAddr) -> bool {
+    Engine::current() == Engine::OpenTofu
+        && provider.hostname.as_ascii() == Engine::OpenTofu.default_registry_host()
+        && std::env::var("OPENTOFU_ENFORCE_GPG_VALIDATION").as_deref() != Ok("true")
+}
+
+/// OpenTofu accepts a signature by an expired key with a warning, and
+/// refuses it with `OPENTOFU_ENFORCE_GPG_EXPIRATION=true`; Terraform
+/// accepts it silently.
+pub fn expired_keys_refused() -> bool {
+    Engine::current() == Engine::OpenTofu
+        && std::env::var("OPENTOFU_ENFORCE_GPG_EXPIRATION").as_deref() == Ok("true")
 }
 
 /// An authentication failure, worded exactly as Terraform words it because
@@ -81,6 +106,7 @@ mod tests {
             AuthResult::Signed(SignatureCheck {
                 trust,
                 key_id: "34365D9472D7468F".to_owned(),
+                key_expired: false,
             })
         };
         assert_eq!(AuthResult::Unauthenticated.to_string(), "unauthenticated");
@@ -99,8 +125,9 @@ mod tests {
         assert!(signed(Trust::Partner).is_third_party_signed());
         assert!(signed(Trust::SelfSigned).is_third_party_signed());
         assert!(!AuthResult::VerifiedChecksum.is_third_party_signed());
-        assert!(signed(Trust::HashiCorp).is_signed());
-        assert!(!AuthResult::VerifiedChecksum.is_signed());
+        assert!(signed(Trust::HashiCorp).vouches_for_release());
+        assert!(AuthResult::SigningSkipped.vouches_for_release());
+        assert!(!AuthResult::VerifiedChecksum.vouches_for_release());
         assert_eq!(signed(Trust::Partner).key_id(), Some("34365D9472D7468F"));
         assert_eq!(AuthResult::Unauthenticated.key_id(), None);
     }

@@ -56,6 +56,10 @@ pub struct SignatureCheck {
     /// Primary key ID of the registry key that verified, 16 upper-case hex
     /// digits, as Terraform prints it.
     pub key_id: String,
+    /// The key (or its signing subkey) had expired. Terraform accepts such
+    /// signatures without a word; OpenTofu warns, or refuses them when
+    /// `OPENTOFU_ENFORCE_GPG_EXPIRATION=true`.
+    pub key_expired: bool,
 }
 
 /// Terraform's signature step: find the registry key that made `signature`
@@ -74,11 +78,12 @@ fn verify_at(
     keys: &[SigningKey],
     now: u64,
 ) -> Result<SignatureCheck, AuthError> {
-    let (signing_key, key_id) = find_signing_key(sums, signature, keys, now)?;
+    let (signing_key, key_id, key_expired) = find_signing_key(sums, signature, keys, now)?;
     let check = |trust| {
         Ok(SignatureCheck {
             trust,
             key_id: key_id.clone(),
+            key_expired,
         })
     };
 
@@ -111,14 +116,14 @@ fn find_signing_key<'k>(
     signature: &[u8],
     keys: &'k [SigningKey],
     now: u64,
-) -> Result<(&'k SigningKey, String), AuthError> {
+) -> Result<(&'k SigningKey, String, bool), AuthError> {
     for key in keys {
         let ring = read_armored_key_ring(&key.ascii_armor)
             .map_err(|err| AuthError(format!("error decoding signing key: {err}")))?;
         match check_detached_signature(&ring, sums, signature, now) {
-            Ok(entity) => {
+            Ok((entity, expired)) => {
                 let key_id = hex::encode_upper(entity.primary_key.legacy_key_id());
-                return Ok((key, key_id));
+                return Ok((key, key_id, expired));
             }
             Err(CheckError::UnknownIssuer) => {}
             Err(err) => return Err(AuthError(format!("error checking signature: {err}"))),
@@ -289,15 +294,16 @@ struct Candidate<'a> {
     subkey: Option<(&'a SignedPublicSubKey, &'a Signature)>,
 }
 
-/// Go's `CheckDetachedSignature`. A key that verifies but has expired counts
-/// as valid, because Terraform accepts `ErrKeyExpired` (old HashiCorp release
-/// signatures were made with since-expired subkeys).
+/// Go's `CheckDetachedSignature`, with whether the key had expired. A key
+/// that verifies but has expired counts as valid, because Terraform accepts
+/// `ErrKeyExpired` (old HashiCorp release signatures were made with
+/// since-expired subkeys).
 fn check_detached_signature<'r>(
     ring: &'r [SignedPublicKey],
     data: &[u8],
     signature: &[u8],
     now: u64,
-) -> Result<&'r SignedPublicKey, CheckError> {
+) -> Result<(&'r SignedPublicKey, bool), CheckError> {
     let (sig, candidates) = find_issuer(ring, signature)?;
     if !matches!(sig.typ(), Some(SignatureType::Binary | SignatureType::Text)) {
         let code = sig.typ().map_or(0, u8::from);
@@ -317,8 +323,8 @@ fn check_detached_signature<'r>(
         };
         match result {
             Ok(()) => {
-                check_signature_details(&candidate, &sig, now)?;
-                return Ok(candidate.entity);
+                let expired = check_signature_details(&candidate, &sig, now)?;
+                return Ok((candidate.entity, expired));
             }
             Err(err) => last_error = err,
         }
@@ -426,11 +432,12 @@ fn latest_binding(subkey: &SignedPublicSubKey) -> Option<&Signature> {
 /// Go's `checkSignatureDetails`, in its order: revocation, then key expiry
 /// (which Terraform accepts, and which therefore also skips the remaining
 /// check), then expiry of the signature and of the self-signatures involved.
+/// `Ok(true)` for an expired key.
 fn check_signature_details(
     candidate: &Candidate<'_>,
     sig: &Signature,
     now: u64,
-) -> Result<(), CheckError> {
+) -> Result<bool, CheckError> {
     let entity = candidate.entity;
     if primary_revoked(entity)
         || candidate
@@ -442,12 +449,12 @@ fn check_signature_details(
     let primary_sig = primary_self_signature(entity);
     let primary_created = entity.primary_key.created_at().as_secs();
     if key_expired(primary_created, primary_sig, now) {
-        return Ok(());
+        return Ok(true);
     }
     if let Some((subkey, binding)) = candidate.subkey
         && key_expired(subkey.key.created_at().as_secs(), Some(binding), now)
     {
-        return Ok(());
+        return Ok(true);
     }
     let mut involved = vec![Some(sig), primary_sig];
     if let Some((_, binding)) = candidate.subkey {
@@ -461,7 +468,7 @@ fn check_signature_details(
     {
         return Err(CheckError::SignatureExpired);
     }
-    Ok(())
+    Ok(false)
 }
 
 fn key_expired(created: u32, self_signature: Option<&Signature>, now: u64) -> bool {

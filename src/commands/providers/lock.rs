@@ -21,6 +21,7 @@ use crate::cli::ProvidersLockArgs;
 use crate::cliconfig::{self, CliEnv};
 use crate::commands::init::{LOCK_FILE, data_dir, print_config_problems, save_lock_file};
 use crate::diag::{Diagnostic, Diagnostics};
+use crate::engine::Engine;
 use crate::fetch::{DownloadSettings, Downloader};
 use crate::http::ApiClient;
 use crate::install::extract::ExtractLimits;
@@ -45,12 +46,13 @@ pub async fn run(args: ProvidersLockArgs) -> bool {
     match lock(&args, &ui).await {
         Ok((warnings, changed)) => {
             ui.print_diagnostics(&warnings);
+            let name = Engine::current().name();
             let (success, text) = if changed {
-                ("Success!", "Terraform has updated the lock file.")
+                ("Success!", format!("{name} has updated the lock file."))
             } else {
                 (
                     "Success!",
-                    "Terraform has validated the lock file and found no need for changes.",
+                    format!("{name} has validated the lock file and found no need for changes."),
                 )
             };
             if ui.color {

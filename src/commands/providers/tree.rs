@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use crate::addr::ProviderAddr;
 use crate::cli::ProvidersArgs;
 use crate::commands::init::{LOCK_FILE, data_dir};
+use crate::engine::Engine;
 use crate::lockfile::Locks;
 use crate::module::{self, OriginKind, RequirementOrigin, Requirements};
 use crate::output::Output;
@@ -50,9 +51,13 @@ pub fn run(args: ProvidersArgs) -> bool {
                 ui.heading("Providers selected in the dependency lock file:")
             ));
             text.push_str(&render_locks(&requirements, &locks));
-            text.push_str(
-                "\nProviders required only by state are not shown: tfinstall does not read Terraform state.",
-            );
+            let engine = Engine::current();
+            text.push_str(&format!(
+                "\nProviders required only by state are not shown: tfinstall does not read {name} state.\nRead with {name}'s rules (-engine={engine}; default registry {host}).",
+                name = engine.name(),
+                engine = engine.as_str(),
+                host = engine.default_registry_host(),
+            ));
             text
         },
     );
