@@ -866,10 +866,14 @@ mod tests {
     }
 
     #[test]
-    fn key_expiry_is_ignored() {
+    fn key_expiry_is_accepted_and_reported() {
         let later = MADE_AT + 3 * DAY;
         let check = gpg_check("expiring-key.asc", "key-expiring.sig", later).unwrap();
         assert_eq!(check.key_id, "74860E1B01CFC778");
+        // Reported, for OpenTofu's warning or refusal.
+        assert!(check.key_expired);
+        let fresh = gpg_check("expiring-key.asc", "key-expiring.sig", MADE_AT + 60).unwrap();
+        assert!(!fresh.key_expired);
         // Go reports the expired key before it looks at signature expiry, so
         // Terraform accepts an expired signature from an expired key too.
         gpg_check("expiring-key.asc", "both-expiring.sig", later).unwrap();

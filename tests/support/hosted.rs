@@ -52,6 +52,12 @@ impl HostedRegistry {
         self
     }
 
+    /// The file below the served root at server path `path` (no leading
+    /// `/`), for tests that reshape a document.
+    pub fn site_path(&self, path: &str) -> std::path::PathBuf {
+        self._site.path().join(path)
+    }
+
     /// The server path of the package archive of `type_name` `version` for
     /// `platform`.
     pub fn zip_path(&self, type_name: &str, version: &str, platform: &str) -> String {

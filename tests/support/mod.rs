@@ -158,6 +158,8 @@ fn clean_environment(mut command: assert_cmd::Command, home: &Path) -> assert_cm
             || upper.starts_with("SSL_CERT_")
             || upper.ends_with("_PROXY")
             || upper.starts_with("RUST_")
+            || upper.starts_with("OPENTOFU_")
+            || upper == "TFINSTALL_ENGINE"
         {
             command.env_remove(name);
         }

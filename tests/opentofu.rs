@@ -1,0 +1,387 @@
+//! OpenTofu mode: a real HTTPS registry on 127.0.0.1 stands in for
+//! `registry.opentofu.org` (and, for Terraform mode, `registry.terraform.io`)
+//! through `host` blocks, with real signatures; the built binary decides the
+//! engine, reads the files OpenTofu reads and installs as `tofu init` does.
+
+mod support;
+
+use std::path::Path;
+
+use support::*;
+
+const TOFU_REGISTRY: &str = "registry.opentofu.org";
+const TERRAFORM_REGISTRY: &str = "registry.terraform.io";
+const UNSIGNED_WARNING: &str = "Signature validation was skipped due to the registry not containing GPG keys for this provider";
+const SIGNING_FOOTER: &str = "Providers are signed by their developers.\nIf you'd like to know more about provider signing, you can read about it here:\nhttps://opentofu.org/docs/cli/plugins/signing/";
+
+/// `acme/widget` 1.0.0 and 1.1.0 for this platform and one other, served
+/// for both default registries through the project's CLI configuration.
+fn widget_registry() -> HostedRegistry {
+    let mut hosted = HostedRegistry::new(|registry| {
+        ["1.0.0", "1.1.0"]
+            .into_iter()
+            .fold(registry, |registry, version| {
+                registry.provider(
+                    ProviderSpec::new("acme", "widget", version)
+                        .platforms(&[&current_platform(), "darwin_arm64"]),
+                )
+            })
+    });
+    let url = hosted.server.url_for("/v1/providers/");
+    hosted.project.cli_config(&format!(
+        "{}{}",
+        host_block(TOFU_REGISTRY, &url),
+        host_block(TERRAFORM_REGISTRY, &url)
+    ));
+    hosted
+}
+
+/// The lock entry the registry's signed release vouches for.
+fn release_hashes(hosted: &HostedRegistry, version: &str) -> Vec<String> {
+    let mut hashes: Vec<String> = hosted
+        .tree
+        .packages
+        .iter()
+        .filter(|p| p.version == version)
+        .map(|p| p.zh.clone().expect("registry packages have zh"))
+        .collect();
+    hashes.push(
+        hosted
+            .tree
+            .package("widget", version, &current_platform())
+            .h1
+            .clone(),
+    );
+    hashes
+}
+
+fn tofu_lock(blocks: &[String]) -> String {
+    lock_file(blocks).replacen("\"terraform init\"", "\"tofu init\"", 1)
+}
+
+fn installed(project: &Project, layout: &str, host: &str, version: &str) -> bool {
+    project
+        .data()
+        .join(layout)
+        .join(host)
+        .join("acme/widget")
+        .join(version)
+        .join(current_platform())
+        .is_dir()
+}
+
+/// Makes every download document of `version` list no signing keys, as
+/// OpenTofu's registry does for providers whose authors registered none.
+fn remove_keys(hosted: &HostedRegistry, version: &str) {
+    for platform in [current_platform(), "darwin_arm64".to_owned()] {
+        let doc = hosted.site_path(&Registry::download_path(
+            "acme", "widget", version, &platform,
+        ));
+        edit_json(&doc, |doc| {
+            doc["signing_keys"]["gpg_public_keys"] = serde_json::Value::Null
+        });
+    }
+}
+
+#[test]
+fn a_tofu_file_chooses_opentofu_and_its_default_registry() {
+    let hosted = widget_registry();
+    let project = &hosted.project;
+    project.write(
+        "main.tofu",
+        &required_providers(&[("widget", "acme/widget", "~> 1.0")]),
+    );
+
+    let run = project.init(&[]);
+    run.assert_success()
+        .assert_stdout_has(&format!(
+            "- Installed acme/widget v1.1.0 (signed, key ID {})",
+            hosted.key.key_id()
+        ))
+        .assert_stdout_has(SIGNING_FOOTER)
+        .assert_says("OpenTofu has created a lock file .terraform.lock.hcl")
+        .assert_says("you run \"tofu init\" in the future");
+    assert_eq!(
+        project.lock(),
+        tofu_lock(&[lock_block(
+            &format!("{TOFU_REGISTRY}/acme/widget"),
+            "1.1.0",
+            "~> 1.0",
+            &release_hashes(&hosted, "1.1.0")
+        )])
+    );
+    assert!(installed(project, "providers", TOFU_REGISTRY, "1.1.0"));
+    assert!(!project.data().join("plugins").exists());
+
+    let json = project.init(&["-json"]);
+    json.assert_success();
+    let version: serde_json::Value =
+        serde_json::from_str(json.stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(version["engine"], "opentofu");
+
+    project
+        .run(&["providers"])
+        .assert_success()
+        .assert_stdout_has("Read with OpenTofu's rules (-engine=opentofu; default registry registry.opentofu.org).")
+        .assert_stdout_has(&format!("provider[{TOFU_REGISTRY}/acme/widget] ~> 1.0"));
+}
+
+#[test]
+fn without_tofu_files_terraform_rules_apply_unless_told_otherwise() {
+    let mut hosted = widget_registry();
+    hosted
+        .project
+        .require(&[("widget", "acme/widget", "1.0.0")]);
+    hosted
+        .project
+        .init(&[])
+        .assert_success()
+        .assert_says("Terraform has created a lock file .terraform.lock.hcl");
+    assert!(
+        hosted
+            .project
+            .lock()
+            .contains(&format!("provider \"{TERRAFORM_REGISTRY}/acme/widget\""))
+    );
+    assert!(installed(
+        &hosted.project,
+        "plugins",
+        TERRAFORM_REGISTRY,
+        "1.0.0"
+    ));
+
+    // The same files under OpenTofu's rules, by flag and by variable.
+    for (args, variable) in [
+        (&["-engine=opentofu"][..], None),
+        (&[][..], Some("opentofu")),
+    ] {
+        std::fs::remove_dir_all(hosted.project.data()).unwrap();
+        std::fs::remove_file(hosted.project.lock_path()).unwrap();
+        if let Some(value) = variable {
+            hosted.project.env("TFINSTALL_ENGINE", value);
+        }
+        hosted.project.init(args).assert_success();
+        assert!(
+            hosted
+                .project
+                .lock()
+                .contains(&format!("provider \"{TOFU_REGISTRY}/acme/widget\""))
+        );
+        assert!(installed(
+            &hosted.project,
+            "providers",
+            TOFU_REGISTRY,
+            "1.0.0"
+        ));
+    }
+
+    // And a .tofu file does not win over an explicit choice.
+    hosted.project.write("extra.tofu", "");
+    hosted.project.env("TFINSTALL_ENGINE", "terraform");
+    std::fs::remove_file(hosted.project.lock_path()).unwrap();
+    hosted.project.init(&[]).assert_success();
+    assert!(
+        hosted
+            .project
+            .lock()
+            .contains(&format!("provider \"{TERRAFORM_REGISTRY}/acme/widget\""))
+    );
+}
+
+#[test]
+fn tofu_files_take_the_place_of_tf_files_of_the_same_name_in_every_module() {
+    let hosted = widget_registry();
+    let project = &hosted.project;
+    let requiring = |constraint: &str| required_providers(&[("widget", "acme/widget", constraint)]);
+    project.write(
+        "main.tf",
+        &format!(
+            "{}module \"net\" {{\n  source = \"./net\"\n}}\n",
+            requiring("1.0.0")
+        ),
+    );
+    project.write(
+        "main.tofu",
+        &format!(
+            "{}module \"net\" {{\n  source = \"./net\"\n}}\n",
+            requiring("1.1.0")
+        ),
+    );
+    // Read together, either pair would leave no version to choose.
+    project.write("net/versions.tf", &requiring("< 1.1.0"));
+    project.write("net/versions.tofu", &requiring(">= 1.1.0"));
+
+    project.init(&[]).assert_success();
+    let lock = project.lock();
+    assert!(lock.contains("version     = \"1.1.0\""), "{lock}");
+    assert!(lock.contains("constraints = \">= 1.1.0, 1.1.0\""), "{lock}");
+
+    // Terraform reads the .tf files only.
+    std::fs::remove_dir_all(project.data()).unwrap();
+    std::fs::remove_file(project.lock_path()).unwrap();
+    project.init(&["-engine=terraform"]).assert_success();
+    let lock = project.lock();
+    assert!(lock.contains("version     = \"1.0.0\""), "{lock}");
+    assert!(lock.contains("constraints = \"1.0.0, < 1.1.0\""), "{lock}");
+}
+
+#[test]
+fn tofurc_is_read_before_terraformrc() {
+    let mut hosted = HostedRegistry::new(|registry| {
+        registry.provider(ProviderSpec::new("acme", "widget", "1.0.0"))
+    });
+    let url = hosted.server.url_for("/v1/providers/");
+    let project = &mut hosted.project;
+    project.write_home(".tofurc", &host_block(TOFU_REGISTRY, &url));
+    let empty_mirror = project.dir("empty-mirror");
+    project.write_home(".terraformrc", &filesystem_mirror_config(&empty_mirror));
+    project.write(
+        "main.tofu",
+        &required_providers(&[("widget", "acme/widget", "")]),
+    );
+
+    project.init(&[]).assert_success();
+    assert!(installed(project, "providers", TOFU_REGISTRY, "1.0.0"));
+
+    // Only ~/.terraformrc: OpenTofu reads it, and finds nothing there.
+    std::fs::remove_file(project.home.join(".tofurc")).unwrap();
+    std::fs::remove_dir_all(project.data()).unwrap();
+    std::fs::remove_file(project.lock_path()).unwrap();
+    project
+        .init_failing(&[])
+        .assert_says("was not found in any of the search locations");
+}
+
+#[test]
+fn a_provider_without_keys_on_opentofus_registry_installs_unless_validation_is_enforced() {
+    let mut hosted = widget_registry();
+    remove_keys(&hosted, "1.0.0");
+    hosted.project.write(
+        "main.tofu",
+        &required_providers(&[("widget", "acme/widget", "1.0.0")]),
+    );
+
+    let run = hosted.project.init(&[]);
+    run.assert_success().assert_stdout_has(&format!(
+        "- Installed acme/widget v1.0.0. {UNSIGNED_WARNING}\n"
+    ));
+    assert!(
+        !run.stdout.contains("signed by their developers"),
+        "{}",
+        run.stdout
+    );
+    // OpenTofu records the release's checksums all the same.
+    assert_eq!(
+        hosted.project.lock(),
+        tofu_lock(&[lock_block(
+            &format!("{TOFU_REGISTRY}/acme/widget"),
+            "1.0.0",
+            "1.0.0",
+            &release_hashes(&hosted, "1.0.0")
+        )])
+    );
+
+    std::fs::remove_dir_all(hosted.project.data()).unwrap();
+    std::fs::remove_file(hosted.project.lock_path()).unwrap();
+    hosted
+        .project
+        .env("OPENTOFU_ENFORCE_GPG_VALIDATION", "true");
+    hosted
+        .project
+        .init_failing(&[])
+        .assert_says("authentication signature from unknown issuer");
+}
+
+#[test]
+fn only_opentofus_own_registry_may_skip_the_signature() {
+    let hosted = widget_registry();
+    remove_keys(&hosted, "1.0.0");
+    // Another registry, in OpenTofu mode.
+    let address = format!("{}/acme/widget", hosted.server.host());
+    hosted.project.write(
+        "main.tofu",
+        &required_providers(&[("widget", &address, "1.0.0")]),
+    );
+    hosted
+        .project
+        .init_failing(&[])
+        .assert_says("authentication signature from unknown issuer");
+    // Terraform's default registry, in Terraform mode.
+    std::fs::remove_file(hosted.project.work.join("main.tofu")).unwrap();
+    hosted
+        .project
+        .require(&[("widget", "acme/widget", "1.0.0")]);
+    hosted
+        .project
+        .init_failing(&[])
+        .assert_says("authentication signature from unknown issuer");
+}
+
+#[test]
+fn skipping_the_signature_still_checks_the_checksums() {
+    let hosted = widget_registry();
+    remove_keys(&hosted, "1.0.0");
+    let doc = hosted.site_path(&Registry::download_path(
+        "acme",
+        "widget",
+        "1.0.0",
+        &current_platform(),
+    ));
+    edit_json(&doc, |doc| doc["shasum"] = "0".repeat(64).into());
+    hosted.project.write(
+        "main.tofu",
+        &required_providers(&[("widget", "acme/widget", "1.0.0")]),
+    );
+    hosted
+        .project
+        .init_failing(&[])
+        .assert_says("checksum list has unexpected SHA-256 hash");
+}
+
+#[test]
+fn opentofu_reads_only_the_providers_layout() {
+    let hosted = widget_registry();
+    hosted.project.write("main.tofu", "");
+    hosted
+        .project
+        .init_failing(&["-layout=plugins"])
+        .assert_says("OpenTofu reads providers only from .terraform/providers");
+}
+
+#[test]
+fn providers_lock_and_cache_warm_follow_opentofu() {
+    let mut hosted = widget_registry();
+    hosted.project.write(
+        "main.tofu",
+        &required_providers(&[("widget", "acme/widget", "1.0.0")]),
+    );
+    hosted
+        .project
+        .run(&["providers", "lock", "-platform=darwin_arm64"])
+        .assert_success()
+        .assert_says("OpenTofu has updated the lock file.");
+    let darwin = hosted.tree.package("widget", "1.0.0", "darwin_arm64");
+    let lock = hosted.project.lock();
+    assert!(
+        lock.starts_with("# This file is maintained automatically by \"tofu init\"."),
+        "{lock}"
+    );
+    assert!(
+        lock.contains(&format!("provider \"{TOFU_REGISTRY}/acme/widget\"")),
+        "{lock}"
+    );
+    assert!(lock.contains(&darwin.h1), "{lock}");
+
+    let cache = hosted.project.dir("cache");
+    hosted.project.env("TF_PLUGIN_CACHE_DIR", &cache);
+    hosted
+        .project
+        .run(&["cache", "warm", "-platform=darwin_arm64"])
+        .assert_success();
+    assert!(
+        Path::new(&cache)
+            .join(TOFU_REGISTRY)
+            .join("acme/widget/1.0.0/darwin_arm64")
+            .is_dir()
+    );
+}
