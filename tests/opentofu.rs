@@ -55,6 +55,12 @@ fn release_hashes(hosted: &HostedRegistry, version: &str) -> Vec<String> {
     hashes
 }
 
+/// Removes what `init` installed and locked, for a run from scratch.
+fn start_over(project: &Project) {
+    std::fs::remove_dir_all(project.data()).unwrap();
+    std::fs::remove_file(project.lock_path()).unwrap();
+}
+
 fn tofu_lock(blocks: &[String]) -> String {
     lock_file(blocks).replacen("\"terraform init\"", "\"tofu init\"", 1)
 }
@@ -155,8 +161,7 @@ fn without_tofu_files_terraform_rules_apply_unless_told_otherwise() {
         (&["-engine=opentofu"][..], None),
         (&[][..], Some("opentofu")),
     ] {
-        std::fs::remove_dir_all(hosted.project.data()).unwrap();
-        std::fs::remove_file(hosted.project.lock_path()).unwrap();
+        start_over(&hosted.project);
         if let Some(value) = variable {
             hosted.project.env("TFINSTALL_ENGINE", value);
         }
@@ -217,8 +222,7 @@ fn tofu_files_take_the_place_of_tf_files_of_the_same_name_in_every_module() {
     assert!(lock.contains("constraints = \">= 1.1.0, 1.1.0\""), "{lock}");
 
     // Terraform reads the .tf files only.
-    std::fs::remove_dir_all(project.data()).unwrap();
-    std::fs::remove_file(project.lock_path()).unwrap();
+    start_over(project);
     project.init(&["-engine=terraform"]).assert_success();
     let lock = project.lock();
     assert!(lock.contains("version     = \"1.0.0\""), "{lock}");
@@ -245,8 +249,7 @@ fn tofurc_is_read_before_terraformrc() {
 
     // Only ~/.terraformrc: OpenTofu reads it, and finds nothing there.
     std::fs::remove_file(project.home.join(".tofurc")).unwrap();
-    std::fs::remove_dir_all(project.data()).unwrap();
-    std::fs::remove_file(project.lock_path()).unwrap();
+    start_over(project);
     project
         .init_failing(&[])
         .assert_says("was not found in any of the search locations");
@@ -281,8 +284,7 @@ fn a_provider_without_keys_on_opentofus_registry_installs_unless_validation_is_e
         )])
     );
 
-    std::fs::remove_dir_all(hosted.project.data()).unwrap();
-    std::fs::remove_file(hosted.project.lock_path()).unwrap();
+    start_over(&hosted.project);
     hosted
         .project
         .env("OPENTOFU_ENFORCE_GPG_VALIDATION", "true");
