@@ -119,11 +119,13 @@ fn a_tofu_file_chooses_opentofu_and_its_default_registry() {
     assert!(installed(project, "providers", TOFU_REGISTRY, "1.1.0"));
     assert!(!project.data().join("plugins").exists());
 
+    start_over(project);
     let json = project.init(&["-json"]);
     json.assert_success();
-    let version: serde_json::Value =
-        serde_json::from_str(json.stdout.lines().next().unwrap()).unwrap();
-    assert_eq!(version["engine"], "opentofu");
+    let stream = validated_stream(json.stdout.as_bytes());
+    assert_eq!(stream[0]["engine"], "opentofu");
+    let installed = stream.iter().find(|m| m["type"] == "installed").unwrap();
+    assert_eq!(installed["authentication"]["result"], "signed");
 
     project
         .run(&["providers"])
@@ -263,6 +265,15 @@ fn a_provider_without_keys_on_opentofus_registry_installs_unless_validation_is_e
         "main.tofu",
         &required_providers(&[("widget", "acme/widget", "1.0.0")]),
     );
+
+    let json = hosted.project.init(&["-json"]);
+    json.assert_success();
+    let installed = validated_stream(json.stdout.as_bytes())
+        .into_iter()
+        .find(|m| m["type"] == "installed")
+        .unwrap();
+    assert_eq!(installed["authentication"]["result"], "signing skipped");
+    start_over(&hosted.project);
 
     let run = hosted.project.init(&[]);
     run.assert_success().assert_stdout_has(&format!(

@@ -13,6 +13,7 @@ pub mod credentials_helper;
 pub mod fake_package;
 pub mod fixtures;
 pub mod hosted;
+pub mod json_stream;
 pub mod openpgp;
 pub mod project;
 pub mod pty;
@@ -37,6 +38,7 @@ pub use self::{
         PublishedTree, Registry, UrlStyle, edit_json,
     },
     hosted::HostedRegistry,
+    json_stream::validated_stream,
     openpgp::PgpKey,
     project::{
         LOCK_HEADER, Project, Run, filesystem_mirror_config, host_block, lock_block, lock_file,
