@@ -333,6 +333,59 @@ fn a_second_workdir_installs_from_the_cache_through_hard_links() {
     );
 }
 
+/// Another work dir linking the same cache entries moves their change time;
+/// a no-op in the first one still trusts its memo of installed hashes and
+/// reads no package bytes, yet new bytes written through any link are
+/// caught and the package is put right.
+#[test]
+fn a_no_op_after_another_workdir_linked_the_same_entries_trusts_its_memo() {
+    let world = World::new(&["alpha"]);
+    let cache = world.new_cache("cache");
+    let config = world.config("cli", Some(&cache), "");
+    let first = world.workdir("first");
+    world.init_ok(&first, &config, &[]);
+    // Stamps taken within a clock tick of the files' creation are not
+    // trusted; a later run takes trustworthy ones.
+    std::thread::sleep(Duration::from_millis(50));
+    world.init_ok(&first, &config, &[]);
+    let second = world.workdir("second");
+    world.init_ok(&second, &config, &[]);
+    assert_eq!(
+        inode(&installed(&second, "alpha")),
+        inode(&installed(&first, "alpha"))
+    );
+
+    // A remembered hash that matches nothing: a run that trusts the memo
+    // believes the package changed and installs it again from the cache; a
+    // run that re-hashed the files would find nothing to do.
+    let memo = first.join(".terraform/.tfinstall-hashes.json");
+    edit_json(&memo, |doc| {
+        for entry in doc.as_object_mut().unwrap().values_mut() {
+            entry["h1"] = "h1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=".into();
+        }
+    });
+    let output = world.init_ok(&first, &config, &[]);
+    assert!(output.contains(&using_cache_line("alpha")), "{output}");
+
+    // New bytes of the same size through the second work dir's link, with
+    // the mode put back: the shared file changed, so the first work dir
+    // notices and installs a good copy (the damaged cache entry too).
+    std::thread::sleep(Duration::from_millis(50));
+    world.init_ok(&first, &config, &[]);
+    let original = std::fs::read(installed(&first, "alpha")).unwrap();
+    let link = installed(&second, "alpha");
+    std::fs::set_permissions(&link, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let tampered: Vec<u8> = original.iter().map(|b| b ^ 1).collect();
+    std::fs::write(&link, &tampered).unwrap();
+    std::fs::set_permissions(&link, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let output = world.init_ok(&first, &config, &[]);
+    assert!(
+        !output.contains("Using previously-installed"),
+        "the changed file was trusted: {output}"
+    );
+    assert_eq!(std::fs::read(installed(&first, "alpha")).unwrap(), original);
+}
+
 /// A cache hit for a provider the lock file does not list yet writes the
 /// same lock entry, byte for byte, as a download: the signed `zh:` list of
 /// every platform plus the `h1:`, from the entry's provenance.

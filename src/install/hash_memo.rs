@@ -5,12 +5,24 @@
 //! every provider (hundreds of megabytes for the big clouds) on each run would
 //! make the no-op path slower than a download on a fast network. Like git's
 //! index, the hash is remembered together with each file's identity and
-//! change stamps (inode, size, modification and status-change times). Any
-//! write to a file moves its status-change time, which user space cannot set
-//! back, so an unchanged stamp means unchanged content; anything else is
+//! change stamps (inode, size, mode, modification and status-change times).
+//! Any write to a file moves its status-change time, which user space cannot
+//! set back, so an unchanged stamp means unchanged content; anything else is
 //! hashed again. As in git, a stamp taken within one clock tick of a file's
 //! last change proves nothing (a second write in the same tick leaves the
 //! times equal), so such "racy" entries are hashed again on the next run.
+//!
+//! One exception keeps a no-op a no-op on machines where many working
+//! directories share the plugin cache: adding or removing a hard link (the
+//! next project linking the same cache entry, or one being deleted) moves
+//! the shared inode's status-change time too. For a file that is read-only
+//! (no write bit, as tfinstall makes its cache files) and whose inode, size,
+//! mode and modification time are all unchanged, the status-change time is
+//! not compared. Changing such a file's bytes takes a `chmod` (which changes
+//! the mode, or is undone only by a second deliberate step) or root, and any
+//! write sets the modification time, which only an explicit `utimensat` call
+//! could set back: an accident cannot slip through, only a deliberate
+//! forgery by someone who could as well have replaced the provider.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -33,6 +45,27 @@ struct FileStamp {
     inode: u64,
     mtime: i128,
     ctime: i128,
+    /// Permission bits; absent in memos written before they were kept,
+    /// which then get no exception.
+    #[serde(default)]
+    mode: Option<u32>,
+}
+
+impl FileStamp {
+    fn read_only(&self) -> bool {
+        self.mode.is_some_and(|mode| mode & 0o222 == 0)
+    }
+
+    /// The same file with the same content, as far as stamps can tell; see
+    /// the module documentation for when the change time may differ.
+    fn unchanged_in(&self, now: &FileStamp) -> bool {
+        self.name == now.name
+            && self.size == now.size
+            && self.inode == now.inode
+            && self.mtime == now.mtime
+            && self.mode == now.mode
+            && (self.ctime == now.ctime || self.read_only())
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -48,7 +81,12 @@ const RACY_NS: i128 = 20_000_000;
 
 impl Remembered {
     fn trustworthy_for(&self, stamps: &[FileStamp]) -> bool {
-        self.files == stamps
+        self.files.len() == stamps.len()
+            && self
+                .files
+                .iter()
+                .zip(stamps)
+                .all(|(then, now)| then.unchanged_in(now))
             && self
                 .files
                 .iter()
@@ -170,6 +208,7 @@ fn stamps_of(dir: &Path) -> io::Result<Option<Vec<FileStamp>>> {
                     inode: meta.ino(),
                     mtime: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
                     ctime: i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()),
+                    mode: Some(meta.mode() & 0o7777),
                 });
             }
         }
@@ -218,6 +257,58 @@ mod tests {
         let changed = reloaded.h1_of_dir(&pkg).unwrap();
         assert_ne!(changed, first);
         assert_eq!(changed, PackageHash::h1_of_dir(&pkg).unwrap());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn links_made_elsewhere_keep_a_read_only_file_trusted_but_writes_are_caught() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let chmod = |path: &Path, mode| {
+            fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap()
+        };
+        let data = tempfile::tempdir().unwrap();
+        let pkg = data.path().join("pkg");
+        fs::create_dir(&pkg).unwrap();
+        let file = pkg.join("terraform-provider-x");
+        fs::write(&file, b"one").unwrap();
+        chmod(&file, 0o555);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let memo = HashMemo::load(data.path());
+        let real = memo.h1_of_dir(&pkg).unwrap();
+        let remembered = |memo: &HashMemo| {
+            memo.entries
+                .lock()
+                .unwrap()
+                .values_mut()
+                .for_each(|r| r.h1 = "h1:remembered".into())
+        };
+        remembered(&memo);
+
+        // Another project links the same file: its change time moves.
+        let elsewhere = data.path().join("elsewhere");
+        fs::hard_link(&file, &elsewhere).unwrap();
+        assert_eq!(memo.h1_of_dir(&pkg).unwrap().as_str(), "h1:remembered");
+        fs::remove_file(&elsewhere).unwrap();
+        assert_eq!(memo.h1_of_dir(&pkg).unwrap().as_str(), "h1:remembered");
+
+        // The same content, writable: no exception, so hashed again.
+        chmod(&file, 0o755);
+        assert_eq!(memo.h1_of_dir(&pkg).unwrap(), real);
+
+        // New bytes written through a link, mode put back: caught.
+        chmod(&file, 0o555);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        memo.h1_of_dir(&pkg).unwrap();
+        remembered(&memo);
+        assert_eq!(memo.h1_of_dir(&pkg).unwrap().as_str(), "h1:remembered");
+        fs::hard_link(&file, &elsewhere).unwrap();
+        chmod(&elsewhere, 0o755);
+        fs::write(&elsewhere, b"two").unwrap();
+        chmod(&elsewhere, 0o555);
+        assert_eq!(
+            memo.h1_of_dir(&pkg).unwrap(),
+            PackageHash::h1_of_dir(&pkg).unwrap()
+        );
     }
 
     #[test]
