@@ -244,6 +244,12 @@ pub struct InitArgs {
     )]
     pub link_mode: LinkMode,
 
+    /// Make no network request: choose among the versions in the plugin
+    /// cache, -plugin-dir directories, filesystem mirrors and implied local
+    /// directories (the newest allowed, or the locked one).
+    #[arg(long, env = "TFINSTALL_OFFLINE")]
+    pub offline: bool,
+
     /// Largest size one provider package may unpack to (bytes, or with a
     /// unit: 512MiB, 4GiB); stops decompression bombs.
     #[arg(long, value_name = "BYTES", env = "TFINSTALL_MAX_PACKAGE_SIZE",

@@ -692,6 +692,54 @@ fn warm_for_two_platforms_then_init_with_no_server() {
     assert_eq!(read(&checkout.join(LOCK)), lock);
 }
 
+/// `init -offline` in a fresh checkout with no lock file: not one request,
+/// the cached version chosen, and the same lock entry a download would have
+/// written, from the cache's provenance. What the cache cannot satisfy is
+/// refused with what it does hold.
+#[test]
+fn offline_init_installs_from_the_cache_without_a_lock_file() {
+    let world = World::new(&["alpha", "beta"]);
+    let cache = world.new_cache("cache");
+    let config = world.config("cli", Some(&cache), "");
+    let warmer = world.workdir("warmer");
+    world.init_ok(&warmer, &config, &[]);
+    let downloaded_lock = read(&warmer.join(LOCK));
+
+    world.server().clear_log();
+    let fresh = world.workdir("fresh");
+    let output = world.init_ok(&fresh, &config, &["-offline"]);
+    assert_eq!(world.server().requests().len(), 0, "{output}");
+    for t in ["alpha", "beta"] {
+        assert!(output.contains(&using_cache_line(t)), "{output}");
+    }
+    assert!(!output.contains("Incomplete lock file"), "{output}");
+    assert_eq!(read(&fresh.join(LOCK)), downloaded_lock);
+    world.init_ok(&fresh, &config, &["-offline", "-upgrade"]);
+    assert_eq!(read(&fresh.join(LOCK)), downloaded_lock);
+
+    // Constraints the cache cannot meet, and a provider it does not hold.
+    let wanting = world.workdir_for("wanting", &["alpha"]);
+    let main_tf = read(&wanting.join("main.tf")).replace("~> 1.0", "~> 2.0");
+    std::fs::write(wanting.join("main.tf"), main_tf).unwrap();
+    let output = world.init(&wanting, &config, &["-offline"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains(&format!(
+            "no available releases match the given constraints ~> 2.0. With -offline, the plugin cache and the local directories hold only {VERSION} for {}",
+            current_platform()
+        )),
+        "{stderr}"
+    );
+    assert!(!wanting.join(LOCK).exists());
+    std::fs::remove_dir_all(package_path(&cache, "beta", &current_platform())).unwrap();
+    let output = world.init(&world.workdir("missing"), &config, &["-offline"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains(&format!("{HOST}/{NS}/beta")), "{stderr}");
+    assert_eq!(world.server().requests().len(), 0);
+}
+
 /// A cache on another filesystem (tmpfs) cannot be hard-linked from: the
 /// default mode copies after one refused link; `-link-mode hardlink`
 /// fails with a clear error and changes nothing.

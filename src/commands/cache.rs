@@ -158,6 +158,7 @@ async fn run_warm(
                 }),
                 link_mode: LinkMode::Auto,
                 events: warm_events(out.clone()),
+                offline: false,
             };
             for (provider, version, was_added) in installer.warm(&requirements, &locks).await? {
                 let shown = provider.for_display();

@@ -18,7 +18,8 @@ use crate::install::layout::{InstallLayout, LayoutKind};
 use crate::install::staging::{FileMode, Staging};
 use crate::lockfile::Locks;
 use crate::output::{LockFileChange, Output};
-use crate::source::configured::{SourceOptions, build_source};
+use crate::source::Source;
+use crate::source::configured::{SourceOptions, build_offline_source, build_source};
 
 pub const LOCK_FILE: &str = ".terraform.lock.hcl";
 
@@ -106,13 +107,20 @@ async fn init(
     warnings.extend(lock_diags);
 
     let client = crate::http::build_client()?;
-    let (source, source_diags) = build_source(&SourceOptions {
+    let options = SourceOptions {
         plugin_dirs: &args.plugin_dirs,
         cli_config: &cli_config,
         env: &env,
         launch_dir,
         client: client.clone(),
-    });
+    };
+    let (source, source_diags): (Arc<dyn Source>, _) = if args.offline {
+        let (source, diags) = build_offline_source(&options);
+        (source, diags)
+    } else {
+        let (source, diags) = build_source(&options);
+        (source, diags)
+    };
     if source_diags.has_errors() {
         return Err(source_diags);
     }
@@ -147,6 +155,7 @@ async fn init(
         }),
         link_mode: args.link_mode,
         events: out.event_sink(),
+        offline: args.offline,
     };
     let mode = if args.upgrade {
         InstallMode::Upgrade

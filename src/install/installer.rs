@@ -154,6 +154,9 @@ pub struct Installer {
     /// How packages from the cache or an unpacked mirror are placed.
     pub link_mode: LinkMode,
     pub events: EventSink,
+    /// `init -offline`: the source is local only, and a version it lacks is
+    /// reported with the versions it has.
+    pub offline: bool,
 }
 
 pub struct CacheUse {
@@ -534,13 +537,21 @@ impl Installer {
                 cached: None,
                 prefetched: prefetched.filter(|_| predicted == Some(version)),
             }),
-            None => Err(query_failed(match locked {
-                Some(lock) => format!(
-                    "the previously-selected version {} is no longer available",
-                    lock.version
-                ),
-                None => format!("no available releases match the given constraints {constraints}"),
-            })),
+            None => {
+                let mut reason = match locked {
+                    Some(lock) => format!(
+                        "the previously-selected version {} is no longer available",
+                        lock.version
+                    ),
+                    None => {
+                        format!("no available releases match the given constraints {constraints}")
+                    }
+                };
+                if self.offline {
+                    reason.push_str(&offline_versions(&available.versions, &self.platform));
+                }
+                Err(query_failed(reason))
+            }
         }
     }
 
@@ -1198,6 +1209,19 @@ async fn stage_unpacked(
     })
     .await
     .map_err(|err| err.to_string())
+}
+
+/// What `-offline` could have installed instead, and how to get more.
+fn offline_versions(versions: &[Version], platform: &Platform) -> String {
+    let held = if versions.is_empty() {
+        "no version".to_owned()
+    } else {
+        let listed: Vec<String> = versions.iter().map(ToString::to_string).collect();
+        format!("only {}", listed.join(", "))
+    };
+    format!(
+        ". With -offline, the plugin cache and the local directories hold {held} for {platform}: run init without -offline to fetch it, or fill the cache with tfinstall cache warm"
+    )
 }
 
 /// Runs the source's authentication for an archive whose SHA-256 is known

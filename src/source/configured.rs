@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use url::Url;
 
-use crate::addr::ProviderAddr;
+use crate::addr::{Platform, ProviderAddr};
 use crate::cliconfig::{CliConfig, CliEnv, Credentials, MethodLocation};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::http::ApiClient;
@@ -19,6 +19,7 @@ use crate::source::discovery::{Discovery, TokenLookup};
 use crate::source::filesystem::FilesystemMirror;
 use crate::source::multi::{MultiSource, MultiSourceMethod};
 use crate::source::network_mirror::NetworkMirror;
+use crate::source::offline::OfflineSource;
 use crate::source::registry::RegistrySource;
 use crate::source::selector::{ProviderPattern, ProviderSelector};
 
@@ -152,6 +153,54 @@ pub fn implied_mirror_dirs(env: &CliEnv, launch_dir: &Path) -> Vec<PathBuf> {
             .map(|p| p.join("terraform").join("plugins")),
     );
     dirs.into_iter().filter(|d| d.is_dir()).collect()
+}
+
+/// The installation methods that need no network, for `init -offline`:
+/// the `-plugin-dir` directories, or else the CLI configuration's
+/// filesystem mirrors (network mirrors and registries are left out), or
+/// else the implied local directories; and the plugin cache, whose entries
+/// keep the provenance that vouches for them.
+pub fn build_offline_source(opts: &SourceOptions<'_>) -> (Arc<OfflineSource>, Diagnostics) {
+    let mut diags = Diagnostics::new();
+    let everything = || ProviderSelector::default();
+    let mut methods: Vec<MultiSourceMethod> = Vec::new();
+    let mirror = |dir: &Path, selector| MultiSourceMethod {
+        source: Arc::new(FilesystemMirror::new(dir)),
+        selector,
+    };
+    if !opts.plugin_dirs.is_empty() {
+        methods.extend(opts.plugin_dirs.iter().map(|dir| mirror(dir, everything())));
+    } else if let Some(installation) = &opts.cli_config.provider_installation {
+        for method in &installation.methods {
+            let MethodLocation::FilesystemMirror(path) = &method.location else {
+                continue;
+            };
+            match ProviderSelector::parse(&method.include, &method.exclude) {
+                Ok(selector) => methods.push(mirror(path, selector)),
+                Err(err) => diags.push(
+                    Diagnostic::error(
+                        err.summary().unwrap_or("Invalid provider source patterns"),
+                        err.detail(),
+                    )
+                    .at(&method.pos.file, method.pos.line, method.pos.column),
+                ),
+            }
+        }
+    } else {
+        methods.extend(
+            implied_mirror_dirs(opts.env, opts.launch_dir)
+                .iter()
+                .map(|dir| mirror(dir, everything())),
+        );
+    }
+    if let Some(cache) = &opts.cli_config.plugin_cache_dir {
+        methods.push(mirror(cache, everything()));
+    }
+    let local = Arc::new(MultiSource::new(methods));
+    (
+        Arc::new(OfflineSource::new(local, Platform::current())),
+        diags,
+    )
 }
 
 fn implied_source(

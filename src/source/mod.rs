@@ -8,6 +8,7 @@ pub mod discovery;
 pub mod filesystem;
 pub mod multi;
 pub mod network_mirror;
+pub mod offline;
 pub mod registry;
 pub mod selector;
 

@@ -232,6 +232,7 @@ async fn install_platforms(
                     events_output.line(slot, line);
                 }
             }),
+            offline: false,
         };
         let output = output.clone();
         async move {
