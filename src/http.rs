@@ -80,6 +80,8 @@ pub struct ApiResponse {
     pub body: Vec<u8>,
     /// The server's `Retry-After`, for a 429 or 503.
     pub retry_after: Option<Duration>,
+    /// The server's `Cache-Control`, for answers worth keeping across runs.
+    pub cache_control: Option<String>,
 }
 
 impl ApiResponse {
@@ -215,6 +217,11 @@ impl ApiClient {
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
         let retry_after = retry_after(status, response.headers());
+        let cache_control = response
+            .headers()
+            .get(reqwest::header::CACHE_CONTROL)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
         let mut body = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(describe)? {
             if body.len() + chunk.len() > MAX_JSON_BODY {
@@ -232,6 +239,7 @@ impl ApiClient {
             content_type,
             body,
             retry_after,
+            cache_control,
         })
     }
 }

@@ -650,7 +650,7 @@ fn the_registry_decoder_survives_arbitrary_documents() {
             protocol.serve("/SHA256SUMS", &sums);
             protocol.serve("/SHA256SUMS.sig", &sums);
             let api = protocol.api();
-            let discovery = Arc::new(Discovery::new(&api, no_tokens(), BTreeMap::new()));
+            let discovery = Arc::new(Discovery::new(&api, no_tokens(), BTreeMap::new(), None));
             let registry = RegistrySource::new(discovery, api);
             protocol.runtime.block_on(async {
                 let _ = registry.available_versions(&provider).await;

@@ -130,6 +130,22 @@ impl CliEnv {
         }
     }
 
+    /// Where tfinstall keeps what it learns between runs that is neither
+    /// configuration nor packages (service discovery answers):
+    /// `$XDG_CACHE_HOME/tfinstall`, else `~/.cache/tfinstall`; the platform's
+    /// cache directory on Windows.
+    pub fn tfinstall_cache_dir(&self) -> Option<PathBuf> {
+        let base = if cfg!(windows) {
+            dirs::cache_dir()
+        } else {
+            self.non_empty_var("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .filter(|dir| dir.is_absolute())
+                .or_else(|| self.profile_dir.as_ref().map(|home| home.join(".cache")))
+        };
+        base.map(|dir| dir.join("tfinstall"))
+    }
+
     /// Directories whose `plugins` subdirectory holds providers (an implied
     /// mirror) and credentials helpers: `~/.terraform.d`, and for OpenTofu
     /// also `$XDG_DATA_HOME/opentofu` when that variable is set.

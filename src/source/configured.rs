@@ -65,6 +65,7 @@ pub fn build_source_excluding(
         &api,
         tokens.clone(),
         opts.cli_config.hosts.clone(),
+        discovery_memory(opts.env),
     ));
     let registry =
         || -> Arc<dyn Source> { Arc::new(RegistrySource::new(discovery.clone(), api.clone())) };
@@ -153,6 +154,11 @@ pub fn implied_mirror_dirs(env: &CliEnv, launch_dir: &Path) -> Vec<PathBuf> {
             .map(|p| p.join("terraform").join("plugins")),
     );
     dirs.into_iter().filter(|d| d.is_dir()).collect()
+}
+
+/// Where discovery answers are kept between runs.
+pub fn discovery_memory(env: &CliEnv) -> Option<PathBuf> {
+    env.tfinstall_cache_dir().map(|dir| dir.join("discovery"))
 }
 
 /// The installation methods that need no network, for `init -offline`:

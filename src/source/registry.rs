@@ -211,15 +211,42 @@ impl RegistrySource {
             .clone()
     }
 
-    async fn fetch_versions(&self, provider: &ProviderAddr) -> VersionsResult {
+    /// GETs `path` below the host's `providers.v1` URL. When an earlier
+    /// run's discovery answer is remembered, the request goes out at once,
+    /// alongside this run's discovery; if discovery now names another URL,
+    /// what came back is dropped and the request is made again there, and a
+    /// failed discovery fails the request whatever came back.
+    async fn registry_get(
+        &self,
+        provider: &ProviderAddr,
+        path: &str,
+    ) -> Result<ApiResponse, SourceError> {
         let token = self.token(provider).await?;
-        let base = self.base_url(provider).await?;
-        let url = join(
-            &base,
-            &format!("{}/{}/versions", provider.namespace, provider.type_name),
+        let token = token.as_deref();
+        let url_below = |base: &Url| join(base, path).map_err(|err| query_failed(provider, &err));
+        let Some(remembered) = self
+            .discovery
+            .remembered_service_url(&provider.hostname, SERVICE)
+        else {
+            let url = url_below(&self.base_url(provider).await?)?;
+            return self.api_get(provider, &url, token).await;
+        };
+        let guessed = url_below(&remembered)?;
+        let (answer, base) = futures_util::future::join(
+            self.api_get(provider, &guessed, token),
+            self.base_url(provider),
         )
-        .map_err(|err| query_failed(provider, &err))?;
-        let response = self.api_get(provider, &url, token.as_deref()).await?;
+        .await;
+        let url = url_below(&base?)?;
+        if url == guessed {
+            return answer;
+        }
+        self.api_get(provider, &url, token).await
+    }
+
+    async fn fetch_versions(&self, provider: &ProviderAddr) -> VersionsResult {
+        let path = format!("{}/{}/versions", provider.namespace, provider.type_name);
+        let response = self.registry_get(provider, &path).await?;
         match response.status.as_u16() {
             200 => {}
             404 => {
@@ -300,14 +327,11 @@ impl Source for RegistrySource {
         version: &Version,
         platform: &Platform,
     ) -> Result<PackageMeta, SourceError> {
-        let token = self.token(provider).await?;
-        let base = self.base_url(provider).await?;
         let path = format!(
             "{}/{}/{}/download/{}/{}",
             provider.namespace, provider.type_name, version, platform.os, platform.arch
         );
-        let url = join(&base, &path).map_err(|err| query_failed(provider, &err))?;
-        let response = self.api_get(provider, &url, token.as_deref()).await?;
+        let response = self.registry_get(provider, &path).await?;
         match response.status.as_u16() {
             200 => {}
             404 => {

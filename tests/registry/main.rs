@@ -8,6 +8,7 @@ mod support;
 
 mod credentials;
 mod credentials_helper;
+mod discovery_memory;
 mod failures;
 mod happy;
 mod harness;

@@ -111,7 +111,7 @@ async fn lock(args: &ProvidersLockArgs, ui: &Ui) -> Result<(Diagnostics, bool), 
             }
         },
         (None, None) => Arc::new(RegistrySource::new(
-            discovery(&api, &cli_config, tokens),
+            discovery(&api, &cli_config, &env, tokens),
             api,
         )),
     };

@@ -17,6 +17,7 @@ use crate::cliconfig::{CliConfig, CliEnv, Credentials};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::http::ApiClient;
 use crate::module;
+use crate::source::configured::discovery_memory;
 use crate::source::discovery::{Discovery, TokenLookup};
 use crate::version::VersionConstraints;
 
@@ -69,8 +70,18 @@ pub fn token_lookup(cli_config: &CliConfig, env: &CliEnv) -> TokenLookup {
 }
 
 /// Service discovery that honours the CLI configuration's `host` blocks.
-pub fn discovery(api: &ApiClient, cli_config: &CliConfig, tokens: TokenLookup) -> Arc<Discovery> {
-    Arc::new(Discovery::new(api, tokens, cli_config.hosts.clone()))
+pub fn discovery(
+    api: &ApiClient,
+    cli_config: &CliConfig,
+    env: &CliEnv,
+    tokens: TokenLookup,
+) -> Arc<Discovery> {
+    Arc::new(Discovery::new(
+        api,
+        tokens,
+        cli_config.hosts.clone(),
+        discovery_memory(env),
+    ))
 }
 
 /// Prints lines that concurrent tasks produce in the order of their slots:
