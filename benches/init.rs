@@ -13,7 +13,7 @@
 //! `--big-mb B` (the one big provider), `--latency-ms L` (added before every
 //! response's headers), `--bandwidth-mbps R` (one link of R MB/s shared by
 //! all connections; 0 = none), `--runs K` (median of K),
-//! `--scenarios cold,warm,noop,one,big`, `--tools tfinstall,terraform`,
+//! `--scenarios cold,warm-nolock,noop-shared,warm,noop,one,big`, `--tools tfinstall,terraform`,
 //! `--parallelism P` (passed to tfinstall), `--sweep P1,P2,…` (cold runs of
 //! tfinstall at each parallelism, to choose the default), `--perf` (record
 //! each tfinstall run with `perf record` beside its work dir, as
@@ -204,6 +204,13 @@ impl Tool {
 enum ScenarioKind {
     /// Empty working directory, empty cache.
     Cold,
+    /// No lock file, `.terraform` absent, plugin cache filled: a new
+    /// project on a CI runner whose cache earlier jobs filled.
+    WarmNoLock,
+    /// Re-running `init` in a directory right after another directory
+    /// linked the same plugin-cache entries (the usual order on a shared
+    /// CI runner).
+    NoopShared,
     /// Lock file present, `.terraform` absent, plugin cache filled.
     Warm,
     /// Re-running `init` right after a successful one.
@@ -215,8 +222,10 @@ enum ScenarioKind {
 }
 
 impl ScenarioKind {
-    const ALL: [ScenarioKind; 5] = [
+    const ALL: [ScenarioKind; 7] = [
         ScenarioKind::Cold,
+        ScenarioKind::WarmNoLock,
+        ScenarioKind::NoopShared,
         ScenarioKind::Warm,
         ScenarioKind::Noop,
         ScenarioKind::One,
@@ -227,12 +236,18 @@ impl ScenarioKind {
         Self::ALL
             .into_iter()
             .find(|kind| kind.name() == name)
-            .ok_or_else(|| format!("unknown scenario {name} (cold, warm, noop, one, big)"))
+            .ok_or_else(|| {
+                format!(
+                    "unknown scenario {name} (cold, warm-nolock, noop-shared, warm, noop, one, big)"
+                )
+            })
     }
 
     fn name(self) -> &'static str {
         match self {
             ScenarioKind::Cold => "cold",
+            ScenarioKind::WarmNoLock => "warm-nolock",
+            ScenarioKind::NoopShared => "noop-shared",
             ScenarioKind::Warm => "warm",
             ScenarioKind::Noop => "noop",
             ScenarioKind::One => "one",
@@ -243,8 +258,19 @@ impl ScenarioKind {
     fn title(self, options: &Options) -> String {
         match self {
             ScenarioKind::Cold => format!("cold, {} × {} MB", options.providers, options.size_mb),
+            ScenarioKind::WarmNoLock => format!(
+                "warm cache, no lock file, {} × {} MB",
+                options.providers, options.size_mb
+            ),
+            ScenarioKind::NoopShared => format!(
+                "no-op after another dir linked the cache, {} × {} MB",
+                options.providers, options.size_mb
+            ),
             ScenarioKind::Warm => {
-                format!("warm cache, {} × {} MB", options.providers, options.size_mb)
+                format!(
+                    "warm cache, lock file, {} × {} MB",
+                    options.providers, options.size_mb
+                )
             }
             ScenarioKind::Noop => format!(
                 "no-op re-init, {} × {} MB",
@@ -435,6 +461,13 @@ impl Bench {
         let mut samples: BTreeMap<Tool, Vec<Sample>> = BTreeMap::new();
         for _ in 0..self.options.runs {
             for (&tool, setup) in &prepared {
+                if kind == ScenarioKind::NoopShared {
+                    let other = new_workdir(
+                        &setup.base.join(format!("other{}", self.run_counter)),
+                        &setup.main_tf,
+                    );
+                    self.untimed(tool, &other, &setup.config, parallelism);
+                }
                 let dir = setup.next_dir(self);
                 let sample = self.timed(tool, &dir, &setup.config, parallelism);
                 setup.done(&dir);
@@ -448,12 +481,16 @@ impl Bench {
                 samples.entry(tool).or_default().push(sample);
             }
         }
-        if kind == ScenarioKind::Warm {
+        if matches!(
+            kind,
+            ScenarioKind::Warm | ScenarioKind::WarmNoLock | ScenarioKind::NoopShared
+        ) {
             for (tool, runs) in &samples {
                 if runs.iter().any(|s| s.archives > 0) {
                     notes.push(format!(
-                        "{} downloaded archives in the warm-cache scenario: it did not use the plugin cache.",
-                        tool.name()
+                        "{} downloaded archives in the {} scenario: it did not use the plugin cache.",
+                        tool.name(),
+                        kind.name()
                     ));
                 }
             }
@@ -484,13 +521,21 @@ impl Bench {
         let base = self.work.join(kind.name()).join(tool.name());
         fs::create_dir_all(&base).expect("create scenario dir");
         let providers: Vec<String> = match kind {
-            ScenarioKind::Cold | ScenarioKind::Warm | ScenarioKind::Noop => self.small.clone(),
+            ScenarioKind::Cold
+            | ScenarioKind::WarmNoLock
+            | ScenarioKind::NoopShared
+            | ScenarioKind::Warm
+            | ScenarioKind::Noop => self.small.clone(),
             ScenarioKind::One => vec![self.small[0].clone()],
             ScenarioKind::Big => vec![self.big.clone()],
         };
         let main_tf = main_tf(&providers);
         let mut config = self.host_block();
-        if kind == ScenarioKind::Warm {
+        let uses_cache = matches!(
+            kind,
+            ScenarioKind::Warm | ScenarioKind::WarmNoLock | ScenarioKind::NoopShared
+        );
+        if uses_cache {
             let cache = base.join("plugin-cache");
             fs::create_dir_all(&cache).expect("create plugin cache");
             let _ = writeln!(
@@ -504,12 +549,12 @@ impl Bench {
         let mut note = None;
         let reuse = match kind {
             ScenarioKind::Cold | ScenarioKind::One | ScenarioKind::Big => None,
-            ScenarioKind::Noop => {
+            ScenarioKind::Noop | ScenarioKind::NoopShared => {
                 let dir = new_workdir(&base.join("noop"), &main_tf);
                 self.untimed(tool, &dir, &config_path, parallelism);
                 Some(Reuse::Same(dir))
             }
-            ScenarioKind::Warm => {
+            ScenarioKind::Warm | ScenarioKind::WarmNoLock => {
                 let cache = base.join("plugin-cache");
                 let fill = new_workdir(&base.join("fill"), &main_tf);
                 self.untimed(tool, &fill, &config_path, parallelism);
@@ -525,7 +570,7 @@ impl Bench {
                 }
                 let lock =
                     fs::read(fill.join(".terraform.lock.hcl")).expect("lock file after fill");
-                Some(Reuse::WithLock(lock))
+                (kind == ScenarioKind::Warm).then_some(Reuse::WithLock(lock))
             }
         };
         Setup {
