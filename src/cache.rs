@@ -37,6 +37,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::addr::{Platform, ProviderAddr};
+use crate::install::hash_memo::DirStamps;
 use crate::install::layout::unpacked_package_dir;
 use crate::source::PackageLocation;
 use crate::source::filesystem::scan_directory;
@@ -75,6 +76,12 @@ pub struct EntryMeta {
     pub auth: AuthRecord,
     /// Where the package came from (URL or path), for `cache verify` reports.
     pub origin: String,
+    /// The entry's file stamps once a run has hashed it and found `h1`:
+    /// later runs that find them unchanged take `h1` without hashing the
+    /// package again (see `install::hash_memo` for why that is safe; the
+    /// entry's files are read-only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stamps: Option<DirStamps>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -321,6 +328,24 @@ impl PluginCache {
         Ok(dir.clone())
     }
 
+    /// Records in `entry`'s provenance the stamps of its files, just hashed
+    /// and found to be `meta`'s. Stamps taken at insertion would be too
+    /// fresh to trust (a write in the same clock tick leaves them equal), so
+    /// the first run to use an entry takes them. Two runs doing it at once
+    /// write the same record; a failure only costs a later run the hashing.
+    pub fn remember_stamps(&self, entry: &Path, meta: &EntryMeta) {
+        let Ok(Some(stamps)) = DirStamps::of(entry) else {
+            return;
+        };
+        let meta = EntryMeta {
+            stamps: Some(stamps),
+            ..meta.clone()
+        };
+        if let Ok(json) = serde_json::to_vec_pretty(&meta) {
+            let _ = crate::fsutil::write_atomic(&self.meta_path(entry), &json, 0o644);
+        }
+    }
+
     /// Marks the directory as a cache so backup tools skip it
     /// (https://bford.info/cachedir/).
     fn mark_cache_dir(&self) {
@@ -427,6 +452,7 @@ mod tests {
                 key_id: "ABCDEF0123456789".into(),
             },
             origin: "https://example.com/p.zip".into(),
+            stamps: None,
         }
     }
 

@@ -692,6 +692,34 @@ fn warm_for_two_platforms_then_init_with_no_server() {
     assert_eq!(read(&checkout.join(LOCK)), lock);
 }
 
+/// The first run to use a cache entry records its files' stamps in the
+/// entry's provenance; later runs in other directories take the recorded
+/// hash instead of hashing the package again.
+#[test]
+fn cache_entries_remember_their_stamps_so_later_runs_hash_nothing() {
+    let world = World::new(&["alpha"]);
+    let cache = world.new_cache("cache");
+    let config = world.config("cli", Some(&cache), "");
+    world.init_ok(&world.workdir("first"), &config, &[]);
+    // Stamps taken as the entry is made would be too fresh to trust.
+    std::thread::sleep(Duration::from_millis(50));
+    world.init_ok(&world.workdir("second"), &config, &[]);
+    let sidecar = provenance(&cache, "alpha");
+    let recorded: serde_json::Value = serde_json::from_str(&read(&sidecar)).unwrap();
+    assert!(recorded["stamps"].is_object(), "{recorded}");
+
+    // A recorded hash that matches nothing: a run that trusts the stamps
+    // takes it as the entry's hash; one that hashed the files would refuse
+    // the record and download the package again.
+    let bogus = "h1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+    edit_json(&sidecar, |doc| doc["h1"] = bogus.into());
+    world.server().clear_log();
+    let third = world.workdir("third");
+    world.init_ok(&third, &config, &[]);
+    assert_eq!(world.archive_downloads(), Vec::<String>::new());
+    assert!(read(&third.join(LOCK)).contains(bogus));
+}
+
 /// `init -offline` in a fresh checkout with no lock file: not one request,
 /// the cached version chosen, and the same lock entry a download would have
 /// written, from the cache's provenance. What the cache cannot satisfy is

@@ -68,18 +68,42 @@ impl FileStamp {
     }
 }
 
+/// The stamps of every file below a directory, with when they were taken:
+/// what lets a remembered hash stand for the files. Kept by the hash memo
+/// for installed packages and in each plugin-cache entry's provenance.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-struct Remembered {
-    h1: String,
+pub struct DirStamps {
     /// When the stamps were taken, in nanoseconds since the Unix epoch.
     recorded_at: i128,
     files: Vec<FileStamp>,
 }
 
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct Remembered {
+    h1: String,
+    stamps: DirStamps,
+}
+
 /// Wider than the coarse kernel clock tick that file times come from.
 const RACY_NS: i128 = 20_000_000;
 
-impl Remembered {
+impl DirStamps {
+    /// The stamps of `dir`'s files now; `None` where the platform gives no
+    /// change times to trust.
+    pub fn of(dir: &Path) -> io::Result<Option<DirStamps>> {
+        Ok(stamps_of(dir)?.map(|files| DirStamps {
+            recorded_at: now_ns(),
+            files,
+        }))
+    }
+
+    /// Whether `dir`'s files are, by their stamps, the ones these stamps
+    /// were taken of, and the stamps were not taken too soon after a write
+    /// to prove it.
+    pub fn still_hold_for(&self, dir: &Path) -> bool {
+        matches!(stamps_of(dir), Ok(Some(now)) if self.trustworthy_for(&now))
+    }
+
     fn trustworthy_for(&self, stamps: &[FileStamp]) -> bool {
         self.files.len() == stamps.len()
             && self
@@ -133,7 +157,7 @@ impl HashMemo {
         if let Some(stamps) = &stamps {
             let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
             if let Some(known) = entries.get(&key)
-                && known.trustworthy_for(stamps)
+                && known.stamps.trustworthy_for(stamps)
                 && let Ok(hash) = PackageHash::parse(&known.h1)
             {
                 return Ok(hash);
@@ -163,8 +187,7 @@ impl HashMemo {
             key,
             Remembered {
                 h1: hash.to_string(),
-                recorded_at,
-                files,
+                stamps: DirStamps { recorded_at, files },
             },
         );
     }

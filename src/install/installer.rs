@@ -619,9 +619,28 @@ impl Installer {
         let entry = cache.cache.lookup(provider, version, &self.platform)?;
         let type_name = provider.type_name.clone();
         let may_break = cache.may_break_lock_file;
+        let plugin_cache = cache.cache.clone();
         blocking(move || {
             find_executable(&entry.dir, &type_name).map_err(std::io::Error::other)?;
-            let h1 = PackageHash::h1_of_dir(&entry.dir)?;
+            let stamped = entry
+                .meta
+                .as_ref()
+                .filter(|m| {
+                    m.stamps
+                        .as_ref()
+                        .is_some_and(|s| s.still_hold_for(&entry.dir))
+                })
+                .and_then(EntryMeta::h1);
+            let h1 = match stamped {
+                Some(h1) => h1,
+                None => {
+                    let h1 = PackageHash::h1_of_dir(&entry.dir)?;
+                    if let Some(meta) = entry.meta.as_ref().filter(|m| m.h1() == Some(h1.clone())) {
+                        plugin_cache.remember_stamps(&entry.dir, meta);
+                    }
+                    h1
+                }
+            };
             // A record whose hash no longer matches describes other files.
             let meta = entry.meta.filter(|m| m.h1() == Some(h1.clone()));
             let zh = meta
@@ -726,6 +745,7 @@ impl Installer {
                 }
                 PackageLocation::Http(url) => url.to_string(),
             },
+            stamps: None,
         };
         let dir = cache
             .cache
