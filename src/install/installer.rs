@@ -631,18 +631,16 @@ impl Installer {
                         .is_some_and(|s| s.still_hold_for(&entry.dir))
                 })
                 .and_then(EntryMeta::h1);
+            let hashed = stamped.is_none();
             let h1 = match stamped {
                 Some(h1) => h1,
-                None => {
-                    let h1 = PackageHash::h1_of_dir(&entry.dir)?;
-                    if let Some(meta) = entry.meta.as_ref().filter(|m| m.h1() == Some(h1.clone())) {
-                        plugin_cache.remember_stamps(&entry.dir, meta);
-                    }
-                    h1
-                }
+                None => PackageHash::h1_of_dir(&entry.dir)?,
             };
             // A record whose hash no longer matches describes other files.
             let meta = entry.meta.filter(|m| m.h1() == Some(h1.clone()));
+            if hashed && let Some(meta) = &meta {
+                plugin_cache.remember_stamps(&entry.dir, meta);
+            }
             let zh = meta
                 .as_ref()
                 .and_then(|m| m.zh.as_deref())

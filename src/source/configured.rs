@@ -11,7 +11,7 @@ use std::sync::Arc;
 use url::Url;
 
 use crate::addr::{Platform, ProviderAddr};
-use crate::cliconfig::{CliConfig, CliEnv, Credentials, MethodLocation};
+use crate::cliconfig::{CliConfig, CliEnv, Credentials, InstallMethod, MethodLocation};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::http::ApiClient;
 use crate::source::Source;
@@ -83,16 +83,10 @@ pub fn build_source_excluding(
     let mut methods = Vec::new();
     for method in &installation.methods {
         let pos = &method.pos;
-        let selector = match ProviderSelector::parse(&method.include, &method.exclude) {
+        let selector = match method_selector(method) {
             Ok(s) => s,
-            Err(err) => {
-                diags.push(
-                    Diagnostic::error(
-                        err.summary().unwrap_or("Invalid provider source patterns"),
-                        err.detail(),
-                    )
-                    .at(&pos.file, pos.line, pos.column),
-                );
+            Err(diag) => {
+                diags.push(diag);
                 continue;
             }
         };
@@ -156,6 +150,17 @@ pub fn implied_mirror_dirs(env: &CliEnv, launch_dir: &Path) -> Vec<PathBuf> {
     dirs.into_iter().filter(|d| d.is_dir()).collect()
 }
 
+/// A method's include/exclude patterns, or the error naming where they are.
+fn method_selector(method: &InstallMethod) -> Result<ProviderSelector, Diagnostic> {
+    ProviderSelector::parse(&method.include, &method.exclude).map_err(|err| {
+        Diagnostic::error(
+            err.summary().unwrap_or("Invalid provider source patterns"),
+            err.detail(),
+        )
+        .at(&method.pos.file, method.pos.line, method.pos.column)
+    })
+}
+
 /// Where discovery answers are kept between runs.
 pub fn discovery_memory(env: &CliEnv) -> Option<PathBuf> {
     env.tfinstall_cache_dir().map(|dir| dir.join("discovery"))
@@ -181,15 +186,9 @@ pub fn build_offline_source(opts: &SourceOptions<'_>) -> (Arc<OfflineSource>, Di
             let MethodLocation::FilesystemMirror(path) = &method.location else {
                 continue;
             };
-            match ProviderSelector::parse(&method.include, &method.exclude) {
+            match method_selector(method) {
                 Ok(selector) => methods.push(mirror(path, selector)),
-                Err(err) => diags.push(
-                    Diagnostic::error(
-                        err.summary().unwrap_or("Invalid provider source patterns"),
-                        err.detail(),
-                    )
-                    .at(&method.pos.file, method.pos.line, method.pos.column),
-                ),
+                Err(diag) => diags.push(diag),
             }
         }
     } else {

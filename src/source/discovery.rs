@@ -76,19 +76,20 @@ fn unix_now() -> u64 {
 /// `no-cache` or without one) otherwise.
 fn keep_for(cache_control: Option<&str>) -> Option<u64> {
     let mut max_age = 0;
+    let mut no_cache = false;
     for directive in cache_control.unwrap_or_default().split(',') {
         let directive = directive.trim().to_ascii_lowercase();
-        if directive == "no-store" {
-            return None;
-        }
-        if let Some(seconds) = directive.strip_prefix("max-age=") {
-            max_age = seconds.trim_matches('"').parse().unwrap_or(0);
+        match directive.as_str() {
+            "no-store" => return None,
+            "no-cache" => no_cache = true,
+            _ => {
+                if let Some(seconds) = directive.strip_prefix("max-age=") {
+                    max_age = seconds.trim_matches('"').parse().unwrap_or(0);
+                }
+            }
         }
     }
-    if cache_control.is_some_and(|cc| cc.to_ascii_lowercase().contains("no-cache")) {
-        max_age = 0;
-    }
-    Some(max_age)
+    Some(if no_cache { 0 } else { max_age })
 }
 
 type DiscoveryResult = Result<HostServices, String>;
