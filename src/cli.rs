@@ -72,9 +72,12 @@ the XDG data directories, then from each provider's registry.",
 tfinstall init\n  \
 tfinstall init -plugin-dir=/srv/terraform-mirror -lockfile=readonly\n  \
 tfinstall -chdir=infra init -upgrade -layout=providers\n  \
-tfinstall init -json | jq -c 'select(.type == \"installed\")'\n\n\
+tfinstall init -json | jq -c 'select(.type == \"installed\")'\n  \
+tfinstall init live/prod live/staging modules/*/examples/*\n\n\
 Exit status is 0 when every provider is installed and 1 otherwise; a failed \
-run leaves .terraform and the lock file as they were."
+run leaves .terraform and the lock file as they were. With several \
+directories, each succeeds or fails on its own, and the exit status is 1 if \
+any failed."
     )]
     Init(InitArgs),
     /// Show the providers the configuration requires, module by module.
@@ -299,6 +302,12 @@ pub struct InitArgs {
         hide_default_value = true
     )]
     pub input: String,
+
+    /// Working directories to initialise in one run, each exactly as
+    /// `tfinstall -chdir=DIR init` would; version lists and packages are
+    /// fetched once for all of them. None means the current directory.
+    #[arg(value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
 }
 
 /// `providers` alone prints the requirement tree; its subcommands do other

@@ -44,6 +44,7 @@ fn main() -> ExitCode {
     }
     let root_modules = match &cli.command {
         Command::Cache(CacheCommand::Warm(args)) if !args.dirs.is_empty() => args.dirs.clone(),
+        Command::Init(args) if !args.dirs.is_empty() => args.dirs.clone(),
         _ => vec![PathBuf::from(".")],
     };
     cli.engine

@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Write};
 
 use crate::diag::{Diagnostic, Diagnostics, Severity};
 use crate::engine::Engine;
-use crate::install::installer::InstallEvent;
+use crate::install::events::InstallEvent;
 use crate::verify::AuthResult;
 
 const RESET: &str = "\x1b[0m";
@@ -163,11 +163,8 @@ impl Ui {
     /// Warnings go to stdout and errors to stderr, warnings first, as
     /// Terraform shows them.
     pub fn print_diagnostics(&self, diags: &Diagnostics) {
-        let mut sorted: Vec<&Diagnostic> = diags.iter().collect();
-        sorted.sort_by_key(|d| d.severity);
-        for diag in sorted {
-            let text = self.render_diagnostic(diag);
-            match diag.severity {
+        for (severity, text) in self.render_diagnostics(diags) {
+            match severity {
                 Severity::Warning => {
                     let mut out = std::io::stdout().lock();
                     let _ = out.write_all(text.as_bytes());
@@ -178,5 +175,14 @@ impl Ui {
                 }
             }
         }
+    }
+
+    pub fn render_diagnostics(&self, diags: &Diagnostics) -> Vec<(Severity, String)> {
+        let mut sorted: Vec<&Diagnostic> = diags.iter().collect();
+        sorted.sort_by_key(|d| d.severity);
+        sorted
+            .into_iter()
+            .map(|diag| (diag.severity, self.render_diagnostic(diag)))
+            .collect()
     }
 }

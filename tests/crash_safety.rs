@@ -11,13 +11,11 @@
 
 mod support;
 
-mod harness;
-
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use harness::{Node, Project, RUN_TIMEOUT, Snapshot, output_text};
+use support::hardening::{Node, Project, RUN_TIMEOUT, Snapshot, output_text};
 use support::{Fault, Payload, PgpKey, ProviderSpec, Registry, TestCa, TestServer};
 
 const TYPES: [&str; 3] = ["null", "random", "tls"];
@@ -185,7 +183,7 @@ impl World {
         );
         let recovered = project.snapshot();
         if recovered != self.new {
-            harness::assert_unchanged(
+            support::hardening::assert_unchanged(
                 &self.new,
                 &recovered,
                 &format!("{moment}: after the next run"),

@@ -10,13 +10,13 @@
 
 mod support;
 
-mod harness;
-
 use std::io::{Cursor, Write as _};
 use std::path::Path;
 
-use harness::{Channel, NAMESPACE, Origin, Project, TYPE, assert_unchanged, output_text};
 use support::RawZip;
+use support::hardening::{
+    Channel, NAMESPACE, Origin, Project, TYPE, assert_unchanged, output_text,
+};
 use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, System, ZipWriter};
 

@@ -6,12 +6,12 @@
 
 mod support;
 
-mod harness;
-
 use std::time::Duration;
 
-use harness::{Channel, NAMESPACE, Origin, Project, TYPE, assert_unchanged, output_text};
 use rand::{RngCore as _, SeedableRng as _};
+use support::hardening::{
+    Channel, NAMESPACE, Origin, Project, TYPE, assert_unchanged, output_text,
+};
 use support::{Compression, Fault, Response, TestServer, ZipEntry, build_zip};
 
 const EXE: &str = "terraform-provider-null_v1.0.0";

@@ -186,7 +186,7 @@ fn json_stream_of_a_successful_install_follows_the_schema() {
     let stream = validated_stream(&output.stdout);
 
     assert_eq!(stream[0]["type"], "version");
-    assert_eq!(stream[0]["ui"], "1.1");
+    assert_eq!(stream[0]["ui"], "1.2");
     assert_eq!(stream[0]["engine"], "terraform");
     let host = world.registry.server.host();
     let alpha = format!("{host}/test/alpha");

@@ -12,13 +12,14 @@ use crate::commands::init::print_config_problems;
 use crate::commands::providers::{configuration_requirements, target_platforms};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::fetch::{DownloadSettings, Downloader};
+use crate::install::events::InstallEvent;
 use crate::install::extract::ExtractLimits;
-use crate::install::installer::{CacheUse, InstallEvent, Installer};
+use crate::install::installer::{CacheUse, Installer};
 use crate::install::layout::{InstallLayout, LayoutKind};
 use crate::install::link::LinkMode;
 use crate::lockfile::Locks;
 use crate::output::Output;
-use crate::source::configured::{SourceOptions, build_source};
+use crate::source::configured::{NetworkSources, SourceOptions, build_source};
 
 pub async fn warm(args: CacheWarmArgs, launch_dir: PathBuf) -> bool {
     let out = Output::new(false, args.no_color);
@@ -113,12 +114,14 @@ async fn run_warm(
     print_config_problems(out, &config_diags);
     let cache = configured_cache(&cli_config)?;
     let client = crate::http::build_client()?;
+    let network = NetworkSources::new(&cli_config, &env, client.clone());
     let (source, source_diags) = build_source(&SourceOptions {
         plugin_dirs: &args.plugin_dirs,
         cli_config: &cli_config,
         env: &env,
         launch_dir,
-        client: client.clone(),
+        work_dir: Path::new("."),
+        network: &network,
     });
     if source_diags.has_errors() {
         return Err(source_diags);
@@ -130,8 +133,7 @@ async fn run_warm(
     } else {
         args.dirs.clone()
     };
-    println!("Warming the plugin cache at {}", cache.root().display());
-    let (mut added, mut present) = (0, 0);
+    let mut configurations = Vec::new();
     for dir in &dirs {
         let data_dir = dir.join(crate::commands::init::data_dir());
         let (requirements, module_diags) = configuration_requirements(dir, &data_dir)?;
@@ -141,34 +143,45 @@ async fn run_warm(
             return Err(lock_diags);
         }
         warnings.extend(lock_diags);
-        for platform in &platforms {
+        configurations.push((requirements, locks));
+    }
+    println!("Warming the plugin cache at {}", cache.root().display());
+    // Every directory and platform at once, through one cache whose entries
+    // are filled once however many of them need a package; the results are
+    // then listed in the order given.
+    let cache_use = CacheUse::new(cache.clone(), cli_config.plugin_cache_may_break_lock_file);
+    let (source, downloader, cache_use, out, cache_root) =
+        (&source, &downloader, &cache_use, &out, cache.root());
+    let warms = configurations.iter().flat_map(|(requirements, locks)| {
+        platforms.iter().map(move |platform| {
             let installer = Installer {
                 source: source.clone(),
                 // Nothing is installed: a layout in a directory that does not
                 // exist keeps every "already installed" check false.
-                layout: InstallLayout::new(cache.root().join(".none"), LayoutKind::Providers),
+                layout: InstallLayout::new(cache_root.join(".none"), LayoutKind::Providers),
                 platform: platform.clone(),
                 limits: ExtractLimits::default(),
                 parallelism: args.parallelism,
-                downloader: downloader.clone(),
+                downloader: (*downloader).clone(),
                 dev_overrides: Default::default(),
-                cache: Some(CacheUse {
-                    cache: cache.clone(),
-                    may_break_lock_file: cli_config.plugin_cache_may_break_lock_file,
-                }),
+                cache: Some(cache_use.clone()),
                 link_mode: LinkMode::Auto,
-                events: warm_events(out.clone()),
+                events: warm_events(Arc::clone(out)),
                 offline: false,
             };
-            for (provider, version, was_added) in installer.warm(&requirements, &locks).await? {
-                let shown = provider.for_display();
-                if was_added {
-                    added += 1;
-                    println!("- Added {shown} v{version} for {platform}");
-                } else {
-                    present += 1;
-                    println!("- {shown} v{version} for {platform} was already cached");
-                }
+            async move { (platform, installer.warm(requirements, locks).await) }
+        })
+    });
+    let (mut added, mut present) = (0, 0);
+    for (platform, result) in futures_util::future::join_all(warms).await {
+        for (provider, version, was_added) in result? {
+            let shown = provider.for_display();
+            if was_added {
+                added += 1;
+                println!("- Added {shown} v{version} for {platform}");
+            } else {
+                present += 1;
+                println!("- {shown} v{version} for {platform} was already cached");
             }
         }
     }
@@ -185,7 +198,7 @@ async fn run_warm(
 
 /// Only warnings and the wait notice are shown while warming; the result
 /// lines say per platform what happened to each package.
-fn warm_events(out: Arc<Output>) -> crate::install::installer::EventSink {
+fn warm_events(out: Arc<Output>) -> crate::install::events::EventSink {
     Arc::new(move |event| {
         if matches!(
             event,

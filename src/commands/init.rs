@@ -2,12 +2,12 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::addr::{Platform, ProviderAddr};
 use crate::cache::PluginCache;
 use crate::cli::InitArgs;
-use crate::cliconfig::{self, CliEnv};
+use crate::cliconfig::{self, CliConfig, CliEnv};
 use crate::commands::providers::configuration_requirements;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::engine::Engine;
@@ -15,17 +15,36 @@ use crate::fetch::{DownloadSettings, Downloader};
 use crate::install::extract::ExtractLimits;
 use crate::install::installer::{CacheUse, InstallMode, InstallOutcome, Installer};
 use crate::install::layout::{InstallLayout, LayoutKind};
+use crate::install::link::LinkMode;
 use crate::install::staging::{FileMode, Staging};
 use crate::lockfile::Locks;
 use crate::output::{LockFileChange, Output};
 use crate::source::Source;
-use crate::source::configured::{SourceOptions, build_offline_source, build_source};
+use crate::source::configured::{
+    NetworkSources, SourceOptions, build_offline_source, build_source,
+};
 
 pub const LOCK_FILE: &str = ".terraform.lock.hcl";
 
 pub async fn run(args: InitArgs, launch_dir: PathBuf) -> bool {
     let out = Output::new(args.json, args.no_color);
-    match init(&args, &launch_dir, &out).await {
+    let run = match Run::prepare(&args, &launch_dir, &out) {
+        Ok(run) => run,
+        Err(diags) => {
+            report(&out, Err(diags));
+            return false;
+        }
+    };
+    match args.dirs.as_slice() {
+        [] => report(&out, init(&run, Path::new("."), &out).await),
+        [dir] => report(&out, init(&run, dir, &out).await),
+        dirs => run_many(&run, dirs, &out).await,
+    }
+}
+
+/// Shows how one working directory's init ended; true if it succeeded.
+fn report(out: &Output, result: Result<(Diagnostics, LockFileChange), Diagnostics>) -> bool {
+    match result {
         Ok((warnings, lock_file)) => {
             out.diagnostics(&warnings);
             out.message("init_success", |ui| {
@@ -46,6 +65,70 @@ pub async fn run(args: InitArgs, launch_dir: PathBuf) -> bool {
     }
 }
 
+/// `init DIR…`: every directory at once, sharing the run's sources (one
+/// version-list request per provider and source) and its plugin cache (one
+/// download per package), or a cache for this run alone when none is
+/// configured. Each directory keeps its own modules, lock file and
+/// `.terraform`, and succeeds or fails on its own. Text output comes
+/// directory by directory in the order given; `-json` messages go out as
+/// they happen, each naming its directory.
+async fn run_many(run: &Run<'_>, dirs: &[PathBuf], out: &Arc<Output>) -> bool {
+    let outs: Vec<Arc<Output>> = dirs
+        .iter()
+        .map(|dir| out.for_directory(&dir.display().to_string()))
+        .collect();
+    let release = Mutex::new(InOrder {
+        next: 0,
+        done: vec![false; dirs.len()],
+    });
+    let results = futures_util::future::join_all(dirs.iter().zip(&outs).enumerate().map(
+        |(index, (dir, dir_out))| {
+            let (release, outs) = (&release, &outs);
+            async move {
+                dir_out.message("directory", |ui| {
+                    format!("\n{}", ui.heading(&format!("[{}]", dir.display())))
+                });
+                let result = init(run, dir, dir_out).await;
+                let first_error = result
+                    .as_ref()
+                    .err()
+                    .and_then(|diags| diags.iter().find(|d| d.is_error()).cloned());
+                report(dir_out, result);
+                release
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .finish(index, outs);
+                first_error
+            }
+        },
+    ))
+    .await;
+    let failed: Vec<(String, Diagnostic)> = dirs
+        .iter()
+        .zip(results)
+        .filter_map(|(dir, err)| err.map(|err| (dir.display().to_string(), err)))
+        .collect();
+    out.run_summary(dirs.len(), &failed);
+    failed.is_empty()
+}
+
+/// Which directories' held text has been printed: each is printed once it
+/// and every directory before it have finished.
+struct InOrder {
+    next: usize,
+    done: Vec<bool>,
+}
+
+impl InOrder {
+    fn finish(&mut self, index: usize, outs: &[Arc<Output>]) {
+        self.done[index] = true;
+        while self.next < self.done.len() && self.done[self.next] {
+            outs[self.next].release();
+            self.next += 1;
+        }
+    }
+}
+
 /// Terraform's data directory: `TF_DATA_DIR` if set, else `.terraform`,
 /// relative to the working directory (after -chdir).
 pub fn data_dir() -> PathBuf {
@@ -55,64 +138,189 @@ pub fn data_dir() -> PathBuf {
     }
 }
 
-async fn init(
-    args: &InitArgs,
-    launch_dir: &Path,
-    out: &Arc<Output>,
-) -> Result<(Diagnostics, LockFileChange), Diagnostics> {
-    let readonly = args.lockfile.as_deref() == Some("readonly");
-    if readonly && args.upgrade {
-        return Err(Diagnostic::error(
-            "Invalid command-line option",
-            "The -upgrade flag conflicts with -lockfile=readonly.",
-        )
-        .into());
-    }
-    let layout = match (Engine::current(), args.layout) {
-        (Engine::OpenTofu, Some(LayoutKind::Plugins)) => {
+/// What every working directory of one run shares: the CLI configuration,
+/// the network sources, the downloader and the plugin cache.
+struct Run<'a> {
+    args: &'a InitArgs,
+    launch_dir: &'a Path,
+    env: CliEnv,
+    cli_config: CliConfig,
+    layout: LayoutKind,
+    dev_overrides: BTreeSet<ProviderAddr>,
+    network: NetworkSources,
+    downloader: Arc<Downloader>,
+    cache: Option<CacheUse>,
+    link_mode: LinkMode,
+    /// The cache of a multi-directory run without a configured one, removed
+    /// when the run ends (the packages it held stay, hard-linked or copied).
+    _run_cache: Option<tempfile::TempDir>,
+}
+
+impl<'a> Run<'a> {
+    fn prepare(
+        args: &'a InitArgs,
+        launch_dir: &'a Path,
+        out: &Output,
+    ) -> Result<Run<'a>, Diagnostics> {
+        let readonly = args.lockfile.as_deref() == Some("readonly");
+        if readonly && args.upgrade {
             return Err(Diagnostic::error(
                 "Invalid command-line option",
-                "OpenTofu reads providers only from .terraform/providers, so -layout=plugins cannot be used with it. Leave -layout out, or choose Terraform's rules with -engine=terraform.",
+                "The -upgrade flag conflicts with -lockfile=readonly.",
             )
             .into());
         }
-        (_, Some(layout)) => layout,
-        (Engine::Terraform, None) => LayoutKind::Plugins,
-        (Engine::OpenTofu, None) => LayoutKind::Providers,
+        let layout = match (Engine::current(), args.layout) {
+            (Engine::OpenTofu, Some(LayoutKind::Plugins)) => {
+                return Err(Diagnostic::error(
+                    "Invalid command-line option",
+                    "OpenTofu reads providers only from .terraform/providers, so -layout=plugins cannot be used with it. Leave -layout out, or choose Terraform's rules with -engine=terraform.",
+                )
+                .into());
+            }
+            (_, Some(layout)) => layout,
+            (Engine::Terraform, None) => LayoutKind::Plugins,
+            (Engine::OpenTofu, None) => LayoutKind::Providers,
+        };
+        let env = CliEnv::from_process();
+        let (cli_config, config_diags) = cliconfig::load(&env);
+        print_config_problems(out, &config_diags);
+        let dev_overrides: BTreeSet<ProviderAddr> = cli_config
+            .provider_installation
+            .iter()
+            .flat_map(|p| p.dev_overrides.iter().map(|(addr, _)| addr.clone()))
+            .collect();
+        let client = crate::http::build_client()?;
+        let network = NetworkSources::new(&cli_config, &env, client.clone());
+        let downloader = Arc::new(Downloader::new(
+            client,
+            DownloadSettings {
+                retries: args.download_retries,
+                stall_timeout: args.download_stall_timeout,
+                backoff: args.download_retry_delay,
+                max_bytes: args.max_package_size,
+            },
+        ));
+        let mut cache = cli_config.plugin_cache_dir.as_ref().map(|dir| {
+            CacheUse::new(
+                PluginCache::new(dir),
+                cli_config.plugin_cache_may_break_lock_file,
+            )
+        });
+        let mut link_mode = args.link_mode;
+        let mut run_cache = None;
+        if cache.is_none() && args.dirs.len() > 1 {
+            let dir = run_cache_dir(&args.dirs[0]).map_err(|err| {
+                Diagnostics::from(Diagnostic::error(
+                    "Failed to prepare the provider installation directory",
+                    format!(
+                        "Could not create a temporary directory to share packages between the working directories: {err}. Set TMPDIR to a writable directory, or configure a plugin cache (plugin_cache_dir)."
+                    ),
+                ))
+            })?;
+            cache = Some(CacheUse::new(PluginCache::new(dir.path()), false));
+            // Links into a cache that is gone when the run ends would dangle.
+            if link_mode == LinkMode::Symlink {
+                link_mode = LinkMode::Auto;
+            }
+            run_cache = Some(dir);
+        }
+        Ok(Run {
+            args,
+            launch_dir,
+            env,
+            cli_config,
+            layout,
+            dev_overrides,
+            network,
+            downloader,
+            cache,
+            link_mode,
+            _run_cache: run_cache,
+        })
+    }
+}
+
+/// Where a multi-directory run without a plugin cache keeps each package
+/// once: the system's temporary directory when it is on the working
+/// directories' filesystem (so that placing a package is a hard link),
+/// otherwise beside the first of them.
+fn run_cache_dir(first: &Path) -> std::io::Result<tempfile::TempDir> {
+    let temp = std::env::temp_dir();
+    let builder = || {
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(".tfinstall-run-");
+        builder
     };
-    let data_dir = data_dir();
+    if same_filesystem(&temp, first) {
+        return builder().tempdir_in(temp);
+    }
+    let beside = std::path::absolute(first)?
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."));
+    builder()
+        .tempdir_in(beside)
+        .or_else(|_| builder().tempdir())
+}
+
+#[cfg(unix)]
+fn same_filesystem(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev(),
+        _ => false,
+    }
+}
+
+#[cfg(not(unix))]
+fn same_filesystem(_: &Path, _: &Path) -> bool {
+    false
+}
+
+/// `init` in one working directory, `dir` (`.` after -chdir): the files it
+/// reads and writes are there, everything else comes from `run`.
+async fn init(
+    run: &Run<'_>,
+    dir: &Path,
+    out: &Arc<Output>,
+) -> Result<(Diagnostics, LockFileChange), Diagnostics> {
+    let args = run.args;
+    if !dir.is_dir() {
+        return Err(Diagnostic::error(
+            "Invalid working directory",
+            format!(
+                "The directory {} does not exist or is not a directory. Check the DIR arguments of tfinstall init.",
+                dir.display()
+            ),
+        )
+        .into());
+    }
+    let data_dir = dir.join(data_dir());
     let mut warnings = Diagnostics::new();
 
-    let (requirements, module_diags) = configuration_requirements(Path::new("."), &data_dir)?;
+    let (requirements, module_diags) = configuration_requirements(dir, &data_dir)?;
     warnings.extend(module_diags);
-
-    let env = CliEnv::from_process();
-    let (cli_config, config_diags) = cliconfig::load(&env);
-    print_config_problems(out, &config_diags);
-    let dev_overrides: BTreeSet<ProviderAddr> = cli_config
-        .provider_installation
-        .iter()
-        .flat_map(|p| p.dev_overrides.iter().map(|(addr, _)| addr.clone()))
-        .collect();
-    if let Some(installation) = &cli_config.provider_installation
+    if let Some(installation) = &run.cli_config.provider_installation
         && !installation.dev_overrides.is_empty()
     {
         warnings.push(dev_overrides_warning(&installation.dev_overrides));
     }
 
-    let (previous, lock_diags) = Locks::load(Path::new(LOCK_FILE));
+    let lock_path = dir.join(LOCK_FILE);
+    let (previous, lock_diags) = Locks::load(&lock_path);
     if lock_diags.has_errors() {
         return Err(lock_diags);
     }
     warnings.extend(lock_diags);
 
-    let client = crate::http::build_client()?;
     let options = SourceOptions {
         plugin_dirs: &args.plugin_dirs,
-        cli_config: &cli_config,
-        env: &env,
-        launch_dir,
-        client: client.clone(),
+        cli_config: &run.cli_config,
+        env: &run.env,
+        launch_dir: run.launch_dir,
+        work_dir: dir,
+        network: &run.network,
     };
     let (source, source_diags): (Arc<dyn Source>, _) = if args.offline {
         let (source, diags) = build_offline_source(&options);
@@ -131,7 +339,7 @@ async fn init(
     });
     let installer = Installer {
         source,
-        layout: InstallLayout::new(&data_dir, layout),
+        layout: InstallLayout::new(&data_dir, run.layout),
         platform: Platform::current(),
         limits: ExtractLimits {
             max_total_bytes: args.max_package_size,
@@ -139,21 +347,10 @@ async fn init(
             max_ratio: args.max_compression_ratio,
         },
         parallelism: args.parallelism,
-        downloader: Arc::new(Downloader::new(
-            client,
-            DownloadSettings {
-                retries: args.download_retries,
-                stall_timeout: args.download_stall_timeout,
-                backoff: args.download_retry_delay,
-                max_bytes: args.max_package_size,
-            },
-        )),
-        dev_overrides,
-        cache: cli_config.plugin_cache_dir.as_ref().map(|dir| CacheUse {
-            cache: PluginCache::new(dir),
-            may_break_lock_file: cli_config.plugin_cache_may_break_lock_file,
-        }),
-        link_mode: args.link_mode,
+        downloader: run.downloader.clone(),
+        dev_overrides: run.dev_overrides.clone(),
+        cache: run.cache.clone(),
+        link_mode: run.link_mode,
         events: out.event_sink(),
         offline: args.offline,
     };
@@ -163,7 +360,10 @@ async fn init(
         InstallMode::Normal
     };
     let outcome = installer.install(&requirements, &previous, mode).await?;
-    let warnings = finish(outcome, &installer, &previous, readonly, out, warnings)?;
+    let readonly = args.lockfile.as_deref() == Some("readonly");
+    let warnings = finish(
+        outcome, &installer, &previous, &lock_path, readonly, out, warnings,
+    )?;
     record_plugin_dirs(&data_dir, &args.plugin_dirs).map_err(|err| {
         Diagnostics::from(Diagnostic::error(
             "Failed to save plugin locations",
@@ -217,10 +417,12 @@ fn go_json_pretty(value: &serde_json::Value) -> std::io::Result<String> {
 
 /// Commits the staged packages and records the result, in an order that
 /// keeps the previous state whenever something is refused.
+#[allow(clippy::too_many_arguments)]
 fn finish(
     outcome: InstallOutcome,
     installer: &Installer,
     previous: &Locks,
+    lock_path: &Path,
     readonly: bool,
     out: &Output,
     mut warnings: Diagnostics,
@@ -285,11 +487,7 @@ fn finish(
         // file beside the lock file.
         let rendered = locks.render();
         staging
-            .replace_file(
-                Path::new(LOCK_FILE),
-                rendered.as_bytes(),
-                FileMode::Exact(0o644),
-            )
+            .replace_file(lock_path, rendered.as_bytes(), FileMode::Exact(0o644))
             .map_err(|err| {
                 Diagnostics::from(Diagnostic::error(
                     "Failed to update dependency lock file",

@@ -1,9 +1,15 @@
-//! Turning selected versions into installed packages: staging, linking,
-//! extraction and the installer that drives them.
+//! Turning requirements into installed packages, in the order the data
+//! travels: [`select`] a version per provider, [`obtain`] and verify each
+//! package once, [`place`] it in the working directory; [`installer`]
+//! drives the three and [`events`] reports on them.
 
+pub mod events;
 pub mod extract;
 pub mod hash_memo;
 pub mod installer;
 pub mod layout;
 pub mod link;
+pub mod obtain;
+pub mod place;
+pub mod select;
 pub mod staging;

@@ -13,13 +13,13 @@ use serde_json::{Map, Value, json};
 
 use crate::diag::{Diagnostic, Severity};
 use crate::engine::Engine;
-use crate::install::installer::{InstallEvent, ProgressStage};
+use crate::install::events::{InstallEvent, ProgressStage};
 use crate::ui::Ui;
 use crate::verify::{AuthResult, Trust};
 
 /// The schema version, `MAJOR.MINOR`: a minor bump adds message types or
 /// optional fields; a major bump changes or removes something.
-pub const UI_VERSION: &str = "1.1";
+pub const UI_VERSION: &str = "1.2";
 
 /// A machine reading progress needs far fewer updates than a person
 /// watching a bar: at most one per download per second, plus the last.
@@ -29,6 +29,8 @@ pub struct JsonLines {
     /// When each download last reported and how far it had got, keyed by
     /// provider and version.
     last_progress: Mutex<HashMap<String, (Instant, u64)>>,
+    /// The working directory every message is about, in a run over several.
+    directory: Option<String>,
 }
 
 impl JsonLines {
@@ -36,6 +38,7 @@ impl JsonLines {
     pub fn start() -> JsonLines {
         let lines = JsonLines {
             last_progress: Mutex::new(HashMap::new()),
+            directory: None,
         };
         let version = env!("CARGO_PKG_VERSION");
         lines.emit(
@@ -45,6 +48,15 @@ impl JsonLines {
             json!({ "tfinstall": version, "ui": UI_VERSION, "engine": Engine::current().as_str() }),
         );
         lines
+    }
+
+    /// The messages of one directory of a multi-directory run, in the
+    /// stream [`JsonLines::start`] began.
+    pub fn for_directory(directory: &str) -> JsonLines {
+        JsonLines {
+            last_progress: Mutex::new(HashMap::new()),
+            directory: Some(directory.to_owned()),
+        }
     }
 
     /// A line of prose the human view shows, by its stable code.
@@ -230,6 +242,9 @@ impl JsonLines {
         object.insert("@module".into(), "tfinstall".into());
         object.insert("@timestamp".into(), timestamp(SystemTime::now()).into());
         object.insert("type".into(), kind.into());
+        if let Some(directory) = &self.directory {
+            object.insert("directory".into(), directory.as_str().into());
+        }
         if let Value::Object(fields) = fields {
             object.extend(fields);
         }

@@ -6,12 +6,13 @@
 pub mod json;
 pub mod progress;
 
+use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 
-use crate::diag::{Diagnostics, Severity};
-use crate::install::installer::{EventSink, InstallEvent};
+use crate::diag::{Diagnostic, Diagnostics, Severity};
+use crate::install::events::{EventSink, InstallEvent};
 use crate::ui::Ui;
 
 use json::JsonLines;
@@ -21,11 +22,22 @@ pub struct Output {
     ui: Ui,
     view: View,
     tally: Mutex<Tally>,
+    /// For one directory of a multi-directory run, the text it would print,
+    /// held back so that directories are shown one after another in the
+    /// order given however their work interleaves ([`Output::release`]).
+    held: Option<Mutex<Vec<HeldText>>>,
+}
+
+enum HeldText {
+    Stdout(String),
+    Stderr(String),
 }
 
 enum View {
     Human {
-        progress: Option<Progress>,
+        /// One display for the whole run: a download shared by several
+        /// directories is one bar.
+        progress: Option<Arc<Progress>>,
         /// Warnings raised during installation, shown with the other
         /// diagnostics at the end as Terraform does.
         pending: Mutex<Diagnostics>,
@@ -72,7 +84,7 @@ impl Output {
             View::Json(JsonLines::start())
         } else {
             View::Human {
-                progress: Progress::for_stderr(ui.color),
+                progress: Progress::for_stderr(ui.color).map(Arc::new),
                 pending: Mutex::new(Diagnostics::new()),
             }
         };
@@ -80,7 +92,49 @@ impl Output {
             ui,
             view,
             tally: Mutex::new(Tally::default()),
+            held: None,
         })
+    }
+
+    /// The output of one working directory of a multi-directory run:
+    /// `-json` lines carry `directory` and go out at once; text is held
+    /// until [`Output::release`].
+    pub fn for_directory(self: &Arc<Self>, directory: &str) -> Arc<Output> {
+        let view = match &self.view {
+            View::Json(_) => View::Json(JsonLines::for_directory(directory)),
+            View::Human { progress, .. } => View::Human {
+                progress: progress.clone(),
+                pending: Mutex::new(Diagnostics::new()),
+            },
+        };
+        let held = matches!(view, View::Human { .. }).then(|| Mutex::new(Vec::new()));
+        Arc::new(Output {
+            ui: self.ui,
+            view,
+            tally: Mutex::new(Tally::default()),
+            held,
+        })
+    }
+
+    /// Prints the text held back for this directory.
+    pub fn release(&self) {
+        let Some(held) = &self.held else {
+            return;
+        };
+        let held = std::mem::take(&mut *held.lock().unwrap_or_else(|e| e.into_inner()));
+        self.suspended(|| {
+            for text in held {
+                match text {
+                    HeldText::Stdout(text) => print!("{text}"),
+                    HeldText::Stderr(text) => eprint!("{text}"),
+                }
+            }
+        });
+    }
+
+    /// Whether this run's `-json` stream is being written.
+    pub fn is_json(&self) -> bool {
+        matches!(self.view, View::Json(_))
     }
 
     pub fn event_sink(self: &Arc<Self>) -> EventSink {
@@ -153,11 +207,8 @@ impl Output {
     /// Prose for people on stderr around diagnostics; machines get the
     /// diagnostics alone.
     pub fn note(&self, text: &str) {
-        if let View::Human { progress, .. } = &self.view {
-            match progress {
-                Some(progress) => progress.suspend(|| eprintln!("{text}")),
-                None => eprintln!("{text}"),
-            }
+        if let View::Human { .. } = &self.view {
+            self.write(HeldText::Stderr(format!("{text}\n")));
         }
     }
 
@@ -175,13 +226,15 @@ impl Output {
         }
         match &self.view {
             View::Json(lines) => diags.iter().for_each(|d| lines.diagnostic(d)),
-            View::Human { progress, pending } => {
+            View::Human { pending, .. } => {
                 let mut all =
                     std::mem::take(&mut *pending.lock().unwrap_or_else(|e| e.into_inner()));
                 all.extend(diags.clone());
-                match progress {
-                    Some(progress) => progress.suspend(|| self.ui.print_diagnostics(&all)),
-                    None => self.ui.print_diagnostics(&all),
+                for (severity, text) in self.ui.render_diagnostics(&all) {
+                    self.write(match severity {
+                        Severity::Warning => HeldText::Stdout(text),
+                        Severity::Error => HeldText::Stderr(text),
+                    });
                 }
             }
         }
@@ -236,13 +289,100 @@ impl Output {
         );
     }
 
+    /// The end of a run over several working directories: which failed,
+    /// each with its first error (their own output said the rest).
+    pub fn run_summary(&self, directories: usize, failed: &[(String, Diagnostic)]) {
+        let first_line = |diag: &Diagnostic| {
+            let detail = diag.detail.lines().next().unwrap_or_default();
+            if detail.is_empty() {
+                diag.summary.clone()
+            } else {
+                format!("{}: {detail}", diag.summary)
+            }
+        };
+        match &self.view {
+            View::Json(lines) => {
+                let text = if failed.is_empty() {
+                    format!("All {directories} working directories initialized")
+                } else {
+                    format!(
+                        "tfinstall init failed in {} of {directories} working directories",
+                        failed.len()
+                    )
+                };
+                let failures: Vec<serde_json::Value> = failed
+                    .iter()
+                    .map(|(dir, diag)| {
+                        json!({ "directory": dir, "summary": diag.summary, "detail": diag.detail })
+                    })
+                    .collect();
+                let level = if failed.is_empty() { "info" } else { "error" };
+                lines.emit(
+                    level,
+                    &text,
+                    "run_summary",
+                    json!({
+                        "success": failed.is_empty(),
+                        "directories": directories,
+                        "failed": failures,
+                    }),
+                );
+            }
+            View::Human { .. } if failed.is_empty() => self.print(&format!(
+                "\n{}",
+                self.ui.bold(&format!(
+                    "All {directories} working directories were initialized."
+                ))
+            )),
+            View::Human { .. } => {
+                let list: String = failed
+                    .iter()
+                    .map(|(dir, diag)| format!("\n  - {dir}: {}", first_line(diag)))
+                    .collect();
+                self.diagnostics(&Diagnostic::error(
+                    format!(
+                        "tfinstall init failed in {} of {directories} working directories",
+                        failed.len()
+                    ),
+                    format!(
+                        "These directories kept their .terraform and lock file as they were:{list}\n\nThe other directories were initialized. Fix the errors shown under each directory's heading above and run init again; directories that are already initialized are quick no-ops."
+                    ),
+                )
+                .into());
+            }
+        }
+    }
+
     fn print(&self, text: &str) {
+        self.write(HeldText::Stdout(format!("{text}\n")));
+    }
+
+    fn write(&self, text: HeldText) {
+        if let Some(held) = &self.held {
+            held.lock().unwrap_or_else(|e| e.into_inner()).push(text);
+            return;
+        }
+        self.suspended(|| match text {
+            HeldText::Stdout(text) => {
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(text.as_bytes());
+                let _ = out.flush();
+            }
+            HeldText::Stderr(text) => {
+                let mut err = std::io::stderr().lock();
+                let _ = err.write_all(text.as_bytes());
+            }
+        });
+    }
+
+    /// Runs `print` with the progress display (if any) out of the way.
+    fn suspended(&self, print: impl FnOnce()) {
         match &self.view {
             View::Human {
                 progress: Some(progress),
                 ..
-            } => progress.suspend(|| println!("{text}")),
-            _ => println!("{text}"),
+            } => progress.suspend(print),
+            _ => print(),
         }
     }
 

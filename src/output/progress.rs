@@ -12,7 +12,7 @@ use std::time::Duration;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::addr::ProviderAddr;
-use crate::install::installer::ProgressStage;
+use crate::install::events::ProgressStage;
 use crate::version::Version;
 
 pub struct Progress {

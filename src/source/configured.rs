@@ -4,9 +4,9 @@
 //! neither, the implied local directories come first and the registry gets
 //! every provider they do not hold (§4.4).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use url::Url;
 
@@ -22,6 +22,7 @@ use crate::source::network_mirror::NetworkMirror;
 use crate::source::offline::OfflineSource;
 use crate::source::registry::RegistrySource;
 use crate::source::selector::{ProviderPattern, ProviderSelector};
+use crate::source::shared::SharedQueries;
 
 pub struct SourceOptions<'a> {
     pub plugin_dirs: &'a [PathBuf],
@@ -30,7 +31,62 @@ pub struct SourceOptions<'a> {
     /// Where tfinstall was started (before -chdir): the implied
     /// `terraform.d/plugins` directory is relative to it.
     pub launch_dir: &'a Path,
-    pub client: reqwest::Client,
+    /// The working directory the source is for: relative `-plugin-dir`
+    /// and mirror paths are relative to it, as they are after `-chdir`.
+    pub work_dir: &'a Path,
+    pub network: &'a NetworkSources,
+}
+
+impl SourceOptions<'_> {
+    fn local_path(&self, path: &Path) -> PathBuf {
+        if path.is_relative() && self.work_dir != Path::new(".") {
+            self.work_dir.join(path)
+        } else {
+            path.to_path_buf()
+        }
+    }
+}
+
+/// The registries and network mirrors of one run, built once: every working
+/// directory of the run talks to the same ones, so that each question goes
+/// out once however many directories ask it ([`SharedQueries`]), and one
+/// discovery and one set of credentials serve them all.
+pub struct NetworkSources {
+    api: ApiClient,
+    tokens: TokenLookup,
+    registry: Arc<dyn Source>,
+    mirrors: Mutex<HashMap<Url, Arc<dyn Source>>>,
+}
+
+impl NetworkSources {
+    pub fn new(cli_config: &CliConfig, env: &CliEnv, client: reqwest::Client) -> Self {
+        let api = ApiClient::from_env(client);
+        let tokens: TokenLookup = Arc::new(Credentials::new(cli_config, env));
+        let discovery = Arc::new(Discovery::new(
+            &api,
+            tokens.clone(),
+            cli_config.hosts.clone(),
+            discovery_memory(env),
+        ));
+        let registry = RegistrySource::new(discovery, api.clone());
+        NetworkSources {
+            registry: Arc::new(SharedQueries::new(Arc::new(registry))),
+            api,
+            tokens,
+            mirrors: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn network_mirror(&self, url: Url) -> Arc<dyn Source> {
+        let mut mirrors = self.mirrors.lock().unwrap_or_else(|e| e.into_inner());
+        mirrors
+            .entry(url.clone())
+            .or_insert_with(|| {
+                let mirror = NetworkMirror::new(url, self.api.clone(), self.tokens.clone());
+                Arc::new(SharedQueries::new(Arc::new(mirror)))
+            })
+            .clone()
+    }
 }
 
 pub fn build_source(opts: &SourceOptions<'_>) -> (Arc<MultiSource>, Diagnostics) {
@@ -52,23 +108,14 @@ pub fn build_source_excluding(
             .plugin_dirs
             .iter()
             .map(|dir| MultiSourceMethod {
-                source: Arc::new(FilesystemMirror::new(dir.clone())),
+                source: Arc::new(FilesystemMirror::new(opts.local_path(dir))),
                 selector: ProviderSelector::default(),
             })
             .collect();
         return (Arc::new(MultiSource::new(methods)), diags);
     }
 
-    let api = ApiClient::from_env(opts.client.clone());
-    let tokens: TokenLookup = Arc::new(Credentials::new(opts.cli_config, opts.env));
-    let discovery = Arc::new(Discovery::new(
-        &api,
-        tokens.clone(),
-        opts.cli_config.hosts.clone(),
-        discovery_memory(opts.env),
-    ));
-    let registry =
-        || -> Arc<dyn Source> { Arc::new(RegistrySource::new(discovery.clone(), api.clone())) };
+    let registry = || opts.network.registry.clone();
 
     let Some(installation) = &opts.cli_config.provider_installation else {
         return (
@@ -92,11 +139,13 @@ pub fn build_source_excluding(
         };
         let source: Arc<dyn Source> = match &method.location {
             MethodLocation::FilesystemMirror(path) if is_excluded(path) => continue,
-            MethodLocation::FilesystemMirror(path) => Arc::new(FilesystemMirror::new(path.clone())),
+            MethodLocation::FilesystemMirror(path) => {
+                Arc::new(FilesystemMirror::new(opts.local_path(path)))
+            }
             MethodLocation::Direct => registry(),
             MethodLocation::NetworkMirror(raw) => match Url::parse(raw) {
                 Ok(url) if url.scheme() == "https" && url.host_str().is_some() => {
-                    Arc::new(NetworkMirror::new(url, api.clone(), tokens.clone()))
+                    opts.network.network_mirror(url)
                 }
                 _ => {
                     diags.push(
@@ -180,14 +229,18 @@ pub fn build_offline_source(opts: &SourceOptions<'_>) -> (Arc<OfflineSource>, Di
         selector,
     };
     if !opts.plugin_dirs.is_empty() {
-        methods.extend(opts.plugin_dirs.iter().map(|dir| mirror(dir, everything())));
+        methods.extend(
+            opts.plugin_dirs
+                .iter()
+                .map(|dir| mirror(&opts.local_path(dir), everything())),
+        );
     } else if let Some(installation) = &opts.cli_config.provider_installation {
         for method in &installation.methods {
             let MethodLocation::FilesystemMirror(path) = &method.location else {
                 continue;
             };
             match method_selector(method) {
-                Ok(selector) => methods.push(mirror(path, selector)),
+                Ok(selector) => methods.push(mirror(&opts.local_path(path), selector)),
                 Err(diag) => diags.push(diag),
             }
         }

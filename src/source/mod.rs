@@ -11,6 +11,7 @@ pub mod network_mirror;
 pub mod offline;
 pub mod registry;
 pub mod selector;
+pub mod shared;
 
 use std::fmt;
 use std::future::Future;

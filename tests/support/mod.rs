@@ -12,6 +12,7 @@
 pub mod credentials_helper;
 pub mod fake_package;
 pub mod fixtures;
+pub mod hardening;
 pub mod hosted;
 pub mod json_stream;
 pub mod openpgp;

@@ -29,13 +29,13 @@ use crate::commands::init::{LOCK_FILE, data_dir, print_config_problems};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::fetch::{DownloadSettings, Downloader};
 use crate::fsutil::write_atomic;
-use crate::install::installer::{
+use crate::install::layout::provider_dir;
+use crate::install::obtain::{
     StageError, alongside_documents, authenticate_archive, blocking, mirror_mismatch,
 };
-use crate::install::layout::provider_dir;
 use crate::lockfile::Locks;
 use crate::output::Output;
-use crate::source::configured::{SourceOptions, build_source_excluding};
+use crate::source::configured::{NetworkSources, SourceOptions, build_source_excluding};
 use crate::source::filesystem::scan_directory;
 use crate::source::{PackageAuthentication, PackageLocation, PackageMeta, Source, SourceError};
 use crate::ui::Ui;
@@ -112,13 +112,15 @@ async fn mirror(
     let (cli_config, config_diags) = cliconfig::load(&env);
     print_config_problems(&Output::new(false, !ui.color), &config_diags);
     let client = crate::http::build_client()?;
+    let network = NetworkSources::new(&cli_config, &env, client.clone());
     let (source, source_diags) = build_source_excluding(
         &SourceOptions {
             plugin_dirs: &[],
             cli_config: &cli_config,
             env: &env,
             launch_dir,
-            client: client.clone(),
+            work_dir: Path::new("."),
+            network: &network,
         },
         Some(dir),
     );

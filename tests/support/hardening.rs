@@ -1,13 +1,10 @@
-// Each hardening test file compiles this module on its own and uses only part of it.
-#![allow(dead_code)]
-
 //! Shared pieces of the hardening tests (hostile archives, network faults,
 //! crash safety): a working directory to run `tfinstall init` in, a snapshot
 //! of everything it may write, and the three ways a package archive reaches
 //! the installer (packed filesystem mirror, network mirror, registry) with an
 //! archive of the test's choosing in place of the fixture's.
 //!
-//! Declare `mod support;` before `mod harness;` in the test file.
+//! Use it as `support::hardening`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,728 @@
+//! Stage two: obtaining one package from its source, authenticating it and
+//! unpacking it into a staging directory, or into a plugin cache entry that
+//! any number of working directories then share.
+
+use std::collections::BTreeSet;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use futures_util::TryFutureExt;
+
+use crate::addr::{Platform, ProviderAddr};
+use crate::cache::EntryMeta;
+use crate::diag::Diagnostic;
+use crate::engine::Engine;
+use crate::fetch::DownloadProgress;
+use crate::http::TERRAFORM_COMPAT_VERSION;
+use crate::install::events::{InstallEvent, PROGRESS_INTERVAL, ProgressStage};
+use crate::install::extract::{extract_package, find_executable};
+use crate::install::installer::{CacheUse, Installer};
+use crate::install::link::{LinkMode, link_package};
+use crate::install::select::{CachedPackage, Selected};
+use crate::install::staging::Staging;
+use crate::source::{
+    IncompatibleProtocol, PackageAuthentication, PackageLocation, PackageMeta, SignedChecksums,
+    SignedDocuments, SourceError,
+};
+use crate::verify::hash::PackageHash;
+use crate::verify::signature::verify_sums_signature;
+use crate::verify::sums::{acceptable_hashes, checksum_for};
+use crate::verify::{AuthError, AuthResult, expired_keys_refused, signature_may_be_skipped};
+use crate::version::{Version, VersionConstraints};
+
+const CHECKSUM_DOCS: &str = "https://developer.hashicorp.com/terraform/language/files/dependency-lock#checksum-verification";
+
+impl Installer {
+    /// The source's package metadata for the selected version, prefetched
+    /// or asked for now.
+    pub(super) async fn package_meta(&self, s: &Selected) -> Result<PackageMeta, Diagnostic> {
+        let meta = match &s.prefetched {
+            Some(meta) => meta.clone(),
+            None => {
+                self.source
+                    .package_meta(&s.provider, &s.version, &self.platform)
+                    .await
+            }
+        };
+        meta.map_err(|err| {
+            fetch_error_diagnostic(&s.provider, &s.version, &s.constraints, &self.platform, err)
+        })
+    }
+
+    /// Fills the cache entry for this package (once, however many processes
+    /// want it: the entry lock makes the others wait and reuse the result).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn fill_cache(
+        &self,
+        cache: &CacheUse,
+        s: &Selected,
+        preferred: &BTreeSet<PackageHash>,
+        allowed: &BTreeSet<PackageHash>,
+        lock_known: bool,
+        staging: &Staging,
+        emit: &(dyn Fn(InstallEvent) + Sync),
+    ) -> Result<(CachedPackage, bool), Diagnostic> {
+        let cache_failed = |err: std::io::Error| {
+            Diagnostic::error(
+                "Failed to install provider",
+                format!(
+                    "Error while installing {} v{}: could not use the plugin cache at {}: {err}. Check its permissions, or unset plugin_cache_dir / TF_PLUGIN_CACHE_DIR to install without it.",
+                    s.provider.for_display(),
+                    s.version,
+                    cache.cache.root().display()
+                ),
+            )
+        };
+        let _turn = cache
+            .fills
+            .take_turn(&s.provider, &s.version, &self.platform)
+            .await;
+        let entry_lock = cache
+            .cache
+            .lock_entry(&s.provider, &s.version, &self.platform, || {
+                emit(InstallEvent::WaitingForCache {
+                    provider: s.provider.clone(),
+                    version: s.version.clone(),
+                })
+            })
+            .await
+            .map_err(cache_failed)?;
+        if let Some(cached) = self
+            .cached_matching(&s.provider, &s.version, preferred.clone())
+            .await
+        {
+            return Ok((cached, false));
+        }
+        let meta = self.package_meta(s).await?;
+        emit(InstallEvent::Selected {
+            provider: s.provider.clone(),
+            version: s.version.clone(),
+            locked: lock_known,
+            package: meta.location.to_string(),
+        });
+        emit(InstallEvent::Installing {
+            provider: s.provider.clone(),
+            version: s.version.clone(),
+        });
+        let package_dir = entry_lock.build_dir().map_err(cache_failed)?;
+        let package = self
+            .stage_package(&meta, allowed, staging, &package_dir, emit, LinkMode::Copy)
+            .await
+            .map_err(|err| self.stage_failed(s, err))?;
+        let record = EntryMeta {
+            format: crate::cache::META_FORMAT,
+            provider: s.provider.to_string(),
+            version: s.version.to_string(),
+            platform: self.platform.to_string(),
+            h1: package.h1.to_string(),
+            zh: package.zh.as_ref().map(ToString::to_string),
+            signed_hashes: package
+                .signed_hashes
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
+            auth: (&package.auth).into(),
+            origin: match &meta.location {
+                PackageLocation::LocalArchive(p) | PackageLocation::LocalDir(p) => {
+                    std::path::absolute(p)
+                        .unwrap_or_else(|_| p.clone())
+                        .display()
+                        .to_string()
+                }
+                PackageLocation::Http(url) => url.to_string(),
+            },
+            stamps: None,
+        };
+        let dir = cache
+            .cache
+            .insert(&entry_lock, &record)
+            .map_err(cache_failed)?;
+        cache.fills.record(&s.provider, &s.version, &self.platform);
+        Ok((
+            CachedPackage {
+                dir,
+                h1: package.h1,
+                auth: package.auth,
+                signed_hashes: package.signed_hashes,
+            },
+            true,
+        ))
+    }
+
+    pub(super) fn stage_failed(&self, s: &Selected, err: StageError) -> Diagnostic {
+        match err {
+            StageError::Source(err) => {
+                fetch_error_diagnostic(&s.provider, &s.version, &s.constraints, &self.platform, err)
+            }
+            StageError::Package(message) => install_failed(&s.provider, &s.version, message),
+        }
+    }
+
+    /// Obtains, authenticates and unpacks one package into `staged`.
+    /// `placement` says how an unpacked (directory) package is placed; a
+    /// cache entry must be a copy, since cache files are made read-only and
+    /// a hard link would change the mirror's files too.
+    pub(super) async fn stage_package(
+        &self,
+        meta: &PackageMeta,
+        allowed: &BTreeSet<PackageHash>,
+        staging: &Staging,
+        staged: &Path,
+        emit: &(dyn Fn(InstallEvent) + Sync),
+        placement: LinkMode,
+    ) -> Result<StagedPackage, StageError> {
+        let progress = |stage| {
+            emit(InstallEvent::Progress {
+                provider: meta.provider.clone(),
+                version: meta.version.clone(),
+                stage,
+            })
+        };
+        match &meta.location {
+            PackageLocation::LocalDir(src) => {
+                let package = stage_unpacked(
+                    src.clone(),
+                    staged.to_path_buf(),
+                    meta,
+                    allowed.clone(),
+                    placement,
+                )
+                .await
+                .map_err(StageError::Package)?;
+                emit(InstallEvent::Verified {
+                    provider: meta.provider.clone(),
+                    version: meta.version.clone(),
+                    auth: package.auth.clone(),
+                });
+                Ok(package)
+            }
+            PackageLocation::LocalArchive(path) => {
+                let archive = LocalArchive {
+                    path: path.clone(),
+                    shown_as: path.clone(),
+                    digest: None,
+                };
+                self.stage_archive(archive, meta, allowed, staged, emit)
+                    .await
+                    .map_err(StageError::Package)
+            }
+            PackageLocation::Http(url) => {
+                let dest = staging.new_path(&meta.filename);
+                let last: Mutex<(Option<Instant>, u64)> = Mutex::new((None, 0));
+                let report = |p: DownloadProgress| {
+                    let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
+                    last.1 = p.received;
+                    if last.0.is_none_or(|at| at.elapsed() >= PROGRESS_INTERVAL) {
+                        last.0 = Some(Instant::now());
+                        progress(ProgressStage::Downloading(p));
+                    }
+                };
+                let fetched = async {
+                    let download = async {
+                        self.downloader
+                            .download_with_progress(url, &dest, &report)
+                            .await
+                            .map_err(|err| err.to_string())
+                    };
+                    let digest = alongside_documents(&meta.authentication, download).await?;
+                    let size = last.lock().unwrap_or_else(|e| e.into_inner()).1;
+                    progress(ProgressStage::Downloading(DownloadProgress {
+                        received: size,
+                        total: Some(size),
+                    }));
+                    let archive = LocalArchive {
+                        path: dest.clone(),
+                        shown_as: PathBuf::from(url.as_str()),
+                        digest: Some(digest),
+                    };
+                    self.stage_archive(archive, meta, allowed, staged, emit)
+                        .await
+                        .map_err(StageError::Package)
+                }
+                .await;
+                // The archive is needed only until it is unpacked, or until
+                // the attempt has failed.
+                let _ = tokio::fs::remove_file(&dest).await;
+                fetched
+            }
+        }
+    }
+
+    pub(super) async fn stage_archive(
+        &self,
+        archive: LocalArchive,
+        meta: &PackageMeta,
+        allowed: &BTreeSet<PackageHash>,
+        staged: &Path,
+        emit: &(dyn Fn(InstallEvent) + Sync),
+    ) -> Result<StagedPackage, String> {
+        let LocalArchive {
+            path: archive,
+            shown_as,
+            digest,
+        } = archive;
+        let digest = match digest {
+            Some(d) => d,
+            None => {
+                let path = archive.clone();
+                let zh = blocking(move || PackageHash::zh_of_file(&path))
+                    .await
+                    .map_err(|err| {
+                        format!(
+                            "failed to compute checksum for {}: {err}",
+                            archive.display()
+                        )
+                    })?;
+                zh_digest(&zh).ok_or_else(|| "failed to compute checksum".to_string())?
+            }
+        };
+        let zh = PackageHash::zh_of_digest(&digest);
+        let (auth, signed_hashes) = authenticate_archive(meta, &digest, &zh).await?;
+        if let AuthResult::Signed(check) = &auth
+            && check.key_expired
+            && Engine::current() == Engine::OpenTofu
+        {
+            emit(InstallEvent::Warning(Diagnostic::warning(
+                "Provider signed with an expired key",
+                format!(
+                    "Provider {} v{} is signed with key {}, which has expired; this will fail in future versions of OpenTofu. Ask the provider's author to sign its releases with a current key. OPENTOFU_ENFORCE_GPG_EXPIRATION=true refuses such packages.",
+                    meta.provider.for_display(),
+                    meta.version,
+                    check.key_id
+                ),
+            )));
+        }
+        emit(InstallEvent::Verified {
+            provider: meta.provider.clone(),
+            version: meta.version.clone(),
+            auth: auth.clone(),
+        });
+        emit(InstallEvent::Progress {
+            provider: meta.provider.clone(),
+            version: meta.version.clone(),
+            stage: ProgressStage::Unpacking,
+        });
+
+        let provider = meta.provider.clone();
+        let type_name = provider.type_name.clone();
+        let limits = self.limits.clone();
+        let dest = staged.to_path_buf();
+        let src = archive.clone();
+        let files = blocking(move || {
+            std::fs::create_dir_all(&dest)?;
+            extract_package(&src, &dest, &type_name, &limits)
+                .map_err(|err| std::io::Error::other(err.shown_as(&shown_as)))
+        })
+        .await
+        .map_err(|err| err.to_string())?;
+        let entries: Vec<(String, [u8; 32])> =
+            files.iter().map(|f| (f.name.clone(), f.sha256)).collect();
+        let h1 = PackageHash::h1_of_files(&entries).map_err(|err| err.to_string())?;
+
+        if let PackageAuthentication::Hashes(listed) = &meta.authentication
+            && !listed.contains(&zh)
+            && !listed.contains(&h1)
+        {
+            return Err(mirror_mismatch(listed));
+        }
+        if !allowed.is_empty() && !allowed.contains(&zh) && !allowed.contains(&h1) {
+            return Err(format!(
+                "the current package for {provider} {} doesn't match any of the checksums previously recorded in the dependency lock file; for more information: {CHECKSUM_DOCS}",
+                meta.version
+            ));
+        }
+        Ok(StagedPackage {
+            h1,
+            zh: Some(zh),
+            auth,
+            signed_hashes,
+        })
+    }
+}
+
+/// An archive on disk, ready to be authenticated and unpacked.
+pub(super) struct LocalArchive {
+    pub(super) path: PathBuf,
+    /// How messages name it: its URL when it was downloaded.
+    pub(super) shown_as: PathBuf,
+    /// Its SHA-256 when already computed while downloading.
+    pub(super) digest: Option<[u8; 32]>,
+}
+
+pub(super) struct StagedPackage {
+    pub(super) h1: PackageHash,
+    /// The archive's hash, when the package came as an archive.
+    pub(super) zh: Option<PackageHash>,
+    pub(super) auth: AuthResult,
+    pub(super) signed_hashes: Vec<PackageHash>,
+}
+
+/// Why a package could not be staged. A registry's checksum documents fail
+/// as a source query does, which is how Terraform (fetching them before the
+/// archive) reports it; everything else is a failure of the package itself.
+pub enum StageError<E = String> {
+    Source(SourceError),
+    Package(E),
+}
+
+/// Runs `download` while a registry's checksum documents arrive (other
+/// sources have none to wait for). A failure of the documents ends the
+/// download at once and is the one reported, since it would have come
+/// first had they been fetched beforehand.
+pub async fn alongside_documents<T, E>(
+    authentication: &PackageAuthentication,
+    download: impl Future<Output = Result<T, E>>,
+) -> Result<T, StageError<E>> {
+    let PackageAuthentication::Signed(signed) = authentication else {
+        return download.await.map_err(StageError::Package);
+    };
+    let documents = &signed.documents;
+    let download = async {
+        match download.await {
+            Ok(done) => Ok(done),
+            Err(err) => Err(match documents.get().await {
+                Err(source) => StageError::Source(source),
+                Ok(_) => StageError::Package(err),
+            }),
+        }
+    };
+    let (_, done) =
+        futures_util::future::try_join(documents.get().map_err(StageError::Source), download)
+            .await?;
+    Ok(done)
+}
+
+async fn stage_unpacked(
+    src: PathBuf,
+    staged: PathBuf,
+    meta: &PackageMeta,
+    allowed: BTreeSet<PackageHash>,
+    placement: LinkMode,
+) -> Result<StagedPackage, String> {
+    let provider = meta.provider.clone();
+    let version = meta.version.clone();
+    blocking(move || {
+        let h1 = PackageHash::h1_of_dir(&src)?;
+        let non_zh: Vec<&PackageHash> = allowed.iter().filter(|h| h.scheme() != "zh").collect();
+        if !non_zh.is_empty() && !non_zh.contains(&&h1) {
+            return Err(std::io::Error::other(format!(
+                "the local package for {provider} {version} doesn't match any of the checksums previously recorded in the dependency lock file (this might be because the available checksums are for packages targeting different platforms); for more information: {CHECKSUM_DOCS}"
+            )));
+        }
+        link_package(&src, &staged, placement)?;
+        find_executable(&staged, &provider.type_name).map_err(std::io::Error::other)?;
+        Ok(StagedPackage {
+            h1,
+            zh: None,
+            auth: AuthResult::Unauthenticated,
+            signed_hashes: Vec::new(),
+        })
+    })
+    .await
+    .map_err(|err| err.to_string())
+}
+
+/// Runs the source's authentication for an archive whose SHA-256 is known
+/// (§7.1, §7.4). Registry signatures are checked before anything is unpacked.
+pub async fn authenticate_archive(
+    meta: &PackageMeta,
+    digest: &[u8; 32],
+    zh: &PackageHash,
+) -> Result<(AuthResult, Vec<PackageHash>), String> {
+    match &meta.authentication {
+        PackageAuthentication::None => Ok((AuthResult::Unauthenticated, Vec::new())),
+        PackageAuthentication::Hashes(listed) => {
+            if !listed.iter().any(PackageHash::is_preferred) {
+                return Err("this version of Terraform does not support any of the checksum formats given for this provider".to_string());
+            }
+            let zh_listed = listed.iter().any(|h| h.scheme() == "zh");
+            let h1_listed = listed.iter().any(|h| h.scheme() == "h1");
+            if zh_listed && !h1_listed && !listed.contains(zh) {
+                return Err(mirror_mismatch(listed));
+            }
+            Ok((AuthResult::VerifiedChecksum, Vec::new()))
+        }
+        PackageAuthentication::Signed(signed) => {
+            let documents = signed.documents.get().await.map_err(|e| e.to_string())?;
+            let release = acceptable_hashes(&documents.sha256sums, &meta.filename, &meta.platform);
+            if signed.keys.is_empty() && signature_may_be_skipped(&meta.provider) {
+                verify_checksums(meta, signed, &documents, digest).map_err(|e| e.to_string())?;
+                return Ok((AuthResult::SigningSkipped, release));
+            }
+            let check =
+                verify_signed(meta, signed, &documents, digest).map_err(|e| e.to_string())?;
+            if check.key_expired && expired_keys_refused() {
+                return Err("the provider is not signed with a valid signing key; please contact the provider author (authentication signature from unknown issuer)".to_owned());
+            }
+            Ok((AuthResult::Signed(check), release))
+        }
+    }
+}
+
+fn verify_signed(
+    meta: &PackageMeta,
+    signed: &SignedChecksums,
+    documents: &SignedDocuments,
+    digest: &[u8; 32],
+) -> Result<crate::verify::signature::SignatureCheck, AuthError> {
+    verify_checksums(meta, signed, documents, digest)?;
+    verify_sums_signature(&documents.sha256sums, &documents.signature, &signed.keys)
+}
+
+/// The registry's `shasum` is the one the checksum list gives the archive,
+/// and the archive has it.
+fn verify_checksums(
+    meta: &PackageMeta,
+    signed: &SignedChecksums,
+    documents: &SignedDocuments,
+    digest: &[u8; 32],
+) -> Result<(), AuthError> {
+    let listed = checksum_for(&documents.sha256sums, &meta.filename)?;
+    if listed != signed.shasum {
+        return Err(AuthError(format!(
+            "checksum list has unexpected SHA-256 hash {} (expected {})",
+            hex::encode(listed),
+            hex::encode(signed.shasum)
+        )));
+    }
+    if *digest != signed.shasum {
+        return Err(AuthError(format!(
+            "archive has incorrect checksum zh:{} (expected zh:{})",
+            hex::encode(digest),
+            hex::encode(signed.shasum)
+        )));
+    }
+    Ok(())
+}
+
+pub fn mirror_mismatch(listed: &[PackageHash]) -> String {
+    let required: Vec<&PackageHash> = listed.iter().filter(|h| h.is_preferred()).collect();
+    if required.len() == 1 {
+        format!(
+            "provider package doesn't match the expected checksum \"{}\"",
+            required[0]
+        )
+    } else {
+        "provider package doesn't match the any of the expected checksums".to_string()
+    }
+}
+
+fn zh_digest(zh: &PackageHash) -> Option<[u8; 32]> {
+    let bytes = hex::decode(zh.to_string().strip_prefix("zh:")?).ok()?;
+    bytes.try_into().ok()
+}
+
+/// Runs hashing, unpacking and other file work off the async threads, so
+/// one large package never stalls the downloads of the others.
+pub async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+) -> std::io::Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(std::io::Error::other)?
+}
+
+pub(super) fn install_failed(
+    provider: &ProviderAddr,
+    version: &Version,
+    err: String,
+) -> Diagnostic {
+    Diagnostic::error(
+        "Failed to install provider",
+        format!(
+            "Error while installing {} v{version}: {err}",
+            provider.for_display()
+        ),
+    )
+}
+
+/// Terraform's advice when the selected version speaks no plugin protocol
+/// this installer's Terraform can run (§11.3): which version to pin instead.
+fn incompatible_protocol_detail(
+    incompatible: &IncompatibleProtocol,
+    constraints: &VersionConstraints,
+) -> String {
+    let provider = &incompatible.provider;
+    let selected = &incompatible.version;
+    let Some(suggestion) = &incompatible.suggestion else {
+        return format!("No compatible versions of provider {provider} were found.");
+    };
+    let (advice, alternatively) = if selected > suggestion {
+        (
+            format!(
+                "You need to downgrade to v{suggestion} or earlier. Select it with the following constraint:"
+            ),
+            "\nAlternatively, upgrade to the latest version of Terraform for compatibility with newer provider releases.",
+        )
+    } else {
+        (
+            format!(
+                "Provider version {suggestion} is the latest compatible version. Select it with the following version constraint:"
+            ),
+            "",
+        )
+    };
+    format!(
+        "Provider \"{}\" v{selected} is not compatible with Terraform {TERRAFORM_COMPAT_VERSION}.\n{advice}\n\tversion = \"{suggestion}\"\n\nTerraform checked all of the plugin versions matching the given constraint:\n\t{constraints}\n\nConsult the documentation for this provider for more information on compatibility between provider and Terraform versions.{alternatively}",
+        provider.for_display()
+    )
+}
+
+/// "a", "a and b", "a, b and c".
+fn english_list(items: &[String]) -> String {
+    match items.split_last() {
+        None => String::new(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+fn fetch_error_diagnostic(
+    provider: &ProviderAddr,
+    version: &Version,
+    constraints: &VersionConstraints,
+    platform: &Platform,
+    err: SourceError,
+) -> Diagnostic {
+    match err {
+        SourceError::ProtocolNotSupported(incompatible) => Diagnostic::error(
+            "Incompatible provider version",
+            incompatible_protocol_detail(&incompatible, constraints),
+        ),
+        SourceError::PlatformNotSupported(missing) if missing.mirror_url.is_some() => {
+            Diagnostic::error(
+                "Incompatible provider version",
+                format!(
+                    "Your chosen provider mirror at {} does not have a {provider} v{version} package available for your current platform, {platform}.\n\nProvider releases are separate from Terraform CLI releases, so this provider might not support your current platform. Alternatively, the mirror itself might have only a subset of the plugin packages available in the origin registry, at {}.",
+                    missing.mirror_url.as_deref().unwrap_or_default(),
+                    provider.hostname.for_display()
+                ),
+            )
+        }
+        SourceError::PlatformNotSupported(missing) => {
+            let mut detail = format!(
+                "Provider {provider} v{version} does not have a package available for your current platform, {platform}.\n\nProvider releases are separate from Terraform CLI releases, so not all providers are available for all platforms. Other versions of this provider may have different platforms supported."
+            );
+            if !missing.available.is_empty() {
+                detail.push_str(&format!(
+                    "\n\nVersion {version} is available for {}.",
+                    english_list(&missing.available)
+                ));
+            }
+            Diagnostic::error("Incompatible provider version", detail)
+        }
+        other => Diagnostic::error(
+            "Failed to install provider",
+            format!(
+                "Error while installing {} v{version}: {other}",
+                provider.for_display()
+            ),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::addr::Hostname;
+    use crate::source::ChecksumDocuments;
+    use crate::verify::signature::{SigningKey, Trust};
+
+    const VECTORS: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/testdata/vectors/hashicorp/terraform/extracted/internal/getproviders/package_authentication_test/"
+    );
+
+    fn vector(name: &str) -> Vec<u8> {
+        std::fs::read(format!("{VECTORS}{name}")).unwrap()
+    }
+
+    /// The registry's answer for `hashicorp/null` 3.1.0 on linux_amd64, with
+    /// the real HashiCorp-signed checksum list and HashiCorp's key listed.
+    fn null_310(shasum_hex: &str) -> PackageMeta {
+        let shasum: [u8; 32] = hex::decode(shasum_hex).unwrap().try_into().unwrap();
+        PackageMeta {
+            provider: ProviderAddr::new(Hostname::default_registry(), "hashicorp", "null"),
+            version: Version::new(3, 1, 0),
+            platform: Platform::parse("linux_amd64").unwrap(),
+            filename: "terraform-provider-null_3.1.0_linux_amd64.zip".to_owned(),
+            location: PackageLocation::Http("https://releases.example/null.zip".parse().unwrap()),
+            authentication: PackageAuthentication::Signed(Box::new(SignedChecksums {
+                shasum,
+                documents: ChecksumDocuments::fetch(std::future::ready(Ok(SignedDocuments {
+                    sha256sums: vector("terraform-provider-null_3.1.0_SHA256SUMS"),
+                    signature: vector("terraform-provider-null_3.1.0_SHA256SUMS.sig"),
+                }))),
+                keys: vec![SigningKey {
+                    ascii_armor: include_str!("../verify/keys/hashicorp-public-key.asc").to_owned(),
+                    trust_signature: String::new(),
+                }],
+            })),
+        }
+    }
+
+    const LINUX_AMD64: &str = "53e30545ff8926a8e30ad30648991ca8b93b6fa496272cd23b26763c8ee84515";
+
+    #[tokio::test]
+    async fn the_real_hashicorp_checksum_list_authenticates_as_official() {
+        let meta = null_310(LINUX_AMD64);
+        let digest: [u8; 32] = hex::decode(LINUX_AMD64).unwrap().try_into().unwrap();
+        let (auth, hashes) =
+            authenticate_archive(&meta, &digest, &PackageHash::zh_of_digest(&digest))
+                .await
+                .unwrap();
+        let AuthResult::Signed(check) = &auth else {
+            panic!("not signed: {auth}");
+        };
+        assert_eq!(check.trust, Trust::HashiCorp);
+        assert_eq!(check.key_id, "34365D9472D7468F");
+        assert_eq!(auth.to_string(), "signed by HashiCorp");
+        assert!(!auth.is_third_party_signed(), "no key ID, no footer");
+        // Every platform's zip in the signed list goes into the lock file.
+        assert_eq!(hashes.len(), 11);
+        assert!(hashes.contains(&PackageHash::parse(&format!("zh:{LINUX_AMD64}")).unwrap()));
+    }
+
+    #[tokio::test]
+    async fn the_real_checksum_list_still_catches_a_wrong_archive() {
+        let meta = null_310(LINUX_AMD64);
+        let digest = [7u8; 32];
+        let err = authenticate_archive(&meta, &digest, &PackageHash::zh_of_digest(&digest))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err,
+            format!(
+                "archive has incorrect checksum zh:{} (expected zh:{LINUX_AMD64})",
+                hex::encode(digest)
+            )
+        );
+
+        let other_platform = "02a1675fd8de126a00460942aaae242e65ca3380b5bb192e8773ef3da9073fd2";
+        let err = authenticate_archive(
+            &null_310(other_platform),
+            &digest,
+            &PackageHash::zh_of_digest(&digest),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(
+            err,
+            format!(
+                "checksum list has unexpected SHA-256 hash {LINUX_AMD64} (expected {other_platform})"
+            )
+        );
+    }
+
+    #[test]
+    fn platform_lists_read_as_english() {
+        let list =
+            |items: &[&str]| english_list(&items.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(list(&[]), "");
+        assert_eq!(list(&["linux_arm"]), "linux_arm");
+        assert_eq!(list(&["a", "b"]), "a and b");
+        assert_eq!(list(&["a", "b", "c"]), "a, b and c");
+    }
+}

@@ -1,0 +1,242 @@
+//! Stage three: placing each selected package in the working directory's
+//! staging area (from the installed copy, the plugin cache or a fresh
+//! download) and working out its lock entry.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use futures_util::stream;
+
+use crate::addr::ProviderAddr;
+use crate::diag::{Diagnostic, Diagnostics};
+use crate::install::events::{InstallEvent, OrderedEvents, ProgressStage};
+use crate::install::hash_memo::HashMemo;
+use crate::install::installer::{InstallMode, Installer};
+use crate::install::link::{LinkMode, link_cached_package};
+use crate::install::obtain::{StagedPackage, blocking, install_failed};
+use crate::install::select::{Selected, preferred_hashes};
+use crate::install::staging::Staging;
+use crate::lockfile::Locks;
+use crate::verify::hash::PackageHash;
+use crate::version::{Version, VersionConstraints};
+
+pub(super) struct Placed {
+    pub(super) provider: ProviderAddr,
+    pub(super) version: Version,
+    pub(super) constraints: VersionConstraints,
+    pub(super) staged: Option<PathBuf>,
+    pub(super) installed_hash: PackageHash,
+    pub(super) hashes: BTreeSet<PackageHash>,
+    /// Whether the lock entry ends up with only locally computed hashes (§10.5).
+    pub(super) incomplete: bool,
+    pub(super) third_party: bool,
+}
+
+impl Installer {
+    pub(super) async fn place_all(
+        &self,
+        selected: Vec<Selected>,
+        previous: &Locks,
+        staging: &Staging,
+        mode: InstallMode,
+        memo: &HashMemo,
+    ) -> Result<Vec<Placed>, Diagnostics> {
+        let order = Arc::new(OrderedEvents::new(selected.len(), self.events.clone()));
+        let results: Vec<Result<Placed, Diagnostic>> =
+            stream::iter(selected.into_iter().enumerate())
+                .map(|(index, s)| {
+                    let order = order.clone();
+                    async move {
+                        let emit = |event| order.emit(index, event);
+                        let (provider, version) = (s.provider.clone(), s.version.clone());
+                        let result = self
+                            .place_one(s, previous, staging, mode, memo, &emit)
+                            .await;
+                        emit(InstallEvent::Progress {
+                            provider,
+                            version,
+                            stage: ProgressStage::Done,
+                        });
+                        order.finish(index);
+                        result
+                    }
+                })
+                .buffered(self.parallelism.max(1))
+                .collect()
+                .await;
+        Diagnostics::collect(results)
+    }
+
+    pub(super) async fn place_one(
+        &self,
+        s: Selected,
+        previous: &Locks,
+        staging: &Staging,
+        mode: InstallMode,
+        memo: &HashMemo,
+        emit: &(dyn Fn(InstallEvent) + Sync),
+    ) -> Result<Placed, Diagnostic> {
+        let lock = previous.get(&s.provider).filter(|l| l.version == s.version);
+        let preferred = preferred_hashes(previous, &s);
+        let prior_hashes = lock.map(|l| l.hashes.clone()).unwrap_or_default();
+
+        let installed = match s.already_installed.clone() {
+            Some(hash) => Some(hash),
+            None => self.installed_matching(&s.provider, &s.version, &preferred, memo),
+        };
+        if let Some(hash) = installed {
+            emit(InstallEvent::Selected {
+                provider: s.provider.clone(),
+                version: s.version.clone(),
+                locked: lock.is_some(),
+                package: self
+                    .layout
+                    .package_dir(&s.provider, &s.version, &self.platform)
+                    .display()
+                    .to_string(),
+            });
+            emit(InstallEvent::UsingInstalled {
+                provider: s.provider.clone(),
+                version: s.version.clone(),
+            });
+            return Ok(Placed {
+                hashes: prior_hashes,
+                provider: s.provider,
+                version: s.version,
+                constraints: lock.map(|l| l.constraints.clone()).unwrap_or(s.constraints),
+                staged: None,
+                installed_hash: hash,
+                incomplete: false,
+                third_party: false,
+            });
+        }
+
+        let install_failed = |err: String| install_failed(&s.provider, &s.version, err);
+        let allowed = if mode == InstallMode::Force {
+            BTreeSet::new()
+        } else {
+            preferred.clone()
+        };
+        if let Some(cache) = &self.cache {
+            let (cached, downloaded) = match s.cached.clone() {
+                Some(cached) => (cached, false),
+                None => match self
+                    .cached_matching(&s.provider, &s.version, preferred.clone())
+                    .await
+                {
+                    Some(cached) => (cached, false),
+                    None => {
+                        self.fill_cache(
+                            cache,
+                            &s,
+                            &preferred,
+                            &allowed,
+                            lock.is_some(),
+                            staging,
+                            emit,
+                        )
+                        .await?
+                    }
+                },
+            };
+            // Filled earlier in this run for another working directory: it
+            // was installed by this run all the same.
+            let installed_now =
+                downloaded || cache.fills.filled(&s.provider, &s.version, &self.platform);
+            if !installed_now {
+                emit(InstallEvent::CacheHit {
+                    provider: s.provider.clone(),
+                    version: s.version.clone(),
+                });
+            } else if !downloaded {
+                emit(InstallEvent::Installing {
+                    provider: s.provider.clone(),
+                    version: s.version.clone(),
+                });
+            }
+            let staged = staging.new_path(&format!("{}-{}", s.provider.type_name, s.version));
+            let (from, to, link_mode) = (cached.dir.clone(), staged.clone(), self.link_mode);
+            blocking(move || link_cached_package(&from, &to, link_mode))
+                .await
+                .map_err(|err| {
+                    let advice = match link_mode {
+                        LinkMode::Hardlink => ". -link-mode=hardlink needs the plugin cache and the working directory on one filesystem that allows hard links; use -link-mode=auto (the default) to copy where they are refused.",
+                        _ => "",
+                    };
+                    install_failed(format!(
+                        "could not place the cached package from {} in the working directory: {err}{advice}",
+                        cached.dir.display()
+                    ))
+                })?;
+            let package = StagedPackage {
+                h1: cached.h1,
+                zh: None,
+                auth: cached.auth,
+                signed_hashes: cached.signed_hashes,
+            };
+            return Ok(self.placed(s, staged, package, &preferred, installed_now, emit));
+        }
+        let meta = self.package_meta(&s).await?;
+        emit(InstallEvent::Selected {
+            provider: s.provider.clone(),
+            version: s.version.clone(),
+            locked: lock.is_some(),
+            package: meta.location.to_string(),
+        });
+        emit(InstallEvent::Installing {
+            provider: s.provider.clone(),
+            version: s.version.clone(),
+        });
+        let staged = staging.new_path(&format!("{}-{}", s.provider.type_name, s.version));
+        let package = self
+            .stage_package(&meta, &allowed, staging, &staged, emit, LinkMode::Auto)
+            .await
+            .map_err(|err| self.stage_failed(&s, err))?;
+
+        Ok(self.placed(s, staged, package, &preferred, true, emit))
+    }
+
+    /// The lock entry and report for a package staged at `staged`.
+    /// `installed_now` is false for a cache hit, which Terraform reports as
+    /// "Using … from the shared cache directory" instead of "Installed".
+    pub(super) fn placed(
+        &self,
+        s: Selected,
+        staged: PathBuf,
+        package: StagedPackage,
+        preferred: &BTreeSet<PackageHash>,
+        installed_now: bool,
+        emit: &(dyn Fn(InstallEvent) + Sync),
+    ) -> Placed {
+        let mut hashes = preferred.clone();
+        hashes.insert(package.h1.clone());
+        let signed = package.auth.vouches_for_release();
+        // Terraform's test: nothing signed this run, and the lock had no
+        // hashes for this version or exactly the one just computed.
+        let incomplete = (!signed || package.signed_hashes.is_empty())
+            && (preferred.is_empty() || *preferred == BTreeSet::from([package.h1.clone()]));
+        if signed {
+            hashes.extend(package.signed_hashes);
+        }
+        let third_party = installed_now && package.auth.is_third_party_signed();
+        if installed_now {
+            emit(InstallEvent::Installed {
+                provider: s.provider.clone(),
+                version: s.version.clone(),
+                auth: package.auth,
+            });
+        }
+        Placed {
+            provider: s.provider,
+            version: s.version,
+            constraints: s.constraints,
+            staged: Some(staged),
+            installed_hash: package.h1,
+            hashes,
+            incomplete,
+            third_party,
+        }
+    }
+}
