@@ -13,7 +13,9 @@
 //! `--big-mb B` (the one big provider), `--latency-ms L` (added before every
 //! response's headers), `--bandwidth-mbps R` (one link of R MB/s shared by
 //! all connections; 0 = none), `--runs K` (median of K),
-//! `--scenarios cold,warm-nolock,noop-shared,warm,noop,one,big`, `--tools tfinstall,terraform`,
+//! `--scenarios cold,warm-nolock,noop-shared,warm,noop,one,big,many`, `--tools tfinstall,terraform`,
+//! `--many-dirs D`, `--many-mb M` (the `many` scenario: D directories
+//! sharing three M MB providers),
 //! `--parallelism P` (passed to tfinstall), `--sweep P1,P2,…` (cold runs of
 //! tfinstall at each parallelism, to choose the default), `--perf` (record
 //! each tfinstall run with `perf record` beside its work dir, as
@@ -49,6 +51,9 @@ use support::{Fault, Payload, PgpKey, ProviderSpec, Registry, Response, TestCa, 
 const HOST: &str = "registry.bench";
 const NAMESPACE: &str = "bench";
 const VERSION: &str = "1.0.0";
+/// The newer release of the `many` scenario's providers.
+const NEWER: &str = "1.1.0";
+const MANY_TYPES: [&str; 3] = ["shared-a", "shared-b", "shared-c"];
 const MB: usize = 1 << 20;
 
 #[derive(Clone, Debug)]
@@ -66,6 +71,8 @@ struct Options {
     perf: bool,
     serve: bool,
     compressible: bool,
+    many_dirs: usize,
+    many_mb: usize,
 }
 
 impl Default for Options {
@@ -84,6 +91,8 @@ impl Default for Options {
             perf: false,
             serve: false,
             compressible: false,
+            many_dirs: 20,
+            many_mb: 5,
         }
     }
 }
@@ -124,6 +133,8 @@ impl Options {
                 "--providers" => options.providers = number(value()?)?.max(1),
                 "--size-mb" => options.size_mb = number(value()?)?.max(1),
                 "--big-mb" => options.big_mb = number(value()?)?.max(1),
+                "--many-dirs" => options.many_dirs = number(value()?)?.max(2),
+                "--many-mb" => options.many_mb = number(value()?)?.max(1),
                 "--latency-ms" => options.latency = Duration::from_millis(number(value()?)? as u64),
                 "--bandwidth-mbps" => options.bandwidth_mbps = number(value()?)?,
                 "--runs" => options.runs = number(value()?)?.max(1),
@@ -219,10 +230,15 @@ enum ScenarioKind {
     One,
     /// Cold, one big provider.
     Big,
+    /// `--many-dirs` working directories sharing three providers of
+    /// `--many-mb` MB (two versions each), a quarter of them with committed
+    /// lock files pinning the older versions; an empty shared plugin cache.
+    /// Terraform runs in each directory in turn, tfinstall once for all.
+    Many,
 }
 
 impl ScenarioKind {
-    const ALL: [ScenarioKind; 7] = [
+    const ALL: [ScenarioKind; 8] = [
         ScenarioKind::Cold,
         ScenarioKind::WarmNoLock,
         ScenarioKind::NoopShared,
@@ -230,6 +246,7 @@ impl ScenarioKind {
         ScenarioKind::Noop,
         ScenarioKind::One,
         ScenarioKind::Big,
+        ScenarioKind::Many,
     ];
 
     fn parse(name: &str) -> Result<ScenarioKind, String> {
@@ -238,7 +255,7 @@ impl ScenarioKind {
             .find(|kind| kind.name() == name)
             .ok_or_else(|| {
                 format!(
-                    "unknown scenario {name} (cold, warm-nolock, noop-shared, warm, noop, one, big)"
+                    "unknown scenario {name} (cold, warm-nolock, noop-shared, warm, noop, one, big, many)"
                 )
             })
     }
@@ -252,6 +269,7 @@ impl ScenarioKind {
             ScenarioKind::Noop => "noop",
             ScenarioKind::One => "one",
             ScenarioKind::Big => "big",
+            ScenarioKind::Many => "many",
         }
     }
 
@@ -278,6 +296,12 @@ impl ScenarioKind {
             ),
             ScenarioKind::One => format!("cold, 1 × {} MB", options.size_mb),
             ScenarioKind::Big => format!("cold, 1 × {} MB", options.big_mb),
+            ScenarioKind::Many => format!(
+                "{} directories × 3 shared providers of {} MB, {} with older pinned lock files, empty shared cache",
+                options.many_dirs,
+                options.many_mb,
+                options.many_dirs / 4
+            ),
         }
     }
 }
@@ -368,6 +392,17 @@ impl Bench {
                     .payload(options.payload(options.size_mb)),
             );
         }
+        if options.scenarios.contains(&ScenarioKind::Many) {
+            for name in MANY_TYPES {
+                for version in [VERSION, NEWER] {
+                    registry = registry.provider(
+                        ProviderSpec::new(NAMESPACE, name, version)
+                            .hostname(HOST)
+                            .payload(options.payload(options.many_mb)),
+                    );
+                }
+            }
+        }
         if options.serve || options.scenarios.contains(&ScenarioKind::Big) {
             registry = registry.provider(
                 ProviderSpec::new(NAMESPACE, &big, VERSION)
@@ -451,6 +486,9 @@ impl Bench {
         kind: ScenarioKind,
         parallelism: Option<usize>,
     ) -> (BTreeMap<Tool, Vec<Sample>>, Vec<String>) {
+        if kind == ScenarioKind::Many {
+            return self.many();
+        }
         let mut prepared = BTreeMap::new();
         let mut notes = Vec::new();
         for tool in self.options.tools.clone() {
@@ -528,6 +566,7 @@ impl Bench {
             | ScenarioKind::Noop => self.small.clone(),
             ScenarioKind::One => vec![self.small[0].clone()],
             ScenarioKind::Big => vec![self.big.clone()],
+            ScenarioKind::Many => unreachable!("many has its own preparation"),
         };
         let main_tf = main_tf(&providers);
         let mut config = self.host_block();
@@ -548,7 +587,7 @@ impl Bench {
         fs::write(&config_path, &config).expect("write CLI config");
         let mut note = None;
         let reuse = match kind {
-            ScenarioKind::Cold | ScenarioKind::One | ScenarioKind::Big => None,
+            ScenarioKind::Cold | ScenarioKind::One | ScenarioKind::Big | ScenarioKind::Many => None,
             ScenarioKind::Noop | ScenarioKind::NoopShared => {
                 let dir = new_workdir(&base.join("noop"), &main_tf);
                 self.untimed(tool, &dir, &config_path, parallelism);
@@ -580,6 +619,115 @@ impl Bench {
             reuse,
             note,
         }
+    }
+
+    /// The `many` scenario: per run, fresh directories and an empty shared
+    /// plugin cache; Terraform inits them one after another (what a
+    /// monorepo's CI does today), tfinstall in one `init DIR…`. A run's
+    /// time, RSS and requests are the sum, largest and sum over its
+    /// processes.
+    fn many(&mut self) -> (BTreeMap<Tool, Vec<Sample>>, Vec<String>) {
+        let constraint = |version: &str| -> String {
+            let mut text = String::from("terraform {\n  required_providers {\n");
+            for name in MANY_TYPES {
+                let _ = writeln!(
+                    text,
+                    "    {name} = {{\n      source  = \"{HOST}/{NAMESPACE}/{name}\"\n      version = \"{version}\"\n    }}"
+                );
+            }
+            text.push_str("  }\n}\n");
+            text
+        };
+        let mut samples: BTreeMap<Tool, Vec<Sample>> = BTreeMap::new();
+        let mut locks: BTreeMap<Tool, Vec<u8>> = BTreeMap::new();
+        for tool in self.options.tools.clone() {
+            // The committed lock file pinning the older versions, as the
+            // tool itself writes it.
+            let base = self.work.join("many").join(tool.name());
+            let seed = new_workdir(&base.join("seed"), &constraint(VERSION));
+            let config = base.join("seed.tfrc");
+            fs::write(&config, self.host_block()).expect("write CLI config");
+            self.untimed(tool, &seed, &config, None);
+            locks.insert(
+                tool,
+                fs::read(seed.join(".terraform.lock.hcl")).expect("seed lock file"),
+            );
+        }
+        for run in 0..self.options.runs {
+            for tool in self.options.tools.clone() {
+                let base = self
+                    .work
+                    .join("many")
+                    .join(tool.name())
+                    .join(format!("run{run}"));
+                let cache = base.join("plugin-cache");
+                fs::create_dir_all(&cache).expect("create plugin cache");
+                let config = base.join("cli.tfrc");
+                fs::write(
+                    &config,
+                    format!(
+                        "{}plugin_cache_dir = {:?}\n",
+                        self.host_block(),
+                        cache.display().to_string()
+                    ),
+                )
+                .expect("write CLI config");
+                let dirs: Vec<PathBuf> = (0..self.options.many_dirs)
+                    .map(|i| {
+                        let dir =
+                            new_workdir(&base.join(format!("stack{i:02}")), &constraint("~> 1.0"));
+                        if i % 4 == 0 {
+                            fs::write(dir.join(".terraform.lock.hcl"), &locks[&tool])
+                                .expect("write lock file");
+                        }
+                        dir
+                    })
+                    .collect();
+                let _ = Command::new("sync").status();
+                self.server.clear_log();
+                let mut sample = Sample {
+                    wall: Duration::ZERO,
+                    peak_rss_kib: 0,
+                    requests: 0,
+                    archives: 0,
+                };
+                let started = Instant::now();
+                match tool {
+                    Tool::Terraform => {
+                        for dir in &dirs {
+                            let output = self
+                                .command(tool, dir, &config, None)
+                                .output()
+                                .expect("run /usr/bin/time");
+                            check(tool, dir, &output);
+                            sample.peak_rss_kib = sample.peak_rss_kib.max(peak_rss(dir));
+                        }
+                    }
+                    Tool::Tfinstall => {
+                        let mut command = self.command(tool, &base, &config, None);
+                        command.args(&dirs);
+                        let output = command.output().expect("run /usr/bin/time");
+                        check(tool, &base, &output);
+                        sample.peak_rss_kib = peak_rss(&base);
+                    }
+                }
+                sample.wall = started.elapsed();
+                let requests = self.server.requests();
+                sample.requests = requests.len();
+                sample.archives = requests.iter().filter(|r| r.path.ends_with(".zip")).count();
+                eprintln!(
+                    "  {:<9} {:>8.3} s  {:>7.1} MB RSS  {} requests, {} archives",
+                    tool.name(),
+                    sample.wall.as_secs_f64(),
+                    sample.peak_rss_kib as f64 / 1024.0,
+                    sample.requests,
+                    sample.archives
+                );
+                samples.entry(tool).or_default().push(sample);
+                let _ = fs::remove_dir_all(&base);
+            }
+        }
+        (samples, Vec::new())
     }
 
     fn host_block(&self) -> String {
@@ -657,14 +805,9 @@ impl Bench {
         let wall = started.elapsed();
         check(tool, dir, &output);
         let requests = self.server.requests();
-        let rss = fs::read_to_string(dir.with_extension("rss")).expect("GNU time output");
         Sample {
             wall,
-            peak_rss_kib: rss
-                .lines()
-                .last()
-                .and_then(|line| line.trim().parse().ok())
-                .expect("GNU time %M output"),
+            peak_rss_kib: peak_rss(dir),
             archives: requests.iter().filter(|r| r.path.ends_with(".zip")).count(),
             requests: requests.len(),
         }
@@ -886,6 +1029,15 @@ fn main_tf(providers: &[String]) -> String {
     }
     text.push_str("  }\n}\n");
     text
+}
+
+/// The peak RSS GNU time recorded for the run in `dir`.
+fn peak_rss(dir: &Path) -> u64 {
+    let rss = fs::read_to_string(dir.with_extension("rss")).expect("GNU time output");
+    rss.lines()
+        .last()
+        .and_then(|line| line.trim().parse().ok())
+        .expect("GNU time %M output")
 }
 
 fn new_workdir(dir: &Path, main_tf: &str) -> PathBuf {

@@ -415,3 +415,32 @@ fn a_plugin_cache_is_filled_once_and_reported_the_same_in_every_directory() {
         .join(current_platform());
     assert!(entry.is_dir());
 }
+
+#[test]
+fn each_directory_gets_its_own_readonly_check_and_duplicates_are_refused() {
+    let world = World::new();
+    world.workdir("steady", &[("alpha", "~> 1.0")]);
+    world.workdir("grown", &[("alpha", "~> 1.0")]);
+    succeeded(&world.init(&["steady", "grown"]));
+    // A provider added since the lock file was written.
+    world.workdir("grown", &[("alpha", "~> 1.0"), ("beta", "~> 1.0")]);
+    let before = Snapshot::of(&world.path("grown"));
+
+    let out = world.init(&["-lockfile=readonly", "steady", "grown"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("  - grown: Provider dependency changes detected"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("  - steady:"), "{stderr}");
+    Snapshot::of(&world.path("grown")).assert_same(&before, "grown");
+
+    let out = world.init(&["steady", "./steady/"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("are the same directory"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -28,6 +28,10 @@ pub const LOCK_FILE: &str = ".terraform.lock.hcl";
 
 pub async fn run(args: InitArgs, launch_dir: PathBuf) -> bool {
     let out = Output::new(args.json, args.no_color);
+    if let Err(diag) = distinct_dirs(&args.dirs) {
+        report(&out, Err(diag.into()));
+        return false;
+    }
     let run = match Run::prepare(&args, &launch_dir, &out) {
         Ok(run) => run,
         Err(diags) => {
@@ -40,6 +44,27 @@ pub async fn run(args: InitArgs, launch_dir: PathBuf) -> bool {
         [dir] => report(&out, init(&run, dir, &out).await),
         dirs => run_many(&run, dirs, &out).await,
     }
+}
+
+/// Two DIR arguments naming one directory would install into it twice at
+/// once.
+fn distinct_dirs(dirs: &[PathBuf]) -> Result<(), Diagnostic> {
+    let mut seen: Vec<(PathBuf, &Path)> = Vec::new();
+    for dir in dirs {
+        let real = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone());
+        if let Some((_, first)) = seen.iter().find(|(other, _)| *other == real) {
+            return Err(Diagnostic::error(
+                "Duplicate working directory",
+                format!(
+                    "{} and {} are the same directory. Give each working directory once.",
+                    first.display(),
+                    dir.display()
+                ),
+            ));
+        }
+        seen.push((real, dir));
+    }
+    Ok(())
 }
 
 /// Shows how one working directory's init ended; true if it succeeded.
@@ -278,6 +303,17 @@ fn same_filesystem(_: &Path, _: &Path) -> bool {
     false
 }
 
+/// `path` in the working directory `dir`, spelt as Terraform spells it
+/// when `dir` is the current directory (messages name `.terraform.lock.hcl`,
+/// not `./.terraform.lock.hcl`).
+fn in_dir(dir: &Path, path: impl AsRef<Path>) -> PathBuf {
+    if dir == Path::new(".") {
+        path.as_ref().to_path_buf()
+    } else {
+        dir.join(path)
+    }
+}
+
 /// `init` in one working directory, `dir` (`.` after -chdir): the files it
 /// reads and writes are there, everything else comes from `run`.
 async fn init(
@@ -296,7 +332,7 @@ async fn init(
         )
         .into());
     }
-    let data_dir = dir.join(data_dir());
+    let data_dir = in_dir(dir, data_dir());
     let mut warnings = Diagnostics::new();
 
     let (requirements, module_diags) = configuration_requirements(dir, &data_dir)?;
@@ -307,7 +343,7 @@ async fn init(
         warnings.push(dev_overrides_warning(&installation.dev_overrides));
     }
 
-    let lock_path = dir.join(LOCK_FILE);
+    let lock_path = in_dir(dir, LOCK_FILE);
     let (previous, lock_diags) = Locks::load(&lock_path);
     if lock_diags.has_errors() {
         return Err(lock_diags);

@@ -77,7 +77,12 @@ impl NetworkSources {
         }
     }
 
-    fn network_mirror(&self, url: Url) -> Arc<dyn Source> {
+    /// The origin registries (`direct`), one source for every host.
+    pub fn registry(&self) -> Arc<dyn Source> {
+        self.registry.clone()
+    }
+
+    pub fn network_mirror(&self, url: Url) -> Arc<dyn Source> {
         let mut mirrors = self.mirrors.lock().unwrap_or_else(|e| e.into_inner());
         mirrors
             .entry(url.clone())
@@ -115,7 +120,7 @@ pub fn build_source_excluding(
         return (Arc::new(MultiSource::new(methods)), diags);
     }
 
-    let registry = || opts.network.registry.clone();
+    let registry = || opts.network.registry();
 
     let Some(installation) = &opts.cli_config.provider_installation else {
         return (
@@ -211,7 +216,7 @@ fn method_selector(method: &InstallMethod) -> Result<ProviderSelector, Diagnosti
 }
 
 /// Where discovery answers are kept between runs.
-pub fn discovery_memory(env: &CliEnv) -> Option<PathBuf> {
+fn discovery_memory(env: &CliEnv) -> Option<PathBuf> {
     env.tfinstall_cache_dir().map(|dir| dir.join("discovery"))
 }
 

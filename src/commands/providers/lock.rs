@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use url::Url;
 
-use super::{OrderedOutput, configuration_requirements, discovery, target_platforms};
+use super::{OrderedOutput, configuration_requirements, target_platforms};
 use crate::addr::{Platform, ProviderAddr};
 use crate::cli::ProvidersLockArgs;
 use crate::cliconfig::{self, CliEnv};
@@ -23,7 +23,6 @@ use crate::commands::init::{LOCK_FILE, data_dir, print_config_problems, save_loc
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::engine::Engine;
 use crate::fetch::{DownloadSettings, Downloader};
-use crate::http::ApiClient;
 use crate::install::events::InstallEvent;
 use crate::install::extract::ExtractLimits;
 use crate::install::installer::{InstallMode, Installer};
@@ -32,9 +31,8 @@ use crate::install::link::LinkMode;
 use crate::lockfile::{LockedProvider, Locks};
 use crate::output::Output;
 use crate::source::Source;
+use crate::source::configured::NetworkSources;
 use crate::source::filesystem::FilesystemMirror;
-use crate::source::network_mirror::NetworkMirror;
-use crate::source::registry::RegistrySource;
 use crate::ui::Ui;
 use crate::version::{Version, VersionConstraints};
 
@@ -92,8 +90,7 @@ async fn lock(args: &ProvidersLockArgs, ui: &Ui) -> Result<(Diagnostics, bool), 
     let (cli_config, config_diags) = cliconfig::load(&env);
     print_config_problems(&Output::new(false, !ui.color), &config_diags);
     let client = crate::http::build_client()?;
-    let api = ApiClient::from_env(client.clone());
-    let tokens = super::token_lookup(&cli_config, &env);
+    let network = NetworkSources::new(&cli_config, &env, client.clone());
     // Like Terraform, this ignores the CLI configuration's installation
     // methods: the lock should hold what the origin vouches for, so that a
     // later `init` can check local mirrors against it.
@@ -101,7 +98,7 @@ async fn lock(args: &ProvidersLockArgs, ui: &Ui) -> Result<(Diagnostics, bool), 
         (Some(dir), _) => Arc::new(FilesystemMirror::new(dir)),
         (None, Some(raw)) => match Url::parse(raw) {
             Ok(url) if url.scheme() == "https" && url.host_str().is_some() => {
-                Arc::new(NetworkMirror::new(url, api, tokens))
+                network.network_mirror(url)
             }
             _ => {
                 return Err(Diagnostic::error(
@@ -111,10 +108,7 @@ async fn lock(args: &ProvidersLockArgs, ui: &Ui) -> Result<(Diagnostics, bool), 
                 .into());
             }
         },
-        (None, None) => Arc::new(RegistrySource::new(
-            discovery(&api, &cli_config, &env, tokens),
-            api,
-        )),
+        (None, None) => network.registry(),
     };
 
     let data_dir = data_dir();

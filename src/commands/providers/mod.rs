@@ -10,15 +10,11 @@ pub mod tree;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
 use crate::addr::{Platform, ProviderAddr, go_quote};
-use crate::cliconfig::{CliConfig, CliEnv, Credentials};
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::http::ApiClient;
 use crate::module;
-use crate::source::configured::discovery_memory;
-use crate::source::discovery::{Discovery, TokenLookup};
 use crate::version::VersionConstraints;
 
 /// The `-platform` values, parsed and de-duplicated in the order given; the
@@ -65,25 +61,6 @@ pub fn configuration_requirements(
 }
 
 /// Credentials for registries and mirrors, exactly as `init` uses them.
-pub fn token_lookup(cli_config: &CliConfig, env: &CliEnv) -> TokenLookup {
-    Arc::new(Credentials::new(cli_config, env))
-}
-
-/// Service discovery that honours the CLI configuration's `host` blocks.
-pub fn discovery(
-    api: &ApiClient,
-    cli_config: &CliConfig,
-    env: &CliEnv,
-    tokens: TokenLookup,
-) -> Arc<Discovery> {
-    Arc::new(Discovery::new(
-        api,
-        tokens,
-        cli_config.hosts.clone(),
-        discovery_memory(env),
-    ))
-}
-
 /// Prints lines that concurrent tasks produce in the order of their slots:
 /// lines of the earliest unfinished slot go straight out, later slots wait
 /// until every slot before them has finished. Output therefore reads as if
