@@ -104,6 +104,15 @@ impl DirStamps {
         matches!(stamps_of(dir), Ok(Some(now)) if self.trustworthy_for(&now))
     }
 
+    /// Whether `dir` holds the very files these stamps were taken of,
+    /// whenever that was: without [`DirStamps::still_hold_for`]'s proof
+    /// that no write came in the same clock tick, so only for what one
+    /// process learnt and keeps in memory.
+    pub fn same_files_in(&self, dir: &Path) -> bool {
+        matches!(stamps_of(dir), Ok(Some(now)) if self.files.len() == now.len()
+            && self.files.iter().zip(&now).all(|(then, now)| then.unchanged_in(now)))
+    }
+
     fn trustworthy_for(&self, stamps: &[FileStamp]) -> bool {
         self.files.len() == stamps.len()
             && self

@@ -4,17 +4,17 @@
 //! ([`super::place`]). It reports progress as events and never prints; the
 //! command decides how to show them.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use futures_util::StreamExt;
 use futures_util::stream;
 
 use crate::addr::{Platform, ProviderAddr};
-use crate::cache::PluginCache;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::fetch::Downloader;
+pub use crate::install::cache_use::CacheUse;
 use crate::install::events::{EventSink, InstallEvent};
 use crate::install::extract::ExtractLimits;
 use crate::install::hash_memo::HashMemo;
@@ -63,77 +63,6 @@ pub struct Installer {
     /// `init -offline`: the source is local only, and a version it lacks is
     /// reported with the versions it has.
     pub offline: bool,
-}
-
-#[derive(Clone)]
-pub struct CacheUse {
-    pub cache: PluginCache,
-    /// `plugin_cache_may_break_dependency_lock_file`: use entries that the
-    /// lock file cannot vouch for (Terraform 1.4's escape hatch).
-    pub may_break_lock_file: bool,
-    /// The entries this run fills, shared by every installer of the run.
-    pub fills: Arc<CacheFills>,
-}
-
-impl CacheUse {
-    pub fn new(cache: PluginCache, may_break_lock_file: bool) -> Self {
-        CacheUse {
-            cache,
-            may_break_lock_file,
-            fills: Arc::default(),
-        }
-    }
-}
-
-/// Which cache entries this run is filling or has filled. Installers of
-/// one run (one per working directory) that want the same entry wait for
-/// each other here, quietly, before the entry's file lock (which is for
-/// other processes, and says so); and an entry filled earlier in the run
-/// is reported as installed by this run in every directory that uses it,
-/// so each directory's report reads the same whichever one downloaded.
-#[derive(Default)]
-pub struct CacheFills {
-    in_flight: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
-    filled: Mutex<HashSet<String>>,
-}
-
-impl CacheFills {
-    fn key(provider: &ProviderAddr, version: &Version, platform: &Platform) -> String {
-        format!("{provider} {version} {platform}")
-    }
-
-    /// Waits until no other installer of this run is filling the entry,
-    /// and keeps the others waiting until the guard is dropped.
-    pub(super) async fn take_turn(
-        &self,
-        provider: &ProviderAddr,
-        version: &Version,
-        platform: &Platform,
-    ) -> tokio::sync::OwnedMutexGuard<()> {
-        let turn = {
-            let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
-            in_flight
-                .entry(Self::key(provider, version, platform))
-                .or_default()
-                .clone()
-        };
-        turn.lock_owned().await
-    }
-
-    pub(super) fn record(&self, provider: &ProviderAddr, version: &Version, platform: &Platform) {
-        let mut filled = self.filled.lock().unwrap_or_else(|e| e.into_inner());
-        filled.insert(Self::key(provider, version, platform));
-    }
-
-    pub(super) fn filled(
-        &self,
-        provider: &ProviderAddr,
-        version: &Version,
-        platform: &Platform,
-    ) -> bool {
-        let filled = self.filled.lock().unwrap_or_else(|e| e.into_inner());
-        filled.contains(&Self::key(provider, version, platform))
-    }
 }
 
 /// What a successful run staged, ready to be committed by the command.

@@ -3,6 +3,7 @@
 //! package once, [`place`] it in the working directory; [`installer`]
 //! drives the three and [`events`] reports on them.
 
+pub mod cache_use;
 pub mod events;
 pub mod extract;
 pub mod hash_memo;

@@ -16,8 +16,10 @@ use crate::diag::Diagnostic;
 use crate::engine::Engine;
 use crate::fetch::DownloadProgress;
 use crate::http::TERRAFORM_COMPAT_VERSION;
+use crate::install::cache_use::EntryFacts;
 use crate::install::events::{InstallEvent, PROGRESS_INTERVAL, ProgressStage};
 use crate::install::extract::{extract_package, find_executable};
+use crate::install::hash_memo::DirStamps;
 use crate::install::installer::{CacheUse, Installer};
 use crate::install::link::{LinkMode, link_package};
 use crate::install::select::{CachedPackage, Selected};
@@ -140,6 +142,18 @@ impl Installer {
             .insert(&entry_lock, &record)
             .map_err(cache_failed)?;
         cache.fills.record(&s.provider, &s.version, &self.platform);
+        if let Ok(Some(stamps)) = DirStamps::of(&dir) {
+            let facts = EntryFacts {
+                h1: package.h1.clone(),
+                zh: package.zh.clone(),
+                recorded: true,
+                auth: package.auth.clone(),
+                signed_hashes: package.signed_hashes.clone(),
+            };
+            cache
+                .fills
+                .learn(&s.provider, &s.version, &self.platform, stamps, facts);
+        }
         Ok((
             CachedPackage {
                 dir,

@@ -9,10 +9,12 @@ use futures_util::StreamExt;
 use futures_util::stream;
 
 use crate::addr::{Platform, ProviderAddr};
-use crate::cache::EntryMeta;
+use crate::cache::{CacheEntry, EntryMeta, PluginCache};
 use crate::diag::{Diagnostic, Diagnostics};
+use crate::install::cache_use::EntryFacts;
 use crate::install::events::InstallEvent;
 use crate::install::extract::find_executable;
+use crate::install::hash_memo::DirStamps;
 use crate::install::hash_memo::HashMemo;
 use crate::install::installer::{InstallMode, Installer};
 use crate::install::obtain::blocking;
@@ -278,53 +280,87 @@ impl Installer {
     ) -> Option<CachedPackage> {
         let cache = self.cache.as_ref()?;
         let entry = cache.cache.lookup(provider, version, &self.platform)?;
-        let type_name = provider.type_name.clone();
-        let may_break = cache.may_break_lock_file;
-        let plugin_cache = cache.cache.clone();
-        blocking(move || {
-            find_executable(&entry.dir, &type_name).map_err(std::io::Error::other)?;
-            let stamped = entry
-                .meta
-                .as_ref()
-                .filter(|m| {
-                    m.stamps
-                        .as_ref()
-                        .is_some_and(|s| s.still_hold_for(&entry.dir))
-                })
-                .and_then(EntryMeta::h1);
-            let hashed = stamped.is_none();
-            let h1 = match stamped {
-                Some(h1) => h1,
-                None => PackageHash::h1_of_dir(&entry.dir)?,
-            };
-            // A record whose hash no longer matches describes other files.
-            let meta = entry.meta.filter(|m| m.h1() == Some(h1.clone()));
-            if hashed && let Some(meta) = &meta {
-                plugin_cache.remember_stamps(&entry.dir, meta);
+        let facts = match cache
+            .fills
+            .known(provider, version, &self.platform, &entry.dir)
+        {
+            Some(facts) => facts,
+            None => {
+                let (stamps, facts) = entry_facts(
+                    entry.clone(),
+                    provider.type_name.clone(),
+                    cache.cache.clone(),
+                )
+                .await?;
+                if let Some(stamps) = stamps {
+                    cache
+                        .fills
+                        .learn(provider, version, &self.platform, stamps, facts.clone());
+                }
+                facts
             }
-            let zh = meta
+        };
+        let usable = if preferred.is_empty() {
+            facts.recorded || cache.may_break_lock_file
+        } else {
+            preferred.contains(&facts.h1) || facts.zh.is_some_and(|z| preferred.contains(&z))
+        };
+        usable.then_some(CachedPackage {
+            dir: entry.dir,
+            h1: facts.h1,
+            auth: facts.auth,
+            signed_hashes: facts.signed_hashes,
+        })
+    }
+}
+
+/// What vouches for a cache entry's files: the `h1:` its provenance
+/// recorded, when the files' stamps still hold, or else their hash now;
+/// and the provenance, when it describes these files. Also the stamps the
+/// files have now, for the rest of the run.
+async fn entry_facts(
+    entry: CacheEntry,
+    type_name: String,
+    plugin_cache: PluginCache,
+) -> Option<(Option<DirStamps>, EntryFacts)> {
+    blocking(move || {
+        find_executable(&entry.dir, &type_name).map_err(std::io::Error::other)?;
+        let stamped = entry
+            .meta
+            .as_ref()
+            .filter(|m| {
+                m.stamps
+                    .as_ref()
+                    .is_some_and(|s| s.still_hold_for(&entry.dir))
+            })
+            .and_then(EntryMeta::h1);
+        let hashed = stamped.is_none();
+        let h1 = match stamped {
+            Some(h1) => h1,
+            None => PackageHash::h1_of_dir(&entry.dir)?,
+        };
+        let stamps = DirStamps::of(&entry.dir)?;
+        // A record whose hash no longer matches describes other files.
+        let meta = entry.meta.filter(|m| m.h1() == Some(h1.clone()));
+        if hashed && let Some(meta) = &meta {
+            plugin_cache.remember_stamps(&entry.dir, meta);
+        }
+        let facts = EntryFacts {
+            h1,
+            zh: meta
                 .as_ref()
                 .and_then(|m| m.zh.as_deref())
-                .and_then(|z| PackageHash::parse(z).ok());
-            let usable = if preferred.is_empty() {
-                meta.is_some() || may_break
-            } else {
-                preferred.contains(&h1) || zh.is_some_and(|z| preferred.contains(&z))
-            };
-            usable
-                .then(|| CachedPackage {
-                    dir: entry.dir,
-                    h1,
-                    auth: meta
-                        .as_ref()
-                        .map_or(AuthResult::Unauthenticated, |m| AuthResult::from(&m.auth)),
-                    signed_hashes: meta.map(|m| m.signed_hashes()).unwrap_or_default(),
-                })
-                .ok_or_else(|| std::io::Error::other("not usable"))
-        })
-        .await
-        .ok()
-    }
+                .and_then(|z| PackageHash::parse(z).ok()),
+            recorded: meta.is_some(),
+            auth: meta
+                .as_ref()
+                .map_or(AuthResult::Unauthenticated, |m| AuthResult::from(&m.auth)),
+            signed_hashes: meta.map(|m| m.signed_hashes()).unwrap_or_default(),
+        };
+        Ok((stamps, facts))
+    })
+    .await
+    .ok()
 }
 
 /// What `-offline` could have installed instead, and how to get more.

@@ -1,0 +1,127 @@
+//! How one run uses the plugin cache: the cache itself, and what the run
+//! learns about its entries, shared by every installer of the run (one per
+//! working directory and platform).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use crate::addr::{Platform, ProviderAddr};
+use crate::cache::PluginCache;
+use crate::install::hash_memo::DirStamps;
+use crate::verify::AuthResult;
+use crate::verify::hash::PackageHash;
+use crate::version::Version;
+
+#[derive(Clone)]
+pub struct CacheUse {
+    pub cache: PluginCache,
+    /// `plugin_cache_may_break_dependency_lock_file`: use entries that the
+    /// lock file cannot vouch for (Terraform 1.4's escape hatch).
+    pub may_break_lock_file: bool,
+    /// The entries this run fills, shared by every installer of the run.
+    pub fills: Arc<CacheFills>,
+}
+
+impl CacheUse {
+    pub fn new(cache: PluginCache, may_break_lock_file: bool) -> Self {
+        CacheUse {
+            cache,
+            may_break_lock_file,
+            fills: Arc::default(),
+        }
+    }
+}
+
+/// Which cache entries this run is filling or has filled. Installers of
+/// one run (one per working directory) that want the same entry wait for
+/// each other here, quietly, before the entry's file lock (which is for
+/// other processes, and says so); and an entry filled earlier in the run
+/// is reported as installed by this run in every directory that uses it,
+/// so each directory's report reads the same whichever one downloaded.
+#[derive(Default)]
+pub struct CacheFills {
+    in_flight: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+    filled: Mutex<HashSet<String>>,
+    known: Mutex<HashMap<String, (DirStamps, EntryFacts)>>,
+}
+
+/// What vouches for a cache entry's files, as learnt by hashing them or
+/// by filling the entry.
+#[derive(Clone, Debug)]
+pub(super) struct EntryFacts {
+    pub(super) h1: PackageHash,
+    /// The archive's hash, from tfinstall's record.
+    pub(super) zh: Option<PackageHash>,
+    /// Whether tfinstall's record of how the entry was verified holds.
+    pub(super) recorded: bool,
+    pub(super) auth: AuthResult,
+    pub(super) signed_hashes: Vec<PackageHash>,
+}
+
+impl CacheFills {
+    fn key(provider: &ProviderAddr, version: &Version, platform: &Platform) -> String {
+        format!("{provider} {version} {platform}")
+    }
+
+    /// Waits until no other installer of this run is filling the entry,
+    /// and keeps the others waiting until the guard is dropped.
+    pub(super) async fn take_turn(
+        &self,
+        provider: &ProviderAddr,
+        version: &Version,
+        platform: &Platform,
+    ) -> tokio::sync::OwnedMutexGuard<()> {
+        let turn = {
+            let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+            in_flight
+                .entry(Self::key(provider, version, platform))
+                .or_default()
+                .clone()
+        };
+        turn.lock_owned().await
+    }
+
+    pub(super) fn record(&self, provider: &ProviderAddr, version: &Version, platform: &Platform) {
+        let mut filled = self.filled.lock().unwrap_or_else(|e| e.into_inner());
+        filled.insert(Self::key(provider, version, platform));
+    }
+
+    /// What this run already learnt about the entry in `dir`, if its files
+    /// are still the ones it learnt it from. Within one run the files'
+    /// identity (inode, size, mtime, mode) is enough: an entry replaced by
+    /// another process has new inodes. Across runs the cache's own stamps
+    /// decide, which also refuse files written too recently to tell.
+    pub(super) fn known(
+        &self,
+        provider: &ProviderAddr,
+        version: &Version,
+        platform: &Platform,
+        dir: &std::path::Path,
+    ) -> Option<EntryFacts> {
+        let known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        let (stamps, facts) = known.get(&Self::key(provider, version, platform))?;
+        stamps.same_files_in(dir).then(|| facts.clone())
+    }
+
+    pub(super) fn learn(
+        &self,
+        provider: &ProviderAddr,
+        version: &Version,
+        platform: &Platform,
+        stamps: DirStamps,
+        facts: EntryFacts,
+    ) {
+        let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        known.insert(Self::key(provider, version, platform), (stamps, facts));
+    }
+
+    pub(super) fn filled(
+        &self,
+        provider: &ProviderAddr,
+        version: &Version,
+        platform: &Platform,
+    ) -> bool {
+        let filled = self.filled.lock().unwrap_or_else(|e| e.into_inner());
+        filled.contains(&Self::key(provider, version, platform))
+    }
+}
