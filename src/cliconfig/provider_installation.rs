@@ -158,6 +158,7 @@ impl Decoder<'_> {
             "direct" => None,
             "filesystem_mirror" => Some("path"),
             "network_mirror" => Some("url"),
+            "oci_mirror" => Some("repository_template"),
             "dev_overrides" => {
                 if installation.methods.is_empty() {
                     self.dev_overrides(at, body, installation);
@@ -207,6 +208,7 @@ impl Decoder<'_> {
                 return;
             }
             (Some("path"), path) => MethodLocation::FilesystemMirror(PathBuf::from(path)),
+            (Some("repository_template"), template) => MethodLocation::OciMirror(template),
             (Some(_), url) => MethodLocation::NetworkMirror(url),
         };
         installation.methods.push(InstallMethod {
@@ -297,7 +299,7 @@ fn method_bodies(method: &Item, is_json: bool) -> Option<Vec<&[Item]>> {
 }
 
 struct MethodArgs {
-    /// `path` or `url`; empty when absent, which Terraform treats the same
+    /// `path`, `url` or `repository_template`; empty when absent, which Terraform treats the same
     /// as an empty string.
     location: String,
     include: Vec<String>,

@@ -425,9 +425,9 @@ async fn already_mirrored(
 /// Puts the package archive at `staged` and returns its SHA-256.
 async fn obtain(run: &Run, meta: &PackageMeta, staged: &Path) -> Result<[u8; 32], String> {
     match &meta.location {
-        PackageLocation::Http(url) => run
+        PackageLocation::Http(_) | PackageLocation::OciBlob(_) => run
             .downloader
-            .download(url, staged)
+            .download_package(&meta.location, staged, &|_| {})
             .await
             .map_err(|err| err.to_string()),
         PackageLocation::LocalArchive(src) => {
