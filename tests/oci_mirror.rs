@@ -110,3 +110,306 @@ fn installs_from_an_oci_mirror_and_locks_h1_and_the_layer_digest() {
         .assert_success()
         .assert_not_contains("Incomplete lock file information");
 }
+
+#[test]
+fn include_and_exclude_route_providers_between_the_oci_mirror_and_the_registry() {
+    let hosted = HostedRegistry::new(|registry| {
+        registry.provider(ProviderSpec::new("hashicorp", "random", "3.6.0"))
+    });
+    let registry = OciRegistry::start(&hosted.ca);
+    let platform = current_platform();
+    let null = ProviderSpec::new("hashicorp", "null", "3.2.2").platforms(&[&platform]);
+    registry.publish(
+        &hosted.ca,
+        "tf/hashicorp/null",
+        "3.2.2",
+        &[(&platform, null.package_zip(&platform))],
+    );
+    let mut project = hosted.project;
+    project.require(&[
+        ("null", "hashicorp/null", "~> 3.2"),
+        ("random", "hashicorp/random", "3.6.0"),
+    ]);
+    project.cli_config(&format!(
+        "{}provider_installation {{\n  oci_mirror {{\n    repository_template = \"{host}/tf/${{namespace}}/${{type}}\"\n    include = [\"registry.terraform.io/hashicorp/null\"]\n  }}\n  direct {{\n    exclude = [\"registry.terraform.io/hashicorp/null\"]\n  }}\n}}\noci_credentials \"{host}\" {{\n  username = \"{USER}\"\n  password = \"{PASSWORD}\"\n}}\n",
+        host_block(
+            "registry.terraform.io",
+            &hosted.server.url_for("/v1/providers/")
+        ),
+        host = registry.host,
+    ));
+
+    project
+        .init(&[])
+        .assert_success()
+        .assert_contains("- Installed hashicorp/null v3.2.2 (verified checksum)")
+        .assert_contains("- Installed hashicorp/random v3.6.0 (self-signed");
+    let lock = project.lock();
+    assert!(
+        lock.contains(&zh_hash(&null.package_zip(&platform))),
+        "{lock}"
+    );
+    assert!(
+        project
+            .installed_dir("registry.terraform.io/hashicorp/random", "3.6.0")
+            .is_dir()
+    );
+    // The registry was never asked for null, nor the OCI registry for random.
+    assert_eq!(
+        hosted
+            .server
+            .count(&Registry::versions_path("hashicorp", "null")),
+        0
+    );
+    assert!(!registry.log().contains("/v2/tf/hashicorp/random/"));
+}
+
+#[test]
+fn refused_credentials_name_the_registry_and_where_credentials_were_looked_for() {
+    let mut setup = Setup::new();
+    setup.publish_null("3.2.2", &[&current_platform()]);
+    let host = setup.registry.host.clone();
+    setup.oci_config(&format!(
+        "oci_credentials \"{host}\" {{\n  username = \"{USER}\"\n  password = \"wrong\"\n}}\n"
+    ));
+    let run = setup.project.init_failing(&[]);
+    run.assert_contains(&format!(
+        "OCI registry {host} rejected the credentials for user \"{USER}\" from the oci_credentials \"{host}\" block"
+    ))
+    .assert_contains("Credentials were looked for in: oci_credentials blocks of the CLI configuration");
+
+    // Without any credentials, the message says none were found and lists
+    // the Docker-style files it read.
+    setup.oci_config("");
+    let run = setup.project.init_failing(&[]);
+    run.assert_contains(&format!(
+        "OCI registry {host} requires credentials, and none were found"
+    ))
+    .assert_contains(&format!(
+        "{}",
+        setup.project.home.join(".docker/config.json").display()
+    ));
+}
+
+#[test]
+fn docker_config_json_credentials_are_used() {
+    use base64::Engine as _;
+    let mut setup = Setup::new();
+    setup.publish_null("3.2.2", &[&current_platform()]);
+    setup.oci_config("");
+    let auth = base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{PASSWORD}"));
+    setup.project.write_home(
+        ".docker/config.json",
+        &format!(
+            "{{\"auths\": {{\"https://{}\": {{\"auth\": \"{auth}\"}}}}}}",
+            setup.registry.host
+        ),
+    );
+    setup
+        .project
+        .init(&[])
+        .assert_success()
+        .assert_contains("- Installed hashicorp/null v3.2.2 (verified checksum)");
+
+    // $DOCKER_CONFIG is where `docker login` writes when it is set.
+    std::fs::remove_dir_all(setup.project.data()).unwrap();
+    std::fs::rename(
+        setup.project.home.join(".docker"),
+        setup.project.root.join("docker-config"),
+    )
+    .unwrap();
+    let docker_config = setup.project.root.join("docker-config");
+    setup.project.env("DOCKER_CONFIG", &docker_config);
+    setup.project.init(&[]).assert_success();
+}
+
+#[test]
+fn a_corrupted_blob_is_refused_and_the_previous_install_stays() {
+    let mut setup = Setup::new();
+    let platform = current_platform();
+    setup.publish_null("3.2.1", &[&platform]);
+    let login = setup.login_block();
+    setup.oci_config(&login);
+    setup.project.init(&[]).assert_success();
+
+    let spec = setup.publish_null("3.2.2", &[&platform]);
+    let zip = spec.package_zip(&platform);
+    let blob = setup.registry.blob_file(&oci_registry::digest_of(&zip));
+    let mut corrupted = zip.clone();
+    let middle = corrupted.len() / 2;
+    corrupted[middle] ^= 0xff;
+    std::fs::write(&blob, &corrupted).unwrap();
+
+    let run = setup.project.init_failing(&["-upgrade"]);
+    run.assert_contains(&format!(
+        "provider package does not match digest {}",
+        oci_registry::digest_of(&zip)
+    ));
+    assert!(
+        !setup.project.installed_dir(NULL, "3.2.2").exists(),
+        "nothing of 3.2.2 may be installed"
+    );
+}
+
+#[test]
+fn a_missing_platform_names_the_platforms_the_mirror_has() {
+    let mut setup = Setup::new();
+    setup.publish_null("3.2.2", &["plan9_amd64", "solaris_sparc64"]);
+    let login = setup.login_block();
+    setup.oci_config(&login);
+    let run = setup.project.init_failing(&[]);
+    run.assert_contains("does not have a package available for your current platform")
+        .assert_contains("Version 3.2.2 is available for plan9_amd64 and solaris_sparc64.");
+}
+
+#[test]
+fn a_template_that_cannot_tell_providers_apart_is_an_error_naming_file_and_line() {
+    let mut project = Project::requiring(&[("null", "hashicorp/null", "~> 3.2")]);
+    let config = project.cli_config(
+        "provider_installation {\n  oci_mirror {\n    repository_template = \"registry.example.com/tf/${namespace}\"\n    include = [\"registry.terraform.io/*/*\"]\n  }\n}\n",
+    );
+    let run = project.init_failing(&[]);
+    run.assert_contains("Invalid oci_mirror repository template")
+        .assert_contains(&format!(
+            "Invalid oci_mirror block at {}:2:3: template must refer to the \"type\" symbol unless the \"include\" argument selects exactly one provider.",
+            config.display()
+        ));
+}
+
+#[test]
+fn providers_mirror_publishes_opentofus_layout_and_a_rerun_uploads_nothing() {
+    let platform = current_platform();
+    let platforms = [platform.as_str(), "windows_arm64"];
+    let hosted = HostedRegistry::new(|registry| {
+        registry
+            .provider(ProviderSpec::new("hashicorp", "null", "3.2.2+ent.1").platforms(&platforms))
+    });
+    let registry = OciRegistry::start(&hosted.ca);
+    let host = registry.host.clone();
+    let mut project = hosted.project;
+    project.require(&[("null", "hashicorp/null", "3.2.2+ent.1")]);
+    let login = format!(
+        "oci_credentials \"{host}\" {{\n  username = \"{USER}\"\n  password = \"{PASSWORD}\"\n}}\n"
+    );
+    let origin = host_block(
+        "registry.terraform.io",
+        &hosted.server.url_for("/v1/providers/"),
+    );
+    project.cli_config(&format!("{origin}{login}"));
+    let target = format!("oci://{host}/tf-providers/${{namespace}}/${{type}}");
+    let mirror = |project: &Project| {
+        project.run(&[
+            "providers",
+            "mirror",
+            &format!("-platform={platform}"),
+            "-platform=windows_arm64",
+            &target,
+        ])
+    };
+
+    mirror(&project)
+        .assert_success()
+        .assert_contains(&format!(
+            "- Published hashicorp/null v3.2.2+ent.1 to {host}/tf-providers/hashicorp/null:3.2.2_ent.1"
+        ))
+        .assert_contains("4 blobs uploaded, 0 already present; 3 manifests pushed, 0 already present.");
+    assert_eq!(registry.blob_uploads(), 4, "{}", registry.log());
+    assert_eq!(registry.manifest_puts(), 3);
+
+    mirror(&project).assert_success().assert_contains(
+        "0 blobs uploaded, 4 already present; 0 manifests pushed, 3 already present.",
+    );
+    assert_eq!(registry.blob_uploads(), 4, "a re-run uploaded again");
+    assert_eq!(
+        registry.manifest_puts(),
+        3,
+        "a re-run pushed manifests again"
+    );
+
+    // The layout, checked against OpenTofu's documentation by reading it
+    // back over the Distribution API, not through tfinstall.
+    let repo = "tf-providers/hashicorp/null";
+    let json = |bytes: &[u8]| -> serde_json::Value { serde_json::from_slice(bytes).unwrap() };
+    let (status, _, tags) = registry.get(&hosted.ca, &format!("{repo}/tags/list"), "*/*");
+    assert_eq!(status, 200);
+    assert_eq!(json(&tags)["tags"], serde_json::json!(["3.2.2_ent.1"]));
+    let (status, content_type, index) = registry.get(
+        &hosted.ca,
+        &format!("{repo}/manifests/3.2.2_ent.1"),
+        oci_registry::INDEX_MEDIA_TYPE,
+    );
+    assert_eq!(status, 200);
+    assert_eq!(content_type, oci_registry::INDEX_MEDIA_TYPE);
+    let index = json(&index);
+    assert_eq!(index["schemaVersion"], 2);
+    assert_eq!(index["mediaType"], oci_registry::INDEX_MEDIA_TYPE);
+    assert_eq!(index["artifactType"], "application/vnd.opentofu.provider");
+    let descriptors = index["manifests"].as_array().unwrap();
+    let mut seen_platforms: Vec<String> = Vec::new();
+    for descriptor in descriptors {
+        assert_eq!(descriptor["mediaType"], oci_registry::MANIFEST_MEDIA_TYPE);
+        assert_eq!(
+            descriptor["artifactType"],
+            "application/vnd.opentofu.provider-target"
+        );
+        let os = descriptor["platform"]["os"].as_str().unwrap();
+        let arch = descriptor["platform"]["architecture"].as_str().unwrap();
+        seen_platforms.push(format!("{os}_{arch}"));
+        let digest = descriptor["digest"].as_str().unwrap();
+        let (status, _, manifest_bytes) = registry.get(
+            &hosted.ca,
+            &format!("{repo}/manifests/{digest}"),
+            oci_registry::MANIFEST_MEDIA_TYPE,
+        );
+        assert_eq!(status, 200);
+        assert_eq!(oci_registry::digest_of(&manifest_bytes), digest);
+        assert_eq!(descriptor["size"], manifest_bytes.len());
+        let manifest = json(&manifest_bytes);
+        assert_eq!(manifest["mediaType"], oci_registry::MANIFEST_MEDIA_TYPE);
+        assert_eq!(
+            manifest["artifactType"],
+            "application/vnd.opentofu.provider-target"
+        );
+        assert_eq!(
+            manifest["config"]["mediaType"],
+            "application/vnd.oci.image.config.v1+json"
+        );
+        let layers = manifest["layers"].as_array().unwrap();
+        assert_eq!(layers.len(), 1);
+        assert_eq!(layers[0]["mediaType"], "archive/zip");
+        // The origin's .zip, byte for byte.
+        let origin_zip = std::fs::read(
+            &hosted
+                .tree
+                .package("null", "3.2.2+ent.1", &format!("{os}_{arch}"))
+                .path,
+        )
+        .unwrap();
+        assert_eq!(layers[0]["digest"], oci_registry::digest_of(&origin_zip));
+        let (status, _, blob) = registry.get(
+            &hosted.ca,
+            &format!("{repo}/blobs/{}", layers[0]["digest"].as_str().unwrap()),
+            "*/*",
+        );
+        assert_eq!(status, 200);
+        assert_eq!(blob, origin_zip);
+    }
+    seen_platforms.sort();
+    let mut expected: Vec<String> = platforms.iter().map(|p| p.to_string()).collect();
+    expected.sort();
+    assert_eq!(seen_platforms, expected);
+
+    // Round trip: a project that knows only the OCI registry installs what
+    // was published, and locks the same h1: the origin's package has.
+    let mut consumer = Project::requiring(&[("null", "hashicorp/null", "3.2.2+ent.1")]);
+    consumer.trust(&hosted.ca);
+    consumer.cli_config(&format!(
+        "provider_installation {{\n  oci_mirror {{\n    repository_template = \"{host}/tf-providers/${{namespace}}/${{type}}\"\n    include = [\"registry.terraform.io/*/*\"]\n  }}\n}}\n{login}"
+    ));
+    consumer
+        .init(&[])
+        .assert_success()
+        .assert_contains("- Installed hashicorp/null v3.2.2+ent.1 (verified checksum)");
+    let package = hosted.tree.package("null", "3.2.2+ent.1", &platform);
+    assert!(consumer.lock().contains(&package.h1), "{}", consumer.lock());
+}
