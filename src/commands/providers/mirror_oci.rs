@@ -18,7 +18,7 @@ use reqwest::{Method, StatusCode};
 
 use crate::addr::{Platform, ProviderAddr};
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::source::oci::distribution::{Access, Body, Registry, RegistryError};
+use crate::source::oci::distribution::{Access, Body, Call, Registry, RegistryError};
 use crate::source::oci::layout::{
     self, CONFIG_MEDIA_TYPE, ConfigDoc, Descriptor, INDEX_ARTIFACT_TYPE, INDEX_MEDIA_TYPE,
     IndexDoc, MANIFEST_MEDIA_TYPE, ManifestDoc, PACKAGE_MEDIA_TYPE, PlatformDoc,
@@ -237,12 +237,7 @@ async fn ensure_blob(
     let url = registry.url(repository, &format!("blobs/{digest}"));
     let head = registry
         .send(
-            Method::HEAD,
-            &url,
-            repository,
-            Access::Push,
-            &[],
-            &Body::Empty,
+            &Call::new(Method::HEAD, &url, repository, Access::Push),
             None,
         )
         .await?;
@@ -253,12 +248,7 @@ async fn ensure_blob(
     let start_url = registry.url(repository, "blobs/uploads/");
     let started = registry
         .send(
-            Method::POST,
-            &start_url,
-            repository,
-            Access::Push,
-            &[],
-            &Body::Empty,
+            &Call::new(Method::POST, &start_url, repository, Access::Push),
             None,
         )
         .await?;
@@ -279,12 +269,9 @@ async fn ensure_blob(
     upload_url.query_pairs_mut().append_pair("digest", digest);
     let done = registry
         .send(
-            Method::PUT,
-            &upload_url,
-            repository,
-            Access::Push,
-            &[("Content-Type", "application/octet-stream")],
-            &body,
+            &Call::new(Method::PUT, &upload_url, repository, Access::Push)
+                .headers(&[("Content-Type", "application/octet-stream")])
+                .body(body),
             None,
         )
         .await?;
@@ -314,12 +301,8 @@ async fn ensure_manifest(
     let url = registry.url(repository, &format!("manifests/{reference}"));
     let head = registry
         .send(
-            Method::HEAD,
-            &url,
-            repository,
-            Access::Push,
-            &[("Accept", media_type)],
-            &Body::Empty,
+            &Call::new(Method::HEAD, &url, repository, Access::Push)
+                .headers(&[("Accept", media_type)]),
             None,
         )
         .await?;
@@ -335,12 +318,9 @@ async fn ensure_manifest(
     }
     let put = registry
         .send(
-            Method::PUT,
-            &url,
-            repository,
-            Access::Push,
-            &[("Content-Type", media_type)],
-            &Body::Bytes(bytes.to_vec().into()),
+            &Call::new(Method::PUT, &url, repository, Access::Push)
+                .headers(&[("Content-Type", media_type)])
+                .body(Body::Bytes(bytes.to_vec().into())),
             None,
         )
         .await?;

@@ -79,6 +79,40 @@ pub enum Body {
     File(std::path::PathBuf),
 }
 
+/// One request to a registry, in words the authentication needs: which
+/// repository it touches and with what access.
+pub struct Call<'a> {
+    pub method: Method,
+    pub url: &'a Url,
+    pub repository: &'a str,
+    pub access: Access,
+    pub headers: &'a [(&'a str, &'a str)],
+    pub body: Body,
+}
+
+impl<'a> Call<'a> {
+    pub fn new(method: Method, url: &'a Url, repository: &'a str, access: Access) -> Self {
+        Call {
+            method,
+            url,
+            repository,
+            access,
+            headers: &[],
+            body: Body::Empty,
+        }
+    }
+
+    pub fn headers(mut self, headers: &'a [(&'a str, &'a str)]) -> Self {
+        self.headers = headers;
+        self
+    }
+
+    pub fn body(mut self, body: Body) -> Self {
+        self.body = body;
+        self
+    }
+}
+
 pub struct Registry {
     /// `host[:port]`.
     host: String,
@@ -134,21 +168,25 @@ impl Registry {
     /// transient failures; the body of the answer is not read.
     pub async fn send(
         &self,
-        method: Method,
-        url: &Url,
-        repository: &str,
-        access: Access,
-        headers: &[(&str, &str)],
-        body: &Body,
+        call: &Call<'_>,
         timeout: Option<Duration>,
     ) -> Result<reqwest::Response, RegistryError> {
+        let Call {
+            method,
+            url,
+            repository,
+            access,
+            headers,
+            body,
+        } = call;
+        let (repository, access) = (*repository, *access);
         let key = (repository.to_string(), access);
         let mut authorization = self.authorizations.lock().await.get(&key).cloned();
         let mut challenged = false;
         loop {
             let response = self
                 .send_retrying(
-                    &method,
+                    method,
                     url,
                     headers,
                     body,
@@ -206,27 +244,9 @@ impl Registry {
     }
 
     /// [`Registry::send`], reading the answer whole (up to `limit` bytes).
-    pub async fn fetch(
-        &self,
-        method: Method,
-        url: &Url,
-        repository: &str,
-        access: Access,
-        headers: &[(&str, &str)],
-        body: &Body,
-        limit: usize,
-    ) -> Result<Answer, RegistryError> {
-        let mut response = self
-            .send(
-                method,
-                url,
-                repository,
-                access,
-                headers,
-                body,
-                Some(REQUEST_TIMEOUT),
-            )
-            .await?;
+    pub async fn fetch(&self, call: &Call<'_>, limit: usize) -> Result<Answer, RegistryError> {
+        let url = call.url;
+        let mut response = self.send(call, Some(REQUEST_TIMEOUT)).await?;
         let status = response.status();
         let headers = response.headers().clone();
         let mut bytes = Vec::new();

@@ -25,7 +25,7 @@ use async_trait::async_trait;
 use reqwest::{Method, StatusCode};
 
 use self::credentials::OciCredentialStore;
-use self::distribution::{Access, Body, MAX_MANIFEST_BYTES, Registry, RegistryError};
+use self::distribution::{Access, Call, MAX_MANIFEST_BYTES, Registry, RegistryError};
 use self::layout::{
     INDEX_ARTIFACT_TYPE, INDEX_MEDIA_TYPE, IndexDoc, MANIFEST_MEDIA_TYPE, ManifestDoc, Selection,
     TARGET_ARTIFACT_TYPE,
@@ -113,12 +113,7 @@ pub async fn fetch_manifest(
     let url = registry.url(repository, &format!("manifests/{reference}"));
     let answer = registry
         .fetch(
-            Method::GET,
-            &url,
-            repository,
-            access,
-            &[("Accept", accept)],
-            &Body::Empty,
+            &Call::new(Method::GET, &url, repository, access).headers(&[("Accept", accept)]),
             MAX_MANIFEST_BYTES,
         )
         .await?;
@@ -154,14 +149,16 @@ impl Source for OciMirror {
                 sources: vec![self.for_display(provider)],
             });
         };
-        let mut available = AvailableVersions::default();
-        available.versions = tags
+        let mut versions: Vec<Version> = tags
             .iter()
             .filter_map(|t| layout::version_of_tag(t))
             .collect();
-        available.versions.sort();
-        available.versions.dedup();
-        Ok(available)
+        versions.sort();
+        versions.dedup();
+        Ok(AvailableVersions {
+            versions,
+            ..AvailableVersions::default()
+        })
     }
 
     async fn package_meta(
@@ -281,12 +278,7 @@ pub async fn list_tags(
     loop {
         let answer = registry
             .fetch(
-                Method::GET,
-                &url,
-                repository,
-                Access::Pull,
-                &[],
-                &Body::Empty,
+                &Call::new(Method::GET, &url, repository, Access::Pull),
                 MAX_MANIFEST_BYTES,
             )
             .await?;
@@ -348,12 +340,7 @@ impl OciBlob {
         let head = self
             .registry
             .send(
-                Method::HEAD,
-                &url,
-                &self.repository,
-                Access::Pull,
-                &[],
-                &Body::Empty,
+                &Call::new(Method::HEAD, &url, &self.repository, Access::Pull),
                 Some(std::time::Duration::from_secs(30)),
             )
             .await
