@@ -160,6 +160,18 @@ impl Registry {
         })
     }
 
+    /// Whether `url` is on this registry's host and port: upload locations
+    /// and tag-list pages may point elsewhere, and credentials stay here.
+    fn is_own(&self, url: &Url) -> bool {
+        let (host, port) = match self.host.rsplit_once(':') {
+            Some((host, port)) => (host, port.parse().ok()),
+            None => (self.host.as_str(), Some(443)),
+        };
+        url.scheme() == "https"
+            && url.host_str() == Some(host)
+            && url.port_or_known_default() == port
+    }
+
     fn failed(&self, what: &str, err: impl std::fmt::Display) -> RegistryError {
         RegistryError::Other(format!("OCI registry {}: {what}: {err}", self.host))
     }
@@ -314,6 +326,12 @@ impl Registry {
                 &format!("repository:{repository}:{}", access.actions()),
             );
         }
+        if login.is_some() && url.scheme() != "https" {
+            return Err(self.failed(
+                "token request",
+                format!("the token endpoint {realm} is not https:, and credentials are never sent in the clear"),
+            ));
+        }
         let mut request = self.client.get(url.clone()).timeout(REQUEST_TIMEOUT);
         if let Some(login) = login {
             request = request.basic_auth(&login.username, Some(&login.secret));
@@ -372,7 +390,7 @@ impl Registry {
             for (name, value) in headers {
                 request = request.header(*name, *value);
             }
-            if let Some(authorization) = authorization {
+            if let Some(authorization) = authorization.filter(|_| self.is_own(url)) {
                 request = request.header(AUTHORIZATION, authorization);
             }
             request = match body {

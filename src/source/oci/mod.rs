@@ -214,6 +214,7 @@ impl Source for OciMirror {
             }
             Err(Selection::Invalid(why)) => return Err(invalid(why)),
         };
+        layout::parse_sha256(&descriptor.digest).map_err(&invalid)?;
         let manifest_bytes = fetch_manifest(
             &registry,
             &repository.name,
