@@ -413,3 +413,88 @@ fn providers_mirror_publishes_opentofus_layout_and_a_rerun_uploads_nothing() {
     let package = hosted.tree.package("null", "3.2.2+ent.1", &platform);
     assert!(consumer.lock().contains(&package.h1), "{}", consumer.lock());
 }
+
+#[test]
+fn docker_credential_helpers_named_by_config_json_are_asked() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mut setup = Setup::new();
+    setup.publish_null("3.2.2", &[&current_platform()]);
+    setup.oci_config("");
+    let host = setup.registry.host.clone();
+    // A helper speaking the docker-credential-helpers protocol: the
+    // registry on standard input, the login as JSON on standard output.
+    let bin = setup.project.root.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let helper = bin.join("docker-credential-tfitest");
+    std::fs::write(
+        &helper,
+        format!(
+            "#!/bin/sh\nread -r server\nif [ \"$1\" = get ] && [ \"$server\" = \"{host}\" ]; then\n  printf '{{\"ServerURL\": \"%s\", \"Username\": \"{USER}\", \"Secret\": \"{PASSWORD}\"}}' \"$server\"\nelse\n  echo 'credentials not found in native keychain'\n  exit 1\nfi\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    setup.project.env(
+        "PATH",
+        format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
+    );
+
+    setup.project.write_home(
+        ".docker/config.json",
+        &format!("{{\"credHelpers\": {{\"{host}\": \"tfitest\"}}}}"),
+    );
+    setup
+        .project
+        .init(&[])
+        .assert_success()
+        .assert_contains("- Installed hashicorp/null v3.2.2 (verified checksum)");
+
+    std::fs::remove_dir_all(setup.project.data()).unwrap();
+    setup
+        .project
+        .write_home(".docker/config.json", "{\"credsStore\": \"tfitest\"}");
+    setup.project.init(&[]).assert_success();
+}
+
+#[test]
+fn providers_mirror_publishes_from_another_oci_mirror() {
+    let mut setup = Setup::new();
+    let platform = current_platform();
+    let spec = setup.publish_null("3.2.2", &[&platform]);
+    let login = setup.login_block();
+    setup.oci_config(&login);
+    let host = setup.registry.host.clone();
+
+    setup
+        .project
+        .run(&[
+            "providers",
+            "mirror",
+            &format!("oci://{host}/copy/${{namespace}}/${{type}}"),
+        ])
+        .assert_success()
+        .assert_contains(&format!(
+            "- Published hashicorp/null v3.2.2 to {host}/copy/hashicorp/null:3.2.2"
+        ))
+        .assert_contains(
+            "2 blobs uploaded, 0 already present; 2 manifests pushed, 0 already present.",
+        );
+    let (status, _, index) = setup.registry.get(
+        &setup.ca,
+        "copy/hashicorp/null/manifests/3.2.2",
+        oci_registry::INDEX_MEDIA_TYPE,
+    );
+    assert_eq!(status, 200);
+    let index: serde_json::Value = serde_json::from_slice(&index).unwrap();
+    let manifest_digest = index["manifests"][0]["digest"].as_str().unwrap();
+    let (_, _, manifest) = setup.registry.get(
+        &setup.ca,
+        &format!("copy/hashicorp/null/manifests/{manifest_digest}"),
+        oci_registry::MANIFEST_MEDIA_TYPE,
+    );
+    let manifest: serde_json::Value = serde_json::from_slice(&manifest).unwrap();
+    assert_eq!(
+        manifest["layers"][0]["digest"],
+        oci_registry::digest_of(&spec.package_zip(&platform))
+    );
+}
