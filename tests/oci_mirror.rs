@@ -498,3 +498,79 @@ fn providers_mirror_publishes_from_another_oci_mirror() {
         oci_registry::digest_of(&spec.package_zip(&platform))
     );
 }
+
+/// Registries in front of a token service (Docker Hub, GHCR, Harbor, GitLab)
+/// answer with a Bearer challenge: the login goes to the token endpoint,
+/// which answers with a token for one repository and access.
+#[test]
+fn bearer_challenges_get_a_token_for_the_repository_and_access() {
+    let ca = TestCa::new();
+    let token_server = TestServer::https(&ca);
+    let issuer = oci_registry::TokenIssuer::new(&["tf/hashicorp/null", "copy/hashicorp/null"]);
+    token_server.route(
+        "/token",
+        Response::json(format!("{{\"access_token\": \"{}\"}}", issuer.token())),
+    );
+    let registry = OciRegistry::start_with_tokens(&ca, &issuer, &token_server.url_for("/token"));
+    let platform = current_platform();
+    let spec = ProviderSpec::new("hashicorp", "null", "3.2.2").platforms(&[&platform]);
+    registry.publish(
+        &ca,
+        "tf/hashicorp/null",
+        "3.2.2",
+        &[(&platform, spec.package_zip(&platform))],
+    );
+    let host = registry.host.clone();
+    let mut project = Project::requiring(&[("null", "hashicorp/null", "~> 3.2")]);
+    project.trust(&ca);
+    project.cli_config(&format!(
+        "provider_installation {{\n  oci_mirror {{\n    repository_template = \"{host}/tf/${{namespace}}/${{type}}\"\n    include = [\"registry.terraform.io/*/*\"]\n  }}\n}}\noci_credentials \"{host}\" {{\n  username = \"{USER}\"\n  password = \"{PASSWORD}\"\n}}\n"
+    ));
+
+    project
+        .init(&[])
+        .assert_success()
+        .assert_contains("- Installed hashicorp/null v3.2.2 (verified checksum)");
+    let asked = token_server.requests_to("/token");
+    assert!(!asked.is_empty());
+    let basic = {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{PASSWORD}"))
+    };
+    for request in &asked {
+        let query = request.query.clone().unwrap_or_default();
+        assert!(
+            query.contains("service=tfinstall-test-registry")
+                && query.contains("scope=repository%3Atf%2Fhashicorp%2Fnull%3Apull"),
+            "{query}"
+        );
+        assert_eq!(
+            request.header("authorization"),
+            Some(format!("Basic {basic}").as_str())
+        );
+    }
+
+    // Publishing asks for pull and push on the target repository.
+    token_server.clear_log();
+    project
+        .run(&[
+            "providers",
+            "mirror",
+            &format!("oci://{host}/copy/${{namespace}}/${{type}}"),
+        ])
+        .assert_success()
+        .assert_contains("2 blobs uploaded, 0 already present");
+    assert!(
+        token_server.requests_to("/token").iter().any(|r| r
+            .query
+            .as_deref()
+            .unwrap_or_default()
+            .contains("scope=repository%3Acopy%2Fhashicorp%2Fnull%3Apull%2Cpush")),
+        "{:?}",
+        token_server
+            .requests_to("/token")
+            .iter()
+            .map(|r| r.query.clone())
+            .collect::<Vec<_>>()
+    );
+}

@@ -1,12 +1,14 @@
 //! A real OCI registry for the `oci_mirror` and `providers mirror oci://`
 //! tests: Debian's `docker-registry` (CNCF Distribution 2.8) on 127.0.0.1,
-//! with TLS from a test CA and htpasswd Basic authentication, its storage in
-//! a temp dir the tests can reach into (to corrupt a blob, say).
+//! with TLS from a test CA and either htpasswd Basic authentication or
+//! Bearer tokens from a token endpoint ([`TokenIssuer`]), its storage in a
+//! temp dir the tests can reach into (to corrupt a blob, say).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use base64::Engine as _;
 use tempfile::TempDir;
 
 use super::tls::TestCa;
@@ -20,6 +22,18 @@ pub struct OciRegistry {
     /// `127.0.0.1:PORT`.
     pub host: String,
     dir: TempDir,
+    /// What the test's own requests authenticate with.
+    authorization: String,
+}
+
+/// How the registry wants clients to authenticate.
+enum Auth<'a> {
+    Htpasswd,
+    /// Tokens signed by `issuer`, fetched from `realm`.
+    Token {
+        issuer: &'a TokenIssuer,
+        realm: &'a str,
+    },
 }
 
 impl OciRegistry {
@@ -27,6 +41,16 @@ impl OciRegistry {
     /// answers. Panics, saying how to install it, when the binary is missing:
     /// a test that silently skips would hide a broken feature.
     pub fn start(ca: &TestCa) -> OciRegistry {
+        OciRegistry::start_with(ca, Auth::Htpasswd)
+    }
+
+    /// A registry that answers with `Bearer realm="REALM",service=…`
+    /// challenges and accepts the tokens `issuer` signs.
+    pub fn start_with_tokens(ca: &TestCa, issuer: &TokenIssuer, realm: &str) -> OciRegistry {
+        OciRegistry::start_with(ca, Auth::Token { issuer, realm })
+    }
+
+    fn start_with(ca: &TestCa, auth: Auth<'_>) -> OciRegistry {
         let binary = std::env::var_os("TFINSTALL_TEST_DOCKER_REGISTRY")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from(REGISTRY_BINARY));
@@ -39,7 +63,7 @@ impl OciRegistry {
         // the one expected failure, so a few attempts are made.
         let mut last_log = String::new();
         for _ in 0..5 {
-            match OciRegistry::try_start(ca, &binary) {
+            match OciRegistry::try_start(ca, &binary, &auth) {
                 Ok(registry) => return registry,
                 Err(log) => last_log = log,
             }
@@ -47,12 +71,36 @@ impl OciRegistry {
         panic!("the registry did not start:\n{last_log}");
     }
 
-    fn try_start(ca: &TestCa, binary: &Path) -> Result<OciRegistry, String> {
+    fn try_start(ca: &TestCa, binary: &Path, auth: &Auth<'_>) -> Result<OciRegistry, String> {
         let dir = tempfile::tempdir().expect("temp dir for the registry");
         let (cert, key) = ca.write_leaf_pem(dir.path());
-        let htpasswd = dir.path().join("htpasswd");
-        let hash = bcrypt::hash(PASSWORD, 4).expect("bcrypt");
-        std::fs::write(&htpasswd, format!("{USER}:{hash}\n")).expect("write htpasswd");
+        let (auth_yaml, authorization) = match auth {
+            Auth::Htpasswd => {
+                let htpasswd = dir.path().join("htpasswd");
+                let hash = bcrypt::hash(PASSWORD, 4).expect("bcrypt");
+                std::fs::write(&htpasswd, format!("{USER}:{hash}\n")).expect("write htpasswd");
+                let basic =
+                    base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{PASSWORD}"));
+                (
+                    format!(
+                        "  htpasswd:\n    realm: tfinstall-test\n    path: {}\n",
+                        htpasswd.display()
+                    ),
+                    format!("Basic {basic}"),
+                )
+            }
+            Auth::Token { issuer, realm } => {
+                let bundle = dir.path().join("token-issuer.pem");
+                std::fs::write(&bundle, issuer.cert_pem.as_bytes()).expect("write issuer cert");
+                (
+                    format!(
+                        "  token:\n    realm: {realm}\n    service: {TOKEN_SERVICE}\n    issuer: {TOKEN_ISSUER}\n    rootcertbundle: {}\n",
+                        bundle.display()
+                    ),
+                    format!("Bearer {}", issuer.token()),
+                )
+            }
+        };
         let storage = dir.path().join("storage");
         std::fs::create_dir_all(&storage).expect("storage dir");
         let port = free_port();
@@ -60,11 +108,10 @@ impl OciRegistry {
         std::fs::write(
             &config,
             format!(
-                "version: 0.1\nlog:\n  level: info\n  accesslog:\n    disabled: false\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\n  maintenance:\n    uploadpurging:\n      enabled: false\nhttp:\n  addr: 127.0.0.1:{port}\n  secret: tfinstall-test-secret\n  tls:\n    certificate: {}\n    key: {}\nauth:\n  htpasswd:\n    realm: tfinstall-test\n    path: {}\n",
+                "version: 0.1\nlog:\n  level: info\n  accesslog:\n    disabled: false\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\n  maintenance:\n    uploadpurging:\n      enabled: false\nhttp:\n  addr: 127.0.0.1:{port}\n  secret: tfinstall-test-secret\n  tls:\n    certificate: {}\n    key: {}\nauth:\n{auth_yaml}",
                 storage.display(),
                 cert.display(),
                 key.display(),
-                htpasswd.display()
             ),
         )
         .expect("write registry config");
@@ -81,6 +128,7 @@ impl OciRegistry {
             child,
             host: format!("127.0.0.1:{port}"),
             dir,
+            authorization,
         };
         if registry.wait_ready(ca) {
             Ok(registry)
@@ -156,7 +204,7 @@ impl OciRegistry {
         block_on(async {
             let response = client
                 .get(&url)
-                .basic_auth(USER, Some(PASSWORD))
+                .header("Authorization", &self.authorization)
                 .header("Accept", accept)
                 .send()
                 .await
@@ -283,7 +331,7 @@ impl OciRegistry {
                 "https://{}/v2/{repository}/blobs/uploads/",
                 self.host
             ))
-            .basic_auth(USER, Some(PASSWORD))
+            .header("Authorization", &self.authorization)
             .send()
             .await
             .expect("start upload");
@@ -297,7 +345,7 @@ impl OciRegistry {
             .append_pair("digest", &digest_of(bytes));
         let done = client
             .put(url)
-            .basic_auth(USER, Some(PASSWORD))
+            .header("Authorization", &self.authorization)
             .header("Content-Type", "application/octet-stream")
             .body(bytes.to_vec())
             .send()
@@ -319,7 +367,7 @@ impl OciRegistry {
                 "https://{}/v2/{repository}/manifests/{reference}",
                 self.host
             ))
-            .basic_auth(USER, Some(PASSWORD))
+            .header("Authorization", &self.authorization)
             .header("Content-Type", media_type)
             .body(bytes.to_vec())
             .send()
@@ -329,4 +377,91 @@ impl OciRegistry {
         let text = response.text().await.unwrap_or_default();
         assert_eq!(status, 201, "put manifest {reference}: {text}");
     }
+}
+
+pub const TOKEN_SERVICE: &str = "tfinstall-test-registry";
+pub const TOKEN_ISSUER: &str = "tfinstall-test-issuer";
+
+/// Signs the JSON Web Tokens a Distribution registry in token mode accepts:
+/// ES256, the signing certificate in `x5c` (and the registry's
+/// `rootcertbundle`), an `access` claim listing repositories and actions.
+pub struct TokenIssuer {
+    key: rcgen::KeyPair,
+    cert_der: Vec<u8>,
+    cert_pem: String,
+    /// Repositories every token grants pull and push on.
+    pub repositories: Vec<String>,
+}
+
+impl TokenIssuer {
+    pub fn new(repositories: &[&str]) -> TokenIssuer {
+        let key = rcgen::KeyPair::generate().expect("token signing key");
+        let mut params =
+            rcgen::CertificateParams::new(Vec::<String>::new()).expect("issuer params");
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, TOKEN_ISSUER);
+        let cert = params.self_signed(&key).expect("issuer certificate");
+        TokenIssuer {
+            cert_der: cert.der().to_vec(),
+            cert_pem: cert.pem(),
+            key,
+            repositories: repositories.iter().map(|r| r.to_string()).collect(),
+        }
+    }
+
+    /// A token granting `pull` and `push` on [`TokenIssuer::repositories`]
+    /// for an hour.
+    pub fn token(&self) -> String {
+        use rcgen::SigningKey as _;
+        let b64 = |bytes: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+        let header = serde_json::json!({
+            "typ": "JWT",
+            "alg": "ES256",
+            "x5c": [base64::engine::general_purpose::STANDARD.encode(&self.cert_der)],
+        });
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let access: Vec<serde_json::Value> = self
+            .repositories
+            .iter()
+            .map(|name| serde_json::json!({"type": "repository", "name": name, "actions": ["pull", "push"]}))
+            .collect();
+        let claims = serde_json::json!({
+            "iss": TOKEN_ISSUER,
+            "sub": USER,
+            "aud": TOKEN_SERVICE,
+            "exp": now + 3600,
+            "nbf": now - 60,
+            "iat": now - 60,
+            "jti": format!("{now}"),
+            "access": access,
+        });
+        let input = format!(
+            "{}.{}",
+            b64(header.to_string().as_bytes()),
+            b64(claims.to_string().as_bytes())
+        );
+        let der = self.key.sign(input.as_bytes()).expect("sign token");
+        format!("{input}.{}", b64(&ecdsa_der_to_raw(&der)))
+    }
+}
+
+/// JWS wants an ECDSA signature as r ‖ s (32 bytes each), not DER.
+fn ecdsa_der_to_raw(der: &[u8]) -> Vec<u8> {
+    // SEQUENCE { INTEGER r, INTEGER s }, lengths below 128.
+    let mut at = 2;
+    let mut raw = Vec::with_capacity(64);
+    for _ in 0..2 {
+        assert_eq!(der[at], 0x02, "DER INTEGER");
+        let len = der[at + 1] as usize;
+        let int = &der[at + 2..at + 2 + len];
+        let int = &int[int.len().saturating_sub(32)..];
+        raw.extend(std::iter::repeat_n(0u8, 32 - int.len()));
+        raw.extend_from_slice(int);
+        at += 2 + len;
+    }
+    raw
 }
