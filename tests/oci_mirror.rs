@@ -574,3 +574,52 @@ fn bearer_challenges_get_a_token_for_the_repository_and_access() {
             .collect::<Vec<_>>()
     );
 }
+
+/// Registries backed by object storage redirect blob downloads to signed
+/// URLs on another host; the registry's credentials must not follow.
+#[test]
+fn credentials_do_not_follow_a_redirect_to_blob_storage() {
+    let ca = TestCa::new();
+    let storage = TestServer::https(&ca);
+    let storage_url = format!("https://{}/", storage.localhost_host());
+    let registry = OciRegistry::start_redirecting_blobs(&ca, &storage_url);
+    storage.serve_dir(&registry.storage_root());
+    let platform = current_platform();
+    let spec = ProviderSpec::new("hashicorp", "null", "3.2.2").platforms(&[&platform]);
+    registry.publish(
+        &ca,
+        "tf/hashicorp/null",
+        "3.2.2",
+        &[(&platform, spec.package_zip(&platform))],
+    );
+    let host = registry.host.clone();
+    let mut project = Project::requiring(&[("null", "hashicorp/null", "~> 3.2")]);
+    project.trust(&ca);
+    project.cli_config(&format!(
+        "provider_installation {{\n  oci_mirror {{\n    repository_template = \"{host}/tf/${{namespace}}/${{type}}\"\n    include = [\"registry.terraform.io/*/*\"]\n  }}\n}}\noci_credentials \"{host}\" {{\n  username = \"{USER}\"\n  password = \"{PASSWORD}\"\n}}\n"
+    ));
+
+    project
+        .init(&[])
+        .assert_success()
+        .assert_contains("- Installed hashicorp/null v3.2.2 (verified checksum)");
+    let blob_path = format!(
+        "/docker/registry/v2/blobs/sha256/{}",
+        &oci_registry::digest_of(&spec.package_zip(&platform))["sha256:".len()..][..2]
+    );
+    let fetched: Vec<_> = storage
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.starts_with(&blob_path) && r.method == "GET")
+        .collect();
+    assert_eq!(fetched.len(), 1, "{:?}", storage.requests());
+    for request in storage.requests() {
+        assert_eq!(
+            request.header("authorization"),
+            None,
+            "{} {} carried the registry's credentials",
+            request.method,
+            request.path
+        );
+    }
+}

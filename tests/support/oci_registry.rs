@@ -41,16 +41,24 @@ impl OciRegistry {
     /// answers. Panics, saying how to install it, when the binary is missing:
     /// a test that silently skips would hide a broken feature.
     pub fn start(ca: &TestCa) -> OciRegistry {
-        OciRegistry::start_with(ca, Auth::Htpasswd)
+        OciRegistry::start_with(ca, Auth::Htpasswd, None)
+    }
+
+    /// A registry that answers blob requests with a redirect to
+    /// `storage_url` + the blob's path in its storage (Distribution's
+    /// `redirect` middleware), as registries backed by S3 or a CDN do.
+    /// Serve [`OciRegistry::storage_root`] there.
+    pub fn start_redirecting_blobs(ca: &TestCa, storage_url: &str) -> OciRegistry {
+        OciRegistry::start_with(ca, Auth::Htpasswd, Some(storage_url))
     }
 
     /// A registry that answers with `Bearer realm="REALM",service=…`
     /// challenges and accepts the tokens `issuer` signs.
     pub fn start_with_tokens(ca: &TestCa, issuer: &TokenIssuer, realm: &str) -> OciRegistry {
-        OciRegistry::start_with(ca, Auth::Token { issuer, realm })
+        OciRegistry::start_with(ca, Auth::Token { issuer, realm }, None)
     }
 
-    fn start_with(ca: &TestCa, auth: Auth<'_>) -> OciRegistry {
+    fn start_with(ca: &TestCa, auth: Auth<'_>, redirect: Option<&str>) -> OciRegistry {
         let binary = std::env::var_os("TFINSTALL_TEST_DOCKER_REGISTRY")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from(REGISTRY_BINARY));
@@ -63,7 +71,7 @@ impl OciRegistry {
         // the one expected failure, so a few attempts are made.
         let mut last_log = String::new();
         for _ in 0..5 {
-            match OciRegistry::try_start(ca, &binary, &auth) {
+            match OciRegistry::try_start(ca, &binary, &auth, redirect) {
                 Ok(registry) => return registry,
                 Err(log) => last_log = log,
             }
@@ -71,7 +79,12 @@ impl OciRegistry {
         panic!("the registry did not start:\n{last_log}");
     }
 
-    fn try_start(ca: &TestCa, binary: &Path, auth: &Auth<'_>) -> Result<OciRegistry, String> {
+    fn try_start(
+        ca: &TestCa,
+        binary: &Path,
+        auth: &Auth<'_>,
+        redirect: Option<&str>,
+    ) -> Result<OciRegistry, String> {
         let dir = tempfile::tempdir().expect("temp dir for the registry");
         let (cert, key) = ca.write_leaf_pem(dir.path());
         let (auth_yaml, authorization) = match auth {
@@ -101,6 +114,12 @@ impl OciRegistry {
                 )
             }
         };
+        let middleware = match redirect {
+            Some(base) => format!(
+                "middleware:\n  storage:\n    - name: redirect\n      options:\n        baseurl: {base}\n"
+            ),
+            None => String::new(),
+        };
         let storage = dir.path().join("storage");
         std::fs::create_dir_all(&storage).expect("storage dir");
         let port = free_port();
@@ -108,7 +127,7 @@ impl OciRegistry {
         std::fs::write(
             &config,
             format!(
-                "version: 0.1\nlog:\n  level: info\n  accesslog:\n    disabled: false\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\n  maintenance:\n    uploadpurging:\n      enabled: false\nhttp:\n  addr: 127.0.0.1:{port}\n  secret: tfinstall-test-secret\n  tls:\n    certificate: {}\n    key: {}\nauth:\n{auth_yaml}",
+                "version: 0.1\nlog:\n  level: info\n  accesslog:\n    disabled: false\nstorage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\n  maintenance:\n    uploadpurging:\n      enabled: false\nhttp:\n  addr: 127.0.0.1:{port}\n  secret: tfinstall-test-secret\n  tls:\n    certificate: {}\n    key: {}\nauth:\n{auth_yaml}{middleware}",
                 storage.display(),
                 cert.display(),
                 key.display(),
@@ -192,8 +211,9 @@ impl OciRegistry {
             .join("data")
     }
 
-    pub fn storage(&self) -> &Path {
-        self.dir.path()
+    /// The registry's storage directory (its driver's root).
+    pub fn storage_root(&self) -> PathBuf {
+        self.dir.path().join("storage")
     }
 
     /// `GET https://HOST/v2/PATH` with the registry's login and `accept`;
