@@ -685,6 +685,66 @@ mod tests {
     }
 
     #[test]
+    fn oci_credential_blocks_as_opentofu_writes_them() {
+        let home = Home::new();
+        home.write(
+            ".terraformrc",
+            "oci_credentials \"reg.example\" {\n  username = \"u\"\n  password = \"p\"\n}\noci_credentials \"reg.example/team\" {\n  docker_credentials_helper = \"pass\"\n}\noci_default_credentials {\n  discover_ambient_credentials = false\n  docker_style_config_files = [\"/etc/auth.json\"]\n}\n",
+        );
+        let (config, diags) = home.load();
+        assert!(diags.is_empty(), "{diags}");
+        assert_eq!(
+            config.oci_credentials,
+            BTreeMap::from([
+                (
+                    "reg.example".to_string(),
+                    OciCredentials::Basic {
+                        username: "u".into(),
+                        password: "p".into()
+                    }
+                ),
+                (
+                    "reg.example/team".to_string(),
+                    OciCredentials::Helper("pass".into())
+                ),
+            ])
+        );
+        assert_eq!(
+            config.oci_default_credentials,
+            OciDefaultCredentials {
+                discover_ambient_credentials: false,
+                docker_style_config_files: Some(vec!["/etc/auth.json".into()]),
+                docker_credentials_helper: None,
+            }
+        );
+    }
+
+    #[test]
+    fn oci_credential_blocks_must_say_how() {
+        let home = Home::new();
+        home.write(
+            ".terraformrc",
+            "oci_credentials \"reg.example\" {\n  username = \"u\"\n}\noci_default_credentials {}\n",
+        );
+        home.write(".terraform.d/b.tfrc", "oci_default_credentials {}\n");
+        let (config, diags) = home.load();
+        let messages = messages(&diags);
+        assert!(
+            messages
+                .iter()
+                .any(|m| m.contains("\"username\" and \"password\" must be set together")),
+            "{messages:?}"
+        );
+        assert!(
+            messages.contains(
+                &"No more than one oci_default_credentials block may be specified".to_string()
+            ),
+            "{messages:?}"
+        );
+        assert!(config.oci_credentials.is_empty());
+    }
+
+    #[test]
     fn missing_override_file_warns_and_still_skips_config_dir() {
         let mut home = Home::new();
         home.write(

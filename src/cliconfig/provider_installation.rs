@@ -469,6 +469,31 @@ mod tests {
     }
 
     #[test]
+    fn oci_mirror_blocks_keep_their_template() {
+        let (blocks, diags) = decode_src(
+            "provider_installation {\n  oci_mirror {\n    repository_template = \"r.example/${namespace}/${type}\"\n    include = [\"registry.opentofu.org/*/*\"]\n  }\n  oci_mirror {\n    include = [\"a/b\"]\n  }\n}\n",
+            &CliEnv::default(),
+        );
+        assert_eq!(
+            blocks[0]
+                .methods
+                .iter()
+                .map(method_summary)
+                .collect::<Vec<_>>(),
+            [(
+                MethodLocation::OciMirror("r.example/${namespace}/${type}".into()),
+                strings(&["registry.opentofu.org/*/*"]),
+                vec![],
+            )]
+        );
+        let details: Vec<_> = diags.iter().map(|d| d.detail.as_str()).collect();
+        assert_eq!(
+            details,
+            ["Invalid oci_mirror block at 1:1: \"repository_template\" argument is required."]
+        );
+    }
+
+    #[test]
     fn dev_overrides_must_come_first() {
         let (blocks, diags) = decode_src(
             "provider_installation {\n  direct {}\n  dev_overrides {\n    \"hashicorp/x\" = \"/x\"\n  }\n}\n",
