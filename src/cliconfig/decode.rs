@@ -211,6 +211,11 @@ fn decode_oci_credentials(
                     "\"username\" and \"password\" must be set together",
                 ));
             }
+            _ if find_arg(block.body, "access_token").is_some() => {
+                return Err(shape_error(
+                    "OAuth credentials (\"access_token\", \"refresh_token\") are not supported by tfinstall; use \"username\" and \"password\", or \"docker_credentials_helper\"",
+                ));
+            }
             _ => {
                 return Err(shape_error(
                     "set either \"username\" and \"password\", or \"docker_credentials_helper\"",
