@@ -146,7 +146,8 @@ pub enum ProvidersCommand {
     /// providers for each given platform, as `terraform providers lock` does.
     Lock(ProvidersLockArgs),
     /// Copy the configuration's providers into DIR as a filesystem mirror
-    /// that any static web server can also serve as a network mirror.
+    /// that any static web server can also serve as a network mirror, or
+    /// publish them to an OCI registry (oci://…) for oci_mirror.
     Mirror(ProvidersMirrorArgs),
 }
 
@@ -201,7 +202,9 @@ pub struct ProvidersMirrorArgs {
     #[arg(long = "no-color")]
     pub no_color: bool,
 
-    /// The mirror directory (exactly one).
+    /// The mirror directory, or an OCI registry to publish to as
+    /// 'oci://HOST[:PORT]/REPOSITORY' with ${namespace}, ${type} and
+    /// ${hostname} in REPOSITORY (exactly one).
     #[arg(value_name = "DIR")]
     pub dirs: Vec<PathBuf>,
 }

@@ -18,6 +18,8 @@ use reqwest::header::{ACCEPT_RANGES, CONTENT_RANGE, CONTENT_TYPE, RANGE};
 use sha2::{Digest, Sha256};
 use url::Url;
 
+use crate::source::PackageLocation;
+
 #[derive(Clone, Debug)]
 pub struct DownloadSettings {
     /// Attempts after the first one.
@@ -100,6 +102,19 @@ pub enum DownloadError {
     TooLarge { host: String, limit: u64 },
     #[error("failed to write the downloaded package: {0}")]
     Io(#[from] std::io::Error),
+    /// An OCI registry refused the blob or its credentials.
+    #[error("{host}: {message}")]
+    Refused { host: String, message: String },
+    /// A content-addressed package (an OCI blob) that is not the content
+    /// its address names: corrupted storage or a tampering registry.
+    #[error(
+        "{host}: provider package does not match digest {expected} (its content has digest {actual}); the registry's copy is damaged or was tampered with, so nothing was installed"
+    )]
+    DigestMismatch {
+        host: String,
+        expected: String,
+        actual: String,
+    },
     /// The last of several failed attempts; the count tells the user the
     /// failure is not a blip that trying again at once would fix.
     #[error("{last} (gave up after {attempts} attempts)")]
@@ -127,6 +142,8 @@ impl DownloadError {
             | DownloadError::Trickling { .. }
             | DownloadError::Transport { .. } => true,
             DownloadError::NotAnArchive { .. }
+            | DownloadError::Refused { .. }
+            | DownloadError::DigestMismatch { .. }
             | DownloadError::TooLarge { .. }
             | DownloadError::Io(_)
             | DownloadError::Exhausted { .. } => false,
@@ -250,6 +267,39 @@ impl Downloader {
         dest: &Path,
         progress: &(dyn Fn(DownloadProgress) + Sync),
     ) -> Result<[u8; 32], DownloadError> {
+        self.download_authorized(url, None, dest, progress).await
+    }
+
+    /// Downloads a package from wherever `location` says: a URL, or a blob
+    /// in an OCI registry.
+    pub async fn download_package(
+        &self,
+        location: &PackageLocation,
+        dest: &Path,
+        progress: &(dyn Fn(DownloadProgress) + Sync),
+    ) -> Result<[u8; 32], DownloadError> {
+        match location {
+            PackageLocation::Http(url) => self.download_with_progress(url, dest, progress).await,
+            PackageLocation::OciBlob(blob) => blob.download(self, dest, progress).await,
+            PackageLocation::LocalArchive(path) | PackageLocation::LocalDir(path) => {
+                Err(DownloadError::Io(std::io::Error::other(format!(
+                    "{} is a local package, not a download",
+                    path.display()
+                ))))
+            }
+        }
+    }
+
+    /// [`download_with_progress`](Self::download_with_progress) with an
+    /// `Authorization` header for the first request; reqwest drops it if
+    /// the server redirects to another host.
+    pub async fn download_authorized(
+        &self,
+        url: &Url,
+        authorization: Option<&str>,
+        dest: &Path,
+        progress: &(dyn Fn(DownloadProgress) + Sync),
+    ) -> Result<[u8; 32], DownloadError> {
         let host = url.host_str().unwrap_or_default().to_string();
         let mut partial = Partial {
             sink: Sink::new(std::fs::File::create_new(dest)?),
@@ -259,7 +309,10 @@ impl Downloader {
         let mut delay = self.settings.backoff;
         let mut attempt = 0;
         loop {
-            match self.attempt(url, &host, &mut partial, progress).await {
+            match self
+                .attempt(url, authorization, &host, &mut partial, progress)
+                .await
+            {
                 Ok(()) => return partial.sink.finish().await,
                 Err(err) if err.is_retryable() && attempt < self.settings.retries => {
                     attempt += 1;
@@ -284,11 +337,15 @@ impl Downloader {
     async fn attempt(
         &self,
         url: &Url,
+        authorization: Option<&str>,
         host: &str,
         partial: &mut Partial,
         progress: &(dyn Fn(DownloadProgress) + Sync),
     ) -> Result<(), DownloadError> {
         let mut request = self.client.get(url.clone());
+        if let Some(authorization) = authorization {
+            request = request.header(reqwest::header::AUTHORIZATION, authorization);
+        }
         if partial.written > 0 {
             request = request.header(RANGE, format!("bytes={}-", partial.written));
         }

@@ -18,7 +18,7 @@ use std::path::Path;
 use super::expand::expand_vars;
 use super::provider_installation::decode_provider_installations;
 use super::syntax::{Item, Pos, Value, ValueKind, parse};
-use super::{CliEnv, CredentialsHelper, RawConfig};
+use super::{CliEnv, CredentialsHelper, OciCredentials, OciDefaultCredentials, RawConfig};
 use crate::diag::{Diagnostic, Diagnostics, SourcePos};
 
 /// A value of the wrong shape, rendered the way HCL 1 positions its errors
@@ -68,6 +68,10 @@ pub fn decode_file(file: &Path, src: &str, env: &CliEnv) -> (RawConfig, Diagnost
             "credentials_helper" => {
                 decode_credentials_helpers(item, file, &mut config.credentials_helpers)
             }
+            "oci_credentials" => decode_oci_credentials(item, &mut config.oci_credentials),
+            "oci_default_credentials" => decode_oci_default_credentials(item).map(|defaults| {
+                config.oci_default_credentials.push(defaults);
+            }),
             "providers" => {
                 diags.push(legacy_warning(
                     file,
@@ -176,6 +180,70 @@ fn decode_credentials_helpers(
         helpers.insert(block.label.to_string(), helper);
     }
     Ok(())
+}
+
+/// A block sets either `username` and `password` or
+/// `docker_credentials_helper`, as OpenTofu requires.
+fn decode_oci_credentials(
+    item: &Item,
+    credentials: &mut BTreeMap<String, OciCredentials>,
+) -> Result<(), ArgError> {
+    for block in labelled_blocks(item)? {
+        let arg = |name: &str| -> Result<Option<String>, ArgError> {
+            find_arg(block.body, name)
+                .map(string_arg)
+                .transpose()
+                .map(|value| value.filter(|v| !v.is_empty()))
+        };
+        let shape_error = |message: &str| ArgError {
+            pos: block.pos,
+            message: format!("oci_credentials {:?}: {message}", block.label),
+        };
+        let found = match (
+            arg("username")?,
+            arg("password")?,
+            arg("docker_credentials_helper")?,
+        ) {
+            (Some(username), Some(password), None) => OciCredentials::Basic { username, password },
+            (None, None, Some(helper)) => OciCredentials::Helper(helper),
+            (Some(_), None, None) | (None, Some(_), None) => {
+                return Err(shape_error(
+                    "\"username\" and \"password\" must be set together",
+                ));
+            }
+            _ if find_arg(block.body, "access_token").is_some() => {
+                return Err(shape_error(
+                    "OAuth credentials (\"access_token\", \"refresh_token\") are not supported by tfinstall; use \"username\" and \"password\", or \"docker_credentials_helper\"",
+                ));
+            }
+            _ => {
+                return Err(shape_error(
+                    "set either \"username\" and \"password\", or \"docker_credentials_helper\"",
+                ));
+            }
+        };
+        credentials.insert(block.label.to_string(), found);
+    }
+    Ok(())
+}
+
+fn decode_oci_default_credentials(item: &Item) -> Result<OciDefaultCredentials, ArgError> {
+    let body = body_of(&item.value).ok_or_else(|| ArgError {
+        pos: item.pos,
+        message: "\"oci_default_credentials\" must be a block".to_string(),
+    })?;
+    let mut defaults = OciDefaultCredentials::default();
+    if let Some(arg) = find_arg(body, "discover_ambient_credentials") {
+        defaults.discover_ambient_credentials = bool_arg(arg)?;
+    }
+    if let Some(arg) = find_arg(body, "docker_style_config_files") {
+        defaults.docker_style_config_files =
+            Some(string_list_arg(arg)?.into_iter().map(Into::into).collect());
+    }
+    if let Some(arg) = find_arg(body, "docker_credentials_helper") {
+        defaults.docker_credentials_helper = Some(string_arg(arg)?).filter(|h| !h.is_empty());
+    }
+    Ok(defaults)
 }
 
 struct LabelledBlock<'a> {

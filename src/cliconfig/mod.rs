@@ -178,6 +178,43 @@ pub struct CliConfig {
     /// Asked for the hosts that neither `TF_TOKEN_*` variables nor
     /// `credentials` blocks cover; see [`Credentials`].
     pub credentials_helper: Option<CredentialsHelper>,
+    /// OpenTofu's `oci_credentials "REGISTRY[/REPOSITORY-PREFIX]"` blocks,
+    /// keyed by label.
+    pub oci_credentials: BTreeMap<String, OciCredentials>,
+    /// OpenTofu's `oci_default_credentials` block; its defaults when absent.
+    pub oci_default_credentials: OciDefaultCredentials,
+}
+
+/// What one `oci_credentials` block gives for the registries it matches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OciCredentials {
+    Basic {
+        username: String,
+        password: String,
+    },
+    /// `docker-credential-NAME`, asked only when a registry wants credentials.
+    Helper(String),
+}
+
+/// How OCI registry credentials are found beyond `oci_credentials` blocks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OciDefaultCredentials {
+    /// `false` turns off the Docker-style configuration files altogether.
+    pub discover_ambient_credentials: bool,
+    /// Replaces the usual Docker-style file locations when set.
+    pub docker_style_config_files: Option<Vec<PathBuf>>,
+    /// A `docker-credential-NAME` helper for registries nothing else covers.
+    pub docker_credentials_helper: Option<String>,
+}
+
+impl Default for OciDefaultCredentials {
+    fn default() -> Self {
+        OciDefaultCredentials {
+            discover_ambient_credentials: true,
+            docker_style_config_files: None,
+            docker_credentials_helper: None,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -204,6 +241,9 @@ pub enum MethodLocation {
     FilesystemMirror(PathBuf),
     /// As written; checked for `https` when building the source.
     NetworkMirror(String),
+    /// OpenTofu's `oci_mirror`: the `repository_template` as written,
+    /// checked against the method's `include` when building the source.
+    OciMirror(String),
     Direct,
 }
 
@@ -226,6 +266,9 @@ struct RawConfig {
     credentials: BTreeMap<String, Option<String>>,
     credentials_helpers: BTreeMap<String, CredentialsHelper>,
     provider_installation: Vec<ProviderInstallation>,
+    oci_credentials: BTreeMap<String, OciCredentials>,
+    /// One per file that has the block; more than one is an error.
+    oci_default_credentials: Vec<OciDefaultCredentials>,
 }
 
 impl RawConfig {
@@ -242,6 +285,9 @@ impl RawConfig {
         self.credentials_helpers.extend(other.credentials_helpers);
         self.provider_installation
             .extend(other.provider_installation);
+        self.oci_credentials.extend(other.oci_credentials);
+        self.oci_default_credentials
+            .extend(other.oci_default_credentials);
         self
     }
 
@@ -285,6 +331,9 @@ impl RawConfig {
         if self.provider_installation.len() > 1 {
             error("No more than one provider_installation block may be specified".to_string());
         }
+        if self.oci_default_credentials.len() > 1 {
+            error("No more than one oci_default_credentials block may be specified".to_string());
+        }
         if !self.plugin_cache_dir.is_empty()
             && let Err(err) = fs::metadata(&self.plugin_cache_dir)
         {
@@ -318,6 +367,12 @@ impl RawConfig {
             hosts,
             provider_installation: self.provider_installation.into_iter().next(),
             credentials_helper: self.credentials_helpers.into_values().next(),
+            oci_credentials: self.oci_credentials,
+            oci_default_credentials: self
+                .oci_default_credentials
+                .into_iter()
+                .next()
+                .unwrap_or_default(),
         }
     }
 }
@@ -627,6 +682,66 @@ mod tests {
             config.credentials.keys().collect::<Vec<_>>(),
             [&host("d.example")]
         );
+    }
+
+    #[test]
+    fn oci_credential_blocks_as_opentofu_writes_them() {
+        let home = Home::new();
+        home.write(
+            ".terraformrc",
+            "oci_credentials \"reg.example\" {\n  username = \"u\"\n  password = \"p\"\n}\noci_credentials \"reg.example/team\" {\n  docker_credentials_helper = \"pass\"\n}\noci_default_credentials {\n  discover_ambient_credentials = false\n  docker_style_config_files = [\"/etc/auth.json\"]\n}\n",
+        );
+        let (config, diags) = home.load();
+        assert!(diags.is_empty(), "{diags}");
+        assert_eq!(
+            config.oci_credentials,
+            BTreeMap::from([
+                (
+                    "reg.example".to_string(),
+                    OciCredentials::Basic {
+                        username: "u".into(),
+                        password: "p".into()
+                    }
+                ),
+                (
+                    "reg.example/team".to_string(),
+                    OciCredentials::Helper("pass".into())
+                ),
+            ])
+        );
+        assert_eq!(
+            config.oci_default_credentials,
+            OciDefaultCredentials {
+                discover_ambient_credentials: false,
+                docker_style_config_files: Some(vec!["/etc/auth.json".into()]),
+                docker_credentials_helper: None,
+            }
+        );
+    }
+
+    #[test]
+    fn oci_credential_blocks_must_say_how() {
+        let home = Home::new();
+        home.write(
+            ".terraformrc",
+            "oci_credentials \"reg.example\" {\n  username = \"u\"\n}\noci_default_credentials {}\n",
+        );
+        home.write(".terraform.d/b.tfrc", "oci_default_credentials {}\n");
+        let (config, diags) = home.load();
+        let messages = messages(&diags);
+        assert!(
+            messages
+                .iter()
+                .any(|m| m.contains("\"username\" and \"password\" must be set together")),
+            "{messages:?}"
+        );
+        assert!(
+            messages.contains(
+                &"No more than one oci_default_credentials block may be specified".to_string()
+            ),
+            "{messages:?}"
+        );
+        assert!(config.oci_credentials.is_empty());
     }
 
     #[test]

@@ -158,6 +158,7 @@ impl Decoder<'_> {
             "direct" => None,
             "filesystem_mirror" => Some("path"),
             "network_mirror" => Some("url"),
+            "oci_mirror" => Some("repository_template"),
             "dev_overrides" => {
                 if installation.methods.is_empty() {
                     self.dev_overrides(at, body, installation);
@@ -207,6 +208,7 @@ impl Decoder<'_> {
                 return;
             }
             (Some("path"), path) => MethodLocation::FilesystemMirror(PathBuf::from(path)),
+            (Some("repository_template"), template) => MethodLocation::OciMirror(template),
             (Some(_), url) => MethodLocation::NetworkMirror(url),
         };
         installation.methods.push(InstallMethod {
@@ -297,7 +299,7 @@ fn method_bodies(method: &Item, is_json: bool) -> Option<Vec<&[Item]>> {
 }
 
 struct MethodArgs {
-    /// `path` or `url`; empty when absent, which Terraform treats the same
+    /// `path`, `url` or `repository_template`; empty when absent, which Terraform treats the same
     /// as an empty string.
     location: String,
     include: Vec<String>,
@@ -464,6 +466,31 @@ mod tests {
         assert_eq!(blocks.len(), 2);
         assert_eq!(blocks[0].methods.len(), 1);
         assert_eq!(blocks[0].methods[0].location, MethodLocation::Direct);
+    }
+
+    #[test]
+    fn oci_mirror_blocks_keep_their_template() {
+        let (blocks, diags) = decode_src(
+            "provider_installation {\n  oci_mirror {\n    repository_template = \"r.example/${namespace}/${type}\"\n    include = [\"registry.opentofu.org/*/*\"]\n  }\n  oci_mirror {\n    include = [\"a/b\"]\n  }\n}\n",
+            &CliEnv::default(),
+        );
+        assert_eq!(
+            blocks[0]
+                .methods
+                .iter()
+                .map(method_summary)
+                .collect::<Vec<_>>(),
+            [(
+                MethodLocation::OciMirror("r.example/${namespace}/${type}".into()),
+                strings(&["registry.opentofu.org/*/*"]),
+                vec![],
+            )]
+        );
+        let details: Vec<_> = diags.iter().map(|d| d.detail.as_str()).collect();
+        assert_eq!(
+            details,
+            ["Invalid oci_mirror block at 1:1: \"repository_template\" argument is required."]
+        );
     }
 
     #[test]

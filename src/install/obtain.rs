@@ -133,7 +133,7 @@ impl Installer {
                         .display()
                         .to_string()
                 }
-                PackageLocation::Http(url) => url.to_string(),
+                PackageLocation::Http(_) | PackageLocation::OciBlob(_) => meta.location.to_string(),
             },
             stamps: None,
         };
@@ -222,7 +222,7 @@ impl Installer {
                     .await
                     .map_err(StageError::Package)
             }
-            PackageLocation::Http(url) => {
+            PackageLocation::Http(_) | PackageLocation::OciBlob(_) => {
                 let dest = staging.new_path(&meta.filename);
                 let last: Mutex<(Option<Instant>, u64)> = Mutex::new((None, 0));
                 let report = |p: DownloadProgress| {
@@ -236,7 +236,7 @@ impl Installer {
                 let fetched = async {
                     let download = async {
                         self.downloader
-                            .download_with_progress(url, &dest, &report)
+                            .download_package(&meta.location, &dest, &report)
                             .await
                             .map_err(|err| err.to_string())
                     };
@@ -248,7 +248,7 @@ impl Installer {
                     }));
                     let archive = LocalArchive {
                         path: dest.clone(),
-                        shown_as: PathBuf::from(url.as_str()),
+                        shown_as: PathBuf::from(meta.location.to_string()),
                         digest: Some(digest),
                     };
                     self.stage_archive(archive, meta, allowed, staged, emit)
@@ -370,6 +370,8 @@ pub(super) struct StagedPackage {
     /// The archive's hash, when the package came as an archive.
     pub(super) zh: Option<PackageHash>,
     pub(super) auth: AuthResult,
+    /// What goes into the lock entry beside `h1`: a signed checksum list's
+    /// hashes for every platform, or a content-addressed archive's `zh:`.
     pub(super) signed_hashes: Vec<PackageHash>,
 }
 
@@ -457,6 +459,12 @@ pub async fn authenticate_archive(
                 return Err(mirror_mismatch(listed));
             }
             Ok((AuthResult::VerifiedChecksum, Vec::new()))
+        }
+        PackageAuthentication::ContentAddressed(address) if address == zh => {
+            Ok((AuthResult::VerifiedChecksum, vec![zh.clone()]))
+        }
+        PackageAuthentication::ContentAddressed(address) => {
+            Err(mirror_mismatch(std::slice::from_ref(address)))
         }
         PackageAuthentication::Signed(signed) => {
             let documents = signed.documents.get().await.map_err(|e| e.to_string())?;

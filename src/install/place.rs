@@ -217,9 +217,8 @@ impl Installer {
         // hashes for this version or exactly the one just computed.
         let incomplete = (!signed || package.signed_hashes.is_empty())
             && (preferred.is_empty() || *preferred == BTreeSet::from([package.h1.clone()]));
-        if signed {
-            hashes.extend(package.signed_hashes);
-        }
+        // Only a signature or a content address makes these non-empty.
+        hashes.extend(package.signed_hashes);
         let third_party = installed_now && package.auth.is_third_party_signed();
         if installed_now {
             emit(InstallEvent::Installed {

@@ -19,6 +19,9 @@ use crate::source::discovery::{Discovery, TokenLookup};
 use crate::source::filesystem::FilesystemMirror;
 use crate::source::multi::{MultiSource, MultiSourceMethod};
 use crate::source::network_mirror::NetworkMirror;
+use crate::source::oci::credentials::OciCredentialStore;
+use crate::source::oci::template::RepositoryTemplate;
+use crate::source::oci::{OciMirror, Registries};
 use crate::source::offline::OfflineSource;
 use crate::source::registry::RegistrySource;
 use crate::source::selector::{ProviderPattern, ProviderSelector};
@@ -56,10 +59,17 @@ pub struct NetworkSources {
     tokens: TokenLookup,
     registry: Arc<dyn Source>,
     mirrors: Mutex<HashMap<Url, Arc<dyn Source>>>,
+    /// OCI registries (`oci_mirror`), with the credentials the CLI
+    /// configuration and the Docker-style files give.
+    oci: Arc<Registries>,
 }
 
 impl NetworkSources {
     pub fn new(cli_config: &CliConfig, env: &CliEnv, client: reqwest::Client) -> Self {
+        let oci = Registries::new(
+            client.clone(),
+            Arc::new(OciCredentialStore::new(cli_config, env)),
+        );
         let api = ApiClient::from_env(client);
         let tokens: TokenLookup = Arc::new(Credentials::new(cli_config, env));
         let discovery = Arc::new(Discovery::new(
@@ -74,7 +84,12 @@ impl NetworkSources {
             api,
             tokens,
             mirrors: Mutex::new(HashMap::new()),
+            oci: Arc::new(oci),
         }
+    }
+
+    pub fn oci_registries(&self) -> Arc<Registries> {
+        self.oci.clone()
     }
 
     /// The origin registries (`direct`), one source for every host.
@@ -148,6 +163,28 @@ pub fn build_source_excluding(
                 Arc::new(FilesystemMirror::new(opts.local_path(path)))
             }
             MethodLocation::Direct => registry(),
+            MethodLocation::OciMirror(raw) => {
+                match RepositoryTemplate::parse(raw, &selector.include) {
+                    Ok(template) => {
+                        Arc::new(OciMirror::new(template, opts.network.oci_registries()))
+                    }
+                    Err(err) => {
+                        diags.push(
+                            Diagnostic::error(
+                                "Invalid oci_mirror repository template",
+                                format!(
+                                    "Invalid oci_mirror block at {}:{}:{}: {err}.",
+                                    pos.file.display(),
+                                    pos.line,
+                                    pos.column
+                                ),
+                            )
+                            .at(&pos.file, pos.line, pos.column),
+                        );
+                        continue;
+                    }
+                }
+            }
             MethodLocation::NetworkMirror(raw) => match Url::parse(raw) {
                 Ok(url) if url.scheme() == "https" && url.host_str().is_some() => {
                     opts.network.network_mirror(url)

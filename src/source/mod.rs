@@ -8,6 +8,7 @@ pub mod discovery;
 pub mod filesystem;
 pub mod multi;
 pub mod network_mirror;
+pub mod oci;
 pub mod offline;
 pub mod registry;
 pub mod selector;
@@ -85,6 +86,9 @@ pub enum PackageLocation {
     LocalArchive(PathBuf),
     LocalDir(PathBuf),
     Http(Url),
+    /// A blob in an OCI registry (`oci_mirror`), fetched with the
+    /// registry's credentials.
+    OciBlob(oci::OciBlob),
 }
 
 impl fmt::Display for PackageLocation {
@@ -94,6 +98,7 @@ impl fmt::Display for PackageLocation {
                 write!(f, "{}", p.display())
             }
             PackageLocation::Http(u) => write!(f, "{u}"),
+            PackageLocation::OciBlob(blob) => write!(f, "{blob}"),
         }
     }
 }
@@ -108,6 +113,11 @@ pub enum PackageAuthentication {
     Hashes(Vec<PackageHash>),
     /// A registry's signed checksum list (§7.1–§7.3).
     Signed(Box<SignedChecksums>),
+    /// The archive's `zh:`, which is also its address (an OCI blob's
+    /// digest): the download already refused other bytes, and the lock
+    /// entry records it beside the `h1:`, as OpenTofu records hashes it
+    /// verified locally.
+    ContentAddressed(PackageHash),
 }
 
 #[derive(Clone, Debug)]

@@ -79,6 +79,21 @@ impl ProviderPattern {
         })
     }
 
+    /// The hostname the pattern pins, `None` for a wildcard.
+    pub fn hostname(&self) -> Option<&Hostname> {
+        self.hostname.as_ref()
+    }
+
+    /// The namespace the pattern pins, `None` for a wildcard.
+    pub fn namespace(&self) -> Option<&str> {
+        self.namespace.as_deref()
+    }
+
+    /// The type the pattern pins, `None` for a wildcard.
+    pub fn type_name(&self) -> Option<&str> {
+        self.type_name.as_deref()
+    }
+
     pub fn matches(&self, addr: &ProviderAddr) -> bool {
         self.hostname.as_ref().is_none_or(|h| *h == addr.hostname)
             && self

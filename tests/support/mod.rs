@@ -15,6 +15,7 @@ pub mod fixtures;
 pub mod hardening;
 pub mod hosted;
 pub mod json_stream;
+pub mod oci_registry;
 pub mod openpgp;
 pub mod project;
 pub mod pty;

@@ -82,6 +82,29 @@ impl TestCa {
         self.dir.path()
     }
 
+    /// Writes the leaf certificate and its key as PEM files in `dir`, for
+    /// servers that are separate programs; returns their paths.
+    pub fn write_leaf_pem(&self, dir: &Path) -> (PathBuf, PathBuf) {
+        let pem = |label: &str, der: &[u8]| {
+            use base64::Engine as _;
+            let text = base64::engine::general_purpose::STANDARD.encode(der);
+            let lines: Vec<&str> = text
+                .as_bytes()
+                .chunks(64)
+                .map(|chunk| std::str::from_utf8(chunk).expect("base64 is ASCII"))
+                .collect();
+            format!(
+                "-----BEGIN {label}-----\n{}\n-----END {label}-----\n",
+                lines.join("\n")
+            )
+        };
+        let cert = dir.join("leaf.pem");
+        let key = dir.join("leaf-key.pem");
+        std::fs::write(&cert, pem("CERTIFICATE", &self.leaf_der)).expect("write leaf.pem");
+        std::fs::write(&key, pem("PRIVATE KEY", &self.leaf_key_der)).expect("write leaf-key.pem");
+        (cert, key)
+    }
+
     /// Makes a command trust this CA and nothing else.
     pub fn configure(&self, command: &mut assert_cmd::Command) {
         trust_only(command, &self.ca_pem_path());

@@ -21,6 +21,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use tokio::sync::Semaphore;
 
+use super::mirror_oci::{self, Staged, is_oci_target, parse_target};
 use super::{OrderedOutput, configuration_requirements, target_platforms};
 use crate::addr::{Platform, ProviderAddr};
 use crate::cli::ProvidersMirrorArgs;
@@ -87,7 +88,7 @@ async fn mirror(
     launch_dir: &Path,
     ui: &Ui,
 ) -> Result<Diagnostics, Diagnostics> {
-    let [dir] = args.dirs.as_slice() else {
+    let [target] = args.dirs.as_slice() else {
         return Err(Diagnostic::error(
             "No output directory specified",
             "The providers mirror command requires an output directory as a command-line argument.",
@@ -97,6 +98,26 @@ async fn mirror(
     let platforms = target_platforms(&args.platforms)?;
     let data_dir = data_dir();
     let (requirements, mut warnings) = configuration_requirements(Path::new("."), &data_dir)?;
+    // An `oci://` target is published from a directory mirror made first.
+    let oci_target = match is_oci_target(target) {
+        Some(raw) => {
+            let providers: Vec<&ProviderAddr> =
+                requirements.keys().filter(|p| !p.is_builtin()).collect();
+            let template = parse_target(raw, &providers)?;
+            let staging = mirror_oci::staging_dir().map_err(|err| {
+                Diagnostics::from(Diagnostic::error(
+                    "Cannot create a staging directory",
+                    format!("Could not create a temporary directory for the packages to publish: {err}. Set TMPDIR to a writable directory."),
+                ))
+            })?;
+            Some((template, staging))
+        }
+        None => None,
+    };
+    let dir = match &oci_target {
+        Some((_, staging)) => &staging.path().to_path_buf(),
+        None => target,
+    };
     let locks = if args.lock_file {
         let (locks, lock_diags) = Locks::load(Path::new(LOCK_FILE));
         if lock_diags.has_errors() {
@@ -169,6 +190,21 @@ async fn mirror(
         .into_iter()
         .flatten()
         .collect();
+    if let Some((template, _staging)) = &oci_target {
+        let registries = network.oci_registries();
+        let staged = mirrored
+            .into_iter()
+            .map(|m| Staged {
+                archive: packed_path(&run.dir, &m.provider, &m.version, &m.platform),
+                provider: m.provider,
+                version: m.version,
+                platform: m.platform,
+            })
+            .collect();
+        let say = |line: String| println!("{line}");
+        mirror_oci::push(template, &registries, staged, &say).await?;
+        return Ok(warnings);
+    }
     let dir = run.dir.clone();
     tokio::task::spawn_blocking(move || update_indexes(&dir, &mirrored))
         .await
@@ -425,9 +461,9 @@ async fn already_mirrored(
 /// Puts the package archive at `staged` and returns its SHA-256.
 async fn obtain(run: &Run, meta: &PackageMeta, staged: &Path) -> Result<[u8; 32], String> {
     match &meta.location {
-        PackageLocation::Http(url) => run
+        PackageLocation::Http(_) | PackageLocation::OciBlob(_) => run
             .downloader
-            .download(url, staged)
+            .download_package(&meta.location, staged, &|_| {})
             .await
             .map_err(|err| err.to_string()),
         PackageLocation::LocalArchive(src) => {
@@ -480,7 +516,7 @@ async fn package_hashes(archive: &Path, digest: &[u8; 32]) -> Result<Vec<Package
     Ok(vec![h1, PackageHash::zh_of_digest(digest)])
 }
 
-fn sha256_file(path: &Path) -> std::io::Result<[u8; 32]> {
+pub fn sha256_file(path: &Path) -> std::io::Result<[u8; 32]> {
     let mut file = std::fs::File::open(path)?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 64 * 1024];

@@ -5,6 +5,7 @@
 
 pub mod lock;
 pub mod mirror;
+pub mod mirror_oci;
 pub mod tree;
 
 use std::collections::BTreeMap;
