@@ -32,12 +32,14 @@ impl CacheUse {
     }
 }
 
-/// Which cache entries this run is filling or has filled. Installers of
-/// one run (one per working directory) that want the same entry wait for
-/// each other here, quietly, before the entry's file lock (which is for
-/// other processes, and says so); and an entry filled earlier in the run
-/// is reported as installed by this run in every directory that uses it,
-/// so each directory's report reads the same whichever one downloaded.
+/// Which cache entries this run is filling or has filled, and what it
+/// learnt about them. Installers of one run (one per working directory)
+/// that want the same entry wait for each other here, quietly, before the
+/// entry's file lock (which is for other processes, and says so); an entry
+/// filled earlier in the run is reported as installed by this run in every
+/// directory that uses it, so each directory's report reads the same
+/// whichever one downloaded; and an entry hashed or filled once is not
+/// hashed again by the next directory.
 #[derive(Default)]
 pub struct CacheFills {
     in_flight: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
