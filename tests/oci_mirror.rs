@@ -23,6 +23,11 @@ impl Setup {
     fn new() -> Setup {
         let ca = TestCa::new();
         let registry = OciRegistry::start(&ca);
+        Setup::with(ca, registry)
+    }
+
+    /// A project for a registry started some other way.
+    fn with(ca: TestCa, registry: OciRegistry) -> Setup {
         let mut project = Project::requiring(&[("null", "hashicorp/null", "~> 3.2")]);
         project.trust(&ca);
         Setup {
@@ -512,20 +517,11 @@ fn bearer_challenges_get_a_token_for_the_repository_and_access() {
         Response::json(format!("{{\"access_token\": \"{}\"}}", issuer.token())),
     );
     let registry = OciRegistry::start_with_tokens(&ca, &issuer, &token_server.url_for("/token"));
-    let platform = current_platform();
-    let spec = ProviderSpec::new("hashicorp", "null", "3.2.2").platforms(&[&platform]);
-    registry.publish(
-        &ca,
-        "tf/hashicorp/null",
-        "3.2.2",
-        &[(&platform, spec.package_zip(&platform))],
-    );
-    let host = registry.host.clone();
-    let mut project = Project::requiring(&[("null", "hashicorp/null", "~> 3.2")]);
-    project.trust(&ca);
-    project.cli_config(&format!(
-        "provider_installation {{\n  oci_mirror {{\n    repository_template = \"{host}/tf/${{namespace}}/${{type}}\"\n    include = [\"registry.terraform.io/*/*\"]\n  }}\n}}\noci_credentials \"{host}\" {{\n  username = \"{USER}\"\n  password = \"{PASSWORD}\"\n}}\n"
-    ));
+    let mut setup = Setup::with(ca, registry);
+    setup.publish_null("3.2.2", &[&current_platform()]);
+    let login = setup.login_block();
+    setup.oci_config(&login);
+    let (host, project) = (&setup.registry.host, &setup.project);
 
     project
         .init(&[])
@@ -584,22 +580,14 @@ fn credentials_do_not_follow_a_redirect_to_blob_storage() {
     let storage_url = format!("https://{}/", storage.localhost_host());
     let registry = OciRegistry::start_redirecting_blobs(&ca, &storage_url);
     storage.serve_dir(&registry.storage_root());
+    let mut setup = Setup::with(ca, registry);
     let platform = current_platform();
-    let spec = ProviderSpec::new("hashicorp", "null", "3.2.2").platforms(&[&platform]);
-    registry.publish(
-        &ca,
-        "tf/hashicorp/null",
-        "3.2.2",
-        &[(&platform, spec.package_zip(&platform))],
-    );
-    let host = registry.host.clone();
-    let mut project = Project::requiring(&[("null", "hashicorp/null", "~> 3.2")]);
-    project.trust(&ca);
-    project.cli_config(&format!(
-        "provider_installation {{\n  oci_mirror {{\n    repository_template = \"{host}/tf/${{namespace}}/${{type}}\"\n    include = [\"registry.terraform.io/*/*\"]\n  }}\n}}\noci_credentials \"{host}\" {{\n  username = \"{USER}\"\n  password = \"{PASSWORD}\"\n}}\n"
-    ));
+    let spec = setup.publish_null("3.2.2", &[&platform]);
+    let login = setup.login_block();
+    setup.oci_config(&login);
 
-    project
+    setup
+        .project
         .init(&[])
         .assert_success()
         .assert_contains("- Installed hashicorp/null v3.2.2 (verified checksum)");
