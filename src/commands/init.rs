@@ -397,9 +397,23 @@ async fn init(
     };
     let outcome = installer.install(&requirements, &previous, mode).await?;
     let readonly = args.lockfile.as_deref() == Some("readonly");
-    let warnings = finish(
-        outcome, &installer, &previous, &lock_path, readonly, out, warnings,
-    )?;
+    // Committing renames and fsyncs; off the runtime's one thread, so that
+    // the directories of a multi-directory run commit side by side.
+    let commit = Commit {
+        selections_file: installer.layout.selections_file(),
+        platform: installer.platform.clone(),
+        lock_path,
+        readonly,
+        out: out.clone(),
+    };
+    let warnings = tokio::task::spawn_blocking(move || commit.finish(outcome, &previous, warnings))
+        .await
+        .map_err(|err| {
+            Diagnostics::from(Diagnostic::error(
+                "Failed to install providers",
+                format!("The commit of the installed providers stopped: {err}."),
+            ))
+        })??;
     record_plugin_dirs(&data_dir, &args.plugin_dirs).map_err(|err| {
         Diagnostics::from(Diagnostic::error(
             "Failed to save plugin locations",
@@ -453,77 +467,89 @@ fn go_json_pretty(value: &serde_json::Value) -> std::io::Result<String> {
 
 /// Commits the staged packages and records the result, in an order that
 /// keeps the previous state whenever something is refused.
-#[allow(clippy::too_many_arguments)]
-fn finish(
-    outcome: InstallOutcome,
-    installer: &Installer,
-    previous: &Locks,
-    lock_path: &Path,
+struct Commit {
+    selections_file: Option<PathBuf>,
+    platform: Platform,
+    lock_path: PathBuf,
     readonly: bool,
-    out: &Output,
-    mut warnings: Diagnostics,
-) -> Result<(Diagnostics, LockFileChange), Diagnostics> {
-    let locks_changed = !outcome.locks.equivalent(previous);
-    if locks_changed && readonly {
-        if !outcome.locks.same_providers(previous) {
-            return Err(Diagnostic::error(
+    out: Arc<Output>,
+}
+
+impl Commit {
+    fn finish(
+        self,
+        outcome: InstallOutcome,
+        previous: &Locks,
+        mut warnings: Diagnostics,
+    ) -> Result<(Diagnostics, LockFileChange), Diagnostics> {
+        let Commit {
+            selections_file,
+            platform,
+            lock_path,
+            readonly,
+            out,
+        } = self;
+        let locks_changed = !outcome.locks.equivalent(previous);
+        if locks_changed && readonly {
+            if !outcome.locks.same_providers(previous) {
+                return Err(Diagnostic::error(
                 "Provider dependency changes detected",
                 "Changes to the required provider dependencies were detected, but the lock file is read-only. To use and record these requirements, run \"terraform init\" without the \"-lockfile=readonly\" flag.",
             )
             .into());
-        }
-        warnings.push(Diagnostic::warning(
+            }
+            warnings.push(Diagnostic::warning(
             "Provider lock file not updated",
             "Changes to the provider selections were detected, but not saved in the .terraform.lock.hcl file. To record these selections, run \"terraform init\" without the \"-lockfile=readonly\" flag.",
         ));
-    }
+        }
 
-    let write_failed = |what: &str, err: std::io::Error| {
-        Diagnostics::from(Diagnostic::error(
-            format!("Failed to write {what}"),
-            format!(
-                "{err}. Check the permissions of the working directory and run tfinstall init again."
-            ),
-        ))
-    };
-    let InstallOutcome {
-        locks,
-        mut staging,
-        moves,
-        selections,
-        incomplete,
-        third_party_signed,
-        memo,
-    } = outcome;
-    staging
-        .commit(&moves)
-        .map_err(|err| write_failed("the installed providers", err))?;
-    memo.save(&staging);
-    if let Some(path) = installer.layout.selections_file() {
-        write_selections(&staging, &path, &selections)
-            .map_err(|err| write_failed("selections.json", err))?;
-    }
+        let write_failed = |what: &str, err: std::io::Error| {
+            Diagnostics::from(Diagnostic::error(
+                format!("Failed to write {what}"),
+                format!(
+                    "{err}. Check the permissions of the working directory and run tfinstall init again."
+                ),
+            ))
+        };
+        let InstallOutcome {
+            locks,
+            mut staging,
+            moves,
+            selections,
+            incomplete,
+            third_party_signed,
+            memo,
+        } = outcome;
+        staging
+            .commit(&moves)
+            .map_err(|err| write_failed("the installed providers", err))?;
+        memo.save(&staging);
+        if let Some(path) = selections_file {
+            write_selections(&staging, &path, &selections)
+                .map_err(|err| write_failed("selections.json", err))?;
+        }
 
-    if third_party_signed {
-        out.message("partner_and_community_providers", |_| match Engine::current() {
+        if third_party_signed {
+            out.message("partner_and_community_providers", |_| match Engine::current() {
             Engine::Terraform => "\nPartner and community providers are signed by their developers.\nIf you'd like to know more about provider signing, you can read about it here:\nhttps://developer.hashicorp.com/terraform/cli/plugins/signing",
             Engine::OpenTofu => "\nProviders are signed by their developers.\nIf you'd like to know more about provider signing, you can read about it here:\nhttps://opentofu.org/docs/cli/plugins/signing/",
         }.to_string());
-    }
-    let mut lock_file = if locks_changed {
-        LockFileChange::NotSaved
-    } else {
-        LockFileChange::Unchanged
-    };
-    if locks_changed && !readonly {
-        if !incomplete.is_empty() {
-            warnings.push(incomplete_lock_warning(&incomplete, &installer.platform));
         }
-        // Through the staging area, so a kill mid-write leaves no temporary
-        // file beside the lock file.
-        let rendered = locks.render();
-        staging
-            .replace_file(lock_path, rendered.as_bytes(), FileMode::Exact(0o644))
+        let mut lock_file = if locks_changed {
+            LockFileChange::NotSaved
+        } else {
+            LockFileChange::Unchanged
+        };
+        if locks_changed && !readonly {
+            if !incomplete.is_empty() {
+                warnings.push(incomplete_lock_warning(&incomplete, &platform));
+            }
+            // Through the staging area, so a kill mid-write leaves no temporary
+            // file beside the lock file.
+            let rendered = locks.render();
+            staging
+            .replace_file(&lock_path, rendered.as_bytes(), FileMode::Exact(0o644))
             .map_err(|err| {
                 Diagnostics::from(Diagnostic::error(
                     "Failed to update dependency lock file",
@@ -532,23 +558,24 @@ fn finish(
                     ),
                 ))
             })?;
-        if previous.is_empty() {
-            lock_file = LockFileChange::Created;
-            let engine = Engine::current();
-            out.message("lock_file_created", |ui| format!(
+            if previous.is_empty() {
+                lock_file = LockFileChange::Created;
+                let engine = Engine::current();
+                out.message("lock_file_created", |ui| format!(
                 "\n{name} has created a lock file {} to record the provider\nselections it made above. Include this file in your version control repository\nso that {name} can guarantee to make the same selections by default when\nyou run \"{command} init\" in the future.",
                 ui.bold(LOCK_FILE),
                 name = engine.name(),
                 command = engine.command(),
             ));
-        } else {
-            lock_file = LockFileChange::Updated;
-            out.message("lock_file_changed", |_| {
+            } else {
+                lock_file = LockFileChange::Updated;
+                out.message("lock_file_changed", |_| {
                 format!("\n{} has made some changes to the provider dependency selections recorded\nin the .terraform.lock.hcl file. Review those changes and commit them to your\nversion control system if they represent changes you intended to make.", Engine::current().name())
             });
+            }
         }
+        Ok((warnings, lock_file))
     }
-    Ok((warnings, lock_file))
 }
 
 /// Terraform reports CLI configuration errors but carries on, since most of
