@@ -198,6 +198,12 @@ pub struct ProvidersMirrorArgs {
     #[arg(long, default_value_t = DEFAULT_PARALLELISM, value_name = "N")]
     pub parallelism: usize,
 
+    /// Make no network request: copy from the plugin cache, filesystem
+    /// mirrors and implied local directories; packages held only unpacked
+    /// are written in the unpacked layout (HOST/NS/TYPE/VERSION/OS_ARCH).
+    #[arg(long, env = "TFINSTALL_OFFLINE")]
+    pub offline: bool,
+
     /// Disable coloured output.
     #[arg(long = "no-color")]
     pub no_color: bool,

@@ -359,7 +359,7 @@ async fn init(
         network: &run.network,
     };
     let (source, source_diags): (Arc<dyn Source>, _) = if args.offline {
-        let (source, diags) = build_offline_source(&options);
+        let (source, diags) = build_offline_source(&options, vec![Platform::current()], None);
         (source, diags)
     } else {
         let (source, diags) = build_source(&options);

@@ -1,9 +1,13 @@
 //! Placing the files of an unpacked package somewhere else without copying
 //! bytes when the filesystem allows it.
 
-use std::fs;
-use std::io;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
 use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+use crate::verify::hash::PackageHash;
 
 /// Recreates the tree under `src` at `dst` (which must not exist), hard-linking
 /// each regular file and copying where links are refused (another filesystem,
@@ -118,6 +122,84 @@ pub fn link_cached_package(src: &Path, dst: &Path, mode: LinkMode) -> io::Result
     }
 }
 
+/// Copies the unpacked package at `src` to `dst` (which must not exist) and
+/// returns the `h1:` of what it wrote, from digests taken while copying: one
+/// read of the source vouches for the copy. Files keep their permission
+/// bits (executables stay executable) plus owner write, so whoever owns the
+/// copy can replace it even when it came from read-only cache files. The
+/// tree is walked as `h1_of_dir` walks it, so the hash is the one the
+/// source would have: a symlink inside is copied as the file it points to,
+/// and a symlink to a directory, or anything else that is not a file or a
+/// directory, is refused.
+pub fn copy_tree_hashed(src: &Path, dst: &Path) -> io::Result<PackageHash> {
+    let root = fs::canonicalize(src)?;
+    let mut files: Vec<(String, [u8; 32])> = Vec::new();
+    let mut pending = vec![(root, dst.to_path_buf(), String::new())];
+    while let Some((from_dir, to_dir, rel)) = pending.pop() {
+        fs::create_dir(&to_dir)?;
+        for entry in fs::read_dir(&from_dir)? {
+            let entry = entry?;
+            let from = entry.path();
+            let to = to_dir.join(entry.file_name());
+            let name = entry.file_name().into_string().map_err(|name| {
+                io::Error::other(format!(
+                    "{}: the file name {name:?} is not UTF-8",
+                    from_dir.display()
+                ))
+            })?;
+            let name = if rel.is_empty() {
+                name
+            } else {
+                format!("{rel}/{name}")
+            };
+            let kind = entry.file_type()?;
+            if kind.is_dir() {
+                pending.push((from, to, name));
+                continue;
+            }
+            let meta = fs::metadata(&from)?;
+            if !meta.is_file() {
+                return Err(io::Error::other(format!(
+                    "{} is not a file or a directory (symlinks to directories are not followed)",
+                    from.display()
+                )));
+            }
+            files.push((name, copy_file_hashed(&from, &to, &meta)?));
+        }
+    }
+    PackageHash::h1_of_files(&files).map_err(io::Error::other)
+}
+
+/// One file of [`copy_tree_hashed`]: created new (never through a link
+/// left at `to`), its SHA-256 taken from the bytes as they are written.
+fn copy_file_hashed(from: &Path, to: &Path, meta: &fs::Metadata) -> io::Result<[u8; 32]> {
+    let mut input = File::open(from)?;
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true);
+    let mut output = options.open(to)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    loop {
+        let n = match input.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
+            Err(err) => return Err(err),
+        };
+        hasher.update(&buf[..n]);
+        output.write_all(&buf[..n])?;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = meta.permissions().mode() & 0o777;
+        output.set_permissions(fs::Permissions::from_mode(mode | 0o200))?;
+    }
+    #[cfg(not(unix))]
+    let _ = meta;
+    Ok(hasher.finalize().into())
+}
+
 #[cfg(unix)]
 fn symlink_dir(src: &Path, dst: &Path) -> io::Result<()> {
     std::os::unix::fs::symlink(src, dst)
@@ -160,6 +242,38 @@ mod tests {
         assert_eq!(
             ino(&forced.join("docs/writable")),
             ino(&src.join("docs/writable"))
+        );
+    }
+
+    #[test]
+    fn hashed_copies_keep_modes_and_hash_as_the_source_does() {
+        let root = tempfile::tempdir().unwrap();
+        let src = root.path().join("entry");
+        fs::create_dir_all(src.join("docs")).unwrap();
+        for (name, mode) in [("terraform-provider-x", 0o555), ("docs/README", 0o444)] {
+            fs::write(src.join(name), name).unwrap();
+            fs::set_permissions(src.join(name), fs::Permissions::from_mode(mode)).unwrap();
+        }
+        std::os::unix::fs::symlink("README", src.join("docs/link")).unwrap();
+        let dst = root.path().join("copy");
+        let h1 = copy_tree_hashed(&src, &dst).unwrap();
+        assert_eq!(h1, PackageHash::h1_of_dir(&src).unwrap());
+        assert_eq!(h1, PackageHash::h1_of_dir(&dst).unwrap());
+        let mode = |p: &str| fs::metadata(dst.join(p)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode("terraform-provider-x"), 0o755);
+        assert_eq!(mode("docs/README"), 0o644);
+        assert!(
+            !fs::symlink_metadata(dst.join("docs/link"))
+                .unwrap()
+                .is_symlink()
+        );
+        assert_eq!(fs::read(dst.join("docs/link")).unwrap(), b"docs/README");
+
+        std::os::unix::fs::symlink(src.join("docs"), src.join("dir-link")).unwrap();
+        let err = copy_tree_hashed(&src, &root.path().join("refused")).unwrap_err();
+        assert!(
+            err.to_string().contains("is not a file or a directory"),
+            "{err}"
         );
     }
 }

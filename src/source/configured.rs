@@ -257,24 +257,27 @@ fn discovery_memory(env: &CliEnv) -> Option<PathBuf> {
     env.tfinstall_cache_dir().map(|dir| dir.join("discovery"))
 }
 
-/// The installation methods that need no network, for `init -offline`:
-/// the `-plugin-dir` directories, or else the CLI configuration's
-/// filesystem mirrors (network mirrors and registries are left out), or
-/// else the implied local directories; and the plugin cache, whose entries
-/// keep the provenance that vouches for them.
-pub fn build_offline_source(opts: &SourceOptions<'_>) -> (Arc<OfflineSource>, Diagnostics) {
+/// The installation methods that need no network, for `-offline`: the
+/// `-plugin-dir` directories, or else the CLI configuration's filesystem
+/// mirrors (network mirrors and registries are left out), or else the
+/// implied local directories; and the plugin cache, whose entries keep the
+/// provenance that vouches for them. It offers the versions held for every
+/// one of `platforms`; `excluded` is left out as in
+/// [`build_source_excluding`].
+pub fn build_offline_source(
+    opts: &SourceOptions<'_>,
+    platforms: Vec<Platform>,
+    excluded: Option<&Path>,
+) -> (Arc<OfflineSource>, Diagnostics) {
+    let is_excluded = |dir: &Path| excluded.is_some_and(|ex| same_dir(dir, ex));
     let mut diags = Diagnostics::new();
     let everything = || ProviderSelector::default();
-    let mut methods: Vec<MultiSourceMethod> = Vec::new();
-    let mirror = |dir: &Path, selector| MultiSourceMethod {
-        source: Arc::new(FilesystemMirror::new(dir)),
-        selector,
-    };
+    let mut dirs: Vec<(PathBuf, ProviderSelector)> = Vec::new();
     if !opts.plugin_dirs.is_empty() {
-        methods.extend(
+        dirs.extend(
             opts.plugin_dirs
                 .iter()
-                .map(|dir| mirror(&opts.local_path(dir), everything())),
+                .map(|dir| (opts.local_path(dir), everything())),
         );
     } else if let Some(installation) = &opts.cli_config.provider_installation {
         for method in &installation.methods {
@@ -282,25 +285,30 @@ pub fn build_offline_source(opts: &SourceOptions<'_>) -> (Arc<OfflineSource>, Di
                 continue;
             };
             match method_selector(method) {
-                Ok(selector) => methods.push(mirror(&opts.local_path(path), selector)),
+                Ok(selector) => dirs.push((opts.local_path(path), selector)),
                 Err(diag) => diags.push(diag),
             }
         }
     } else {
-        methods.extend(
+        dirs.extend(
             implied_mirror_dirs(opts.env, opts.launch_dir)
-                .iter()
-                .map(|dir| mirror(dir, everything())),
+                .into_iter()
+                .map(|dir| (dir, everything())),
         );
     }
     if let Some(cache) = &opts.cli_config.plugin_cache_dir {
-        methods.push(mirror(cache, everything()));
+        dirs.push((cache.clone(), everything()));
     }
+    let methods = dirs
+        .into_iter()
+        .filter(|(dir, _)| !is_excluded(dir))
+        .map(|(dir, selector)| MultiSourceMethod {
+            source: Arc::new(FilesystemMirror::new(dir)),
+            selector,
+        })
+        .collect();
     let local = Arc::new(MultiSource::new(methods));
-    (
-        Arc::new(OfflineSource::new(local, Platform::current())),
-        diags,
-    )
+    (Arc::new(OfflineSource::new(local, platforms)), diags)
 }
 
 fn implied_source(

@@ -10,6 +10,14 @@
 //! platform DIR already lists; JSON files are replaced atomically and only
 //! when every package succeeded; and the CLI configuration's installation
 //! methods are the sources, so a mirror can be made from a mirror.
+//!
+//! With `-offline` (issue 15) no request is made: versions and packages come
+//! from the places `init -offline` uses, the plugin cache among them. A
+//! package held only unpacked (every cache entry is) is copied in the
+//! unpacked layout (`HOST/NS/TYPE/VERSION/OS_ARCH/`), which filesystem
+//! mirrors and `-plugin-dir` read as they read archives. The network
+//! mirror indexes list archives only, since their protocol serves nothing
+//! else: served over HTTP, such a DIR offers just its archives.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
@@ -24,20 +32,25 @@ use tokio::sync::Semaphore;
 use super::mirror_oci::{self, Staged, is_oci_target, parse_target};
 use super::{OrderedOutput, configuration_requirements, target_platforms};
 use crate::addr::{Platform, ProviderAddr};
+use crate::cache::PluginCache;
 use crate::cli::ProvidersMirrorArgs;
 use crate::cliconfig::{self, CliEnv};
 use crate::commands::init::{LOCK_FILE, data_dir, print_config_problems};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::fetch::{DownloadSettings, Downloader};
 use crate::fsutil::write_atomic;
-use crate::install::layout::provider_dir;
+use crate::install::layout::{provider_dir, unpacked_package_dir};
+use crate::install::link::copy_tree_hashed;
 use crate::install::obtain::{
     StageError, alongside_documents, authenticate_archive, blocking, mirror_mismatch,
 };
 use crate::lockfile::Locks;
 use crate::output::Output;
-use crate::source::configured::{NetworkSources, SourceOptions, build_source_excluding};
+use crate::source::configured::{
+    NetworkSources, SourceOptions, build_offline_source, build_source_excluding,
+};
 use crate::source::filesystem::scan_directory;
+use crate::source::offline::OfflineSource;
 use crate::source::{PackageAuthentication, PackageLocation, PackageMeta, Source, SourceError};
 use crate::ui::Ui;
 use crate::verify::AuthResult;
@@ -81,6 +94,14 @@ struct Run {
     platforms: Vec<Platform>,
     locks: Option<Locks>,
     output: OrderedOutput,
+    /// Set with `-offline`: the source again, asked what it does hold when
+    /// it cannot serve a request.
+    offline: Option<Arc<OfflineSource>>,
+    /// The plugin cache, whose entries' recorded `h1:` a copy must match.
+    cache: Option<PluginCache>,
+    /// Whether a package held only unpacked is copied as it is: not for an
+    /// OCI target, which publishes archives.
+    unpacked_layout: bool,
 }
 
 async fn mirror(
@@ -134,17 +155,21 @@ async fn mirror(
     print_config_problems(&Output::new(false, !ui.color), &config_diags);
     let client = crate::http::build_client()?;
     let network = NetworkSources::new(&cli_config, &env, client.clone());
-    let (source, source_diags) = build_source_excluding(
-        &SourceOptions {
-            plugin_dirs: &[],
-            cli_config: &cli_config,
-            env: &env,
-            launch_dir,
-            work_dir: Path::new("."),
-            network: &network,
-        },
-        Some(dir),
-    );
+    let options = SourceOptions {
+        plugin_dirs: &[],
+        cli_config: &cli_config,
+        env: &env,
+        launch_dir,
+        work_dir: Path::new("."),
+        network: &network,
+    };
+    let (source, offline, source_diags): (Arc<dyn Source>, _, _) = if args.offline {
+        let (source, diags) = build_offline_source(&options, platforms.clone(), Some(dir));
+        (source.clone(), Some(source), diags)
+    } else {
+        let (source, diags) = build_source_excluding(&options, Some(dir));
+        (source, None, diags)
+    };
     if source_diags.has_errors() {
         return Err(source_diags);
     }
@@ -177,6 +202,9 @@ async fn mirror(
         output: OrderedOutput::new(requirements.len() * slots_per_provider),
         platforms,
         locks,
+        offline,
+        cache: cli_config.plugin_cache_dir.as_ref().map(PluginCache::new),
+        unpacked_layout: oci_target.is_none(),
     };
     let tasks = requirements
         .iter()
@@ -188,6 +216,7 @@ async fn mirror(
     // On any failure the indexes keep describing only what they did before.
     let mirrored: Vec<Mirrored> = Diagnostics::collect(results)?
         .into_iter()
+        .flatten()
         .flatten()
         .collect();
     if let Some((template, _staging)) = &oci_target {
@@ -222,7 +251,7 @@ async fn mirror_provider(
     first_slot: usize,
     provider: &ProviderAddr,
     constraints: &VersionConstraints,
-) -> Result<Vec<Mirrored>, Diagnostics> {
+) -> Result<Vec<Option<Mirrored>>, Diagnostics> {
     let platform_slots = (first_slot + 1)..(first_slot + 1 + run.platforms.len());
     let finish_all = || {
         run.output.finish(first_slot);
@@ -278,10 +307,17 @@ async fn select_version(
     provider: &ProviderAddr,
     constraints: &VersionConstraints,
 ) -> Result<(Version, String), Diagnostic> {
+    let (whence, held) = match &run.offline {
+        Some(offline) => (
+            "offline",
+            held_offline(&offline.held(provider).await, &run.platforms),
+        ),
+        None => ("from its origin registry", String::new()),
+    };
     let not_available = |err: String| {
         Diagnostic::error(
             "Provider not available",
-            format!("Failed to download {provider} from its origin registry: {err}."),
+            format!("Failed to download {provider} {whence}: {err}{held}."),
         )
     };
     let available = {
@@ -328,13 +364,38 @@ async fn select_version(
     Ok((version.clone(), line))
 }
 
+/// What `-offline` could have mirrored instead, and how to get more.
+fn held_offline(held: &[(Version, Vec<Platform>)], platforms: &[Platform]) -> String {
+    let listed: Vec<String> = held
+        .iter()
+        .map(|(version, held_for)| match held_for.as_slice() {
+            [] => format!("{version} for none of them"),
+            some if some.len() == platforms.len() => format!("{version} for all of them"),
+            some => {
+                let names: Vec<String> = some.iter().map(ToString::to_string).collect();
+                format!("{version} for {} only", names.join(", "))
+            }
+        })
+        .collect();
+    let held = if listed.is_empty() {
+        "no version of it".to_owned()
+    } else {
+        listed.join("; ")
+    };
+    let asked: Vec<String> = platforms.iter().map(ToString::to_string).collect();
+    format!(
+        ". With -offline, the plugin cache and the local directories hold, of the platforms asked for ({}): {held}. Run without -offline to fetch it, or fill the cache with tfinstall cache warm",
+        asked.join(", ")
+    )
+}
+
 async fn mirror_package(
     run: &Run,
     slot: usize,
     provider: &ProviderAddr,
     version: &Version,
     platform: &Platform,
-) -> Result<Mirrored, Diagnostic> {
+) -> Result<Option<Mirrored>, Diagnostic> {
     let _permit = run.permits.acquire().await;
     let failed = |summary: &str, err: String| {
         Diagnostic::error(
@@ -350,6 +411,13 @@ async fn mirror_package(
         .package_meta(provider, version, platform)
         .await
         .map_err(unavailable)?;
+    if let PackageLocation::LocalDir(src) = &meta.location
+        && run.unpacked_layout
+    {
+        return mirror_unpacked(run, slot, provider, version, platform, src)
+            .await
+            .map(|()| None);
+    }
     let target = packed_path(&run.dir, provider, version, platform);
     let mirrored = |hashes| Mirrored {
         provider: provider.clone(),
@@ -372,7 +440,7 @@ async fn mirror_package(
                     slot,
                     format!("  - Package for {platform} is already in the mirror{how}"),
                 );
-                return Ok(mirrored(hashes));
+                return Ok(Some(mirrored(hashes)));
             }
             None => run.output.line(
                 slot,
@@ -418,7 +486,108 @@ async fn mirror_package(
             format!("Failed to place {provider} package into mirror directory: {err}."),
         )
     })?;
-    Ok(mirrored(hashes))
+    Ok(Some(mirrored(hashes)))
+}
+
+/// Copies the unpacked package at `src` into DIR's unpacked layout: built
+/// in the staging directory and renamed into place, so an interrupted run
+/// leaves no partial package where filesystem mirrors look.
+async fn mirror_unpacked(
+    run: &Run,
+    slot: usize,
+    provider: &ProviderAddr,
+    version: &Version,
+    platform: &Platform,
+    src: &Path,
+) -> Result<(), Diagnostic> {
+    let failed = |err: String| {
+        Diagnostic::error(
+            "Cannot copy provider package",
+            format!(
+                "Failed to copy {provider} v{version} for {platform} from {}: {err}.",
+                src.display()
+            ),
+        )
+    };
+    let target = unpacked_package_dir(&run.dir, provider, version, platform);
+    // A cache entry tfinstall made records the `h1:` it was verified with;
+    // the copy must still have it.
+    let recorded = run
+        .cache
+        .as_ref()
+        .and_then(|cache| cache.lookup(provider, version, platform))
+        .filter(|entry| same_path(&entry.dir, src))
+        .and_then(|entry| entry.meta?.h1());
+
+    if target.is_dir() {
+        let (src_dir, target_dir) = (src.to_path_buf(), target.clone());
+        let want = recorded.clone();
+        // The cache's record, when there is one, is what the copy must be.
+        let unchanged = blocking(move || {
+            let want = match want {
+                Some(h1) => h1,
+                None => PackageHash::h1_of_dir(&src_dir)?,
+            };
+            Ok(PackageHash::h1_of_dir(&target_dir)? == want)
+        })
+        .await
+        .unwrap_or(false);
+        if unchanged {
+            run.output.line(
+                slot,
+                format!("  - Package for {platform} is already in the mirror"),
+            );
+            return Ok(());
+        }
+        run.output.line(
+            slot,
+            format!(
+                "  - Package for {platform} in the mirror does not match its source; replacing it"
+            ),
+        );
+    }
+
+    run.output.line(
+        slot,
+        format!("  - Copying unpacked package for {platform}..."),
+    );
+    let n = run.counter.fetch_add(1, Ordering::Relaxed);
+    let staged = run.staging.path().join(format!("{n}-{platform}"));
+    let (from, to) = (src.to_path_buf(), staged.clone());
+    let h1 = blocking(move || copy_tree_hashed(&from, &to))
+        .await
+        .map_err(|err| failed(err.to_string()))?;
+    if let Some(recorded) = recorded
+        && recorded != h1
+    {
+        return Err(failed(format!(
+            "its files hash to {h1}, but the plugin cache recorded {recorded} when it verified them; run tfinstall cache verify"
+        )));
+    }
+    let replaced = run.staging.path().join(format!("{n}-replaced"));
+    let place = || -> std::io::Result<()> {
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        if target.is_dir() {
+            std::fs::rename(&target, &replaced)?;
+        }
+        std::fs::rename(&staged, &target)
+    };
+    place().map_err(|err| {
+        Diagnostic::error(
+            "Cannot copy provider package",
+            format!("Failed to place {provider} package into mirror directory: {err}."),
+        )
+    })
+}
+
+/// Whether two paths name the same file, however they are spelled.
+fn same_path(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
 }
 
 /// `DIR/HOST/NS/TYPE/terraform-provider-TYPE_VERSION_OS_ARCH.zip`, the path
@@ -476,7 +645,7 @@ async fn obtain(run: &Run, meta: &PackageMeta, staged: &Path) -> Result<[u8; 32]
             .map_err(|err| err.to_string())
         }
         PackageLocation::LocalDir(dir) => Err(format!(
-            "the source has it only as an unpacked directory ({}), and a mirror holds .zip archives; mirror from a source that has the archive",
+            "the source has it only as an unpacked directory ({}), and an OCI registry holds .zip archives; mirror from a source that has the archive",
             dir.display()
         )),
     }
