@@ -201,7 +201,7 @@ pub struct ProvidersMirrorArgs {
     /// Make no network request: copy from the plugin cache, filesystem
     /// mirrors and implied local directories; packages held only unpacked
     /// are written in the unpacked layout (HOST/NS/TYPE/VERSION/OS_ARCH).
-    #[arg(long, env = "TFINSTALL_OFFLINE")]
+    #[arg(long, env = "TFINSTALL_OFFLINE", value_parser = clap::builder::BoolishValueParser::new())]
     pub offline: bool,
 
     /// Disable coloured output.
@@ -259,7 +259,7 @@ pub struct InitArgs {
     /// Make no network request: choose among the versions in the plugin
     /// cache, -plugin-dir directories, filesystem mirrors and implied local
     /// directories (the newest allowed, or the locked one).
-    #[arg(long, env = "TFINSTALL_OFFLINE")]
+    #[arg(long, env = "TFINSTALL_OFFLINE", value_parser = clap::builder::BoolishValueParser::new())]
     pub offline: bool,
 
     /// Largest size one provider package may unpack to (bytes, or with a

@@ -441,3 +441,104 @@ fn the_output_directory_is_required() {
     ));
     assert!(world.registry.server.requests().is_empty());
 }
+
+/// `providers mirror -offline` (issue 15): a plugin cache warmed by `init`
+/// is copied into DIR in the unpacked layout without a single request, and
+/// `init -plugin-dir=DIR` in a fresh project installs the same package (the
+/// same `h1:`). A second run finds it there; a platform the cache lacks is
+/// refused with what the cache does hold.
+#[test]
+fn offline_mirroring_copies_the_plugin_cache_in_the_unpacked_layout() {
+    let mut world = World::new(&["3.1.0", "3.2.0"]);
+    let current = current_platform();
+    let other = other_platform();
+    let cache = world.registry.project.root.join("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let providers_url = world.registry.server.url_for("/v1/providers/");
+    world.registry.project.cli_config(&format!(
+        "{}plugin_cache_dir = \"{}\"\n",
+        host_block("registry.terraform.io", &providers_url),
+        cache.display()
+    ));
+    world.registry.project.init(&[]).assert_success();
+    let h1 = &world.registry.tree.package("null", "3.2.0", &current).h1;
+    assert!(world.registry.project.lock().contains(h1.as_str()));
+    world.registry.server.clear_log();
+
+    let mut args = world.mirror_args(&[&current]);
+    args.insert(2, "-offline".to_string());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = world.registry.project.run(&args);
+    run.assert_success();
+    assert_eq!(
+        run.stdout,
+        format!(
+            "- Mirroring hashicorp/null...\n  - Selected v3.2.0 to match dependency lock file\n  - Copying unpacked package for {current}...\n"
+        )
+    );
+    assert!(world.registry.server.requests().is_empty());
+    let package = world.provider_dir().join("3.2.0").join(&current);
+    let executable = package.join("terraform-provider-null_v3.2.0");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&executable).unwrap().permissions().mode();
+        assert_eq!(mode & 0o111, 0o111, "{mode:o}");
+    }
+    // Unpacked entries have no archive for a network mirror index to list.
+    assert!(!world.provider_dir().join("index.json").exists());
+    let top: Vec<String> = std::fs::read_dir(&world.out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(top, ["registry.terraform.io"]);
+
+    // Again, through the environment variable: nothing to copy.
+    let before = Snapshot::of(&world.out);
+    let mut command = world.registry.project.command(&[
+        "providers",
+        "mirror",
+        &format!("-platform={current}"),
+        &world.out.display().to_string(),
+    ]);
+    command.env("TFINSTALL_OFFLINE", "1");
+    let run = Run::of(command);
+    run.assert_success();
+    assert!(
+        run.stdout.contains(&format!(
+            "  - Package for {current} is already in the mirror\n"
+        )),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(Snapshot::of(&world.out), before);
+
+    // A platform the cache does not hold: refused, naming what it holds.
+    let mut args = world.mirror_args(&[&current, &other]);
+    args.insert(2, "-offline".to_string());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = world.registry.project.run(&args);
+    run.assert_failure();
+    run.assert_stderr_has(&format!(
+        "hold, of the platforms asked for ({current}, {other}): 3.2.0 for {current} only"
+    ));
+    assert_eq!(Snapshot::of(&world.out), before);
+    assert!(world.registry.server.requests().is_empty());
+
+    let consumer = Project::requiring(&NULL);
+    let out = world.out.display().to_string();
+    consumer
+        .init(&[&format!("-plugin-dir={out}")])
+        .assert_success();
+    let lock = consumer.lock();
+    assert!(lock.contains(&format!("\"{h1}\"")), "{lock}");
+    assert_eq!(
+        std::fs::read(
+            consumer
+                .installed_dir(PROVIDER_DIR, "3.2.0")
+                .join("terraform-provider-null_v3.2.0")
+        )
+        .unwrap(),
+        std::fs::read(&executable).unwrap()
+    );
+}
