@@ -5,10 +5,11 @@
 use std::collections::BTreeSet;
 use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{LazyLock, Mutex};
 use std::time::Instant;
 
 use futures_util::TryFutureExt;
+use tokio::sync::Semaphore;
 
 use crate::addr::{Platform, ProviderAddr};
 use crate::cache::EntryMeta;
@@ -33,6 +34,15 @@ use crate::verify::signature::verify_sums_signature;
 use crate::verify::sums::{acceptable_hashes, checksum_for};
 use crate::verify::{AuthError, AuthResult, expired_keys_refused, signature_may_be_skipped};
 use crate::version::{Version, VersionConstraints};
+
+/// Unpacking is CPU work on page-cache data: more packages unpacking at once
+/// than there are cores finish no sooner, and each adds its read and write
+/// buffers (half a MiB) to the peak memory, which then grew with the number
+/// of providers downloaded at once instead of staying flat (issue 15). One
+/// limit for the process, since `init DIR…` runs many installers side by
+/// side.
+static UNPACKING_SLOTS: LazyLock<Semaphore> =
+    LazyLock::new(|| Semaphore::new(std::thread::available_parallelism().map_or(1, usize::from)));
 
 const CHECKSUM_DOCS: &str = "https://developer.hashicorp.com/terraform/language/files/dependency-lock#checksum-verification";
 
@@ -324,6 +334,10 @@ impl Installer {
         let limits = self.limits.clone();
         let dest = staged.to_path_buf();
         let src = archive.clone();
+        let _slot = UNPACKING_SLOTS
+            .acquire()
+            .await
+            .map_err(|err| err.to_string())?;
         let files = blocking(move || {
             std::fs::create_dir_all(&dest)?;
             extract_package(&src, &dest, &type_name, &limits)
