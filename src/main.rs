@@ -7,6 +7,7 @@ use tfinstall::cli::{CacheCommand, Cli, Command, ProvidersCommand, normalize_arg
 use tfinstall::engine::Engine;
 
 fn main() -> ExitCode {
+    limit_malloc_arenas();
     let cli = match Cli::try_parse_from(normalize_args(std::env::args_os())) {
         Ok(cli) => cli,
         Err(err) => {
@@ -87,3 +88,21 @@ fn main() -> ExitCode {
         ExitCode::from(1)
     }
 }
+
+/// glibc gives a thread that allocates while another holds the lock an arena
+/// of its own (up to eight per core), and what is freed in an arena stays
+/// there for that arena's next use. Each download and each unpacking runs on
+/// a thread of the blocking pool, so peak memory grew with the number of
+/// providers: 33 MB for 100 × 1 MB against 23 MB for 10 × 20 MB, and 22 MB
+/// for both with two arenas (issue 15). Set before any thread starts.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn limit_malloc_arenas() {
+    // SAFETY: mallopt only sets an allocator parameter; it is called here
+    // before the process has started a second thread.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn limit_malloc_arenas() {}
