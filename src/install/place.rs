@@ -210,15 +210,7 @@ impl Installer {
         installed_now: bool,
         emit: &(dyn Fn(InstallEvent) + Sync),
     ) -> Placed {
-        let mut hashes = preferred.clone();
-        hashes.insert(package.h1.clone());
-        let signed = package.auth.vouches_for_release();
-        // Terraform's test: nothing signed this run, and the lock had no
-        // hashes for this version or exactly the one just computed.
-        let incomplete = (!signed || package.signed_hashes.is_empty())
-            && (preferred.is_empty() || *preferred == BTreeSet::from([package.h1.clone()]));
-        // Only a signature or a content address makes these non-empty.
-        hashes.extend(package.signed_hashes);
+        let (hashes, incomplete) = lock_hashes(preferred, &package);
         let third_party = installed_now && package.auth.is_third_party_signed();
         if installed_now {
             emit(InstallEvent::Installed {
@@ -237,5 +229,91 @@ impl Installer {
             incomplete,
             third_party,
         }
+    }
+}
+
+/// The lock entry's hashes for a placed package, and whether they are
+/// incomplete (§10.5): the lock's own, the package's `h1:`, and what the
+/// source vouches for beyond it (a signed checksum list's `zh:` for every
+/// platform, or an OCI layer's digest).
+fn lock_hashes(
+    preferred: &BTreeSet<PackageHash>,
+    package: &StagedPackage,
+) -> (BTreeSet<PackageHash>, bool) {
+    let mut hashes = preferred.clone();
+    hashes.insert(package.h1.clone());
+    let signed = package.auth.vouches_for_release();
+    // Terraform's test: nothing signed this run, and the lock had no
+    // hashes for this version or exactly the one just computed.
+    let incomplete = (!signed || package.signed_hashes.is_empty())
+        && (preferred.is_empty() || *preferred == BTreeSet::from([package.h1.clone()]));
+    hashes.extend(package.signed_hashes.iter().cloned());
+    (hashes, incomplete)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verify::AuthResult;
+
+    fn hash(text: &str) -> PackageHash {
+        PackageHash::parse(text).unwrap()
+    }
+
+    const H1: &str = "h1:6FG2Xh7Bfp8mN3qvEnNTy39m5ZqtzEQ/BhYhOyyyjn0=";
+    const ZH_HERE: &str = "zh:53e30545ff8926a8e30ad30648991ca8b93b6fa496272cd23b26763c8ee84515";
+    const ZH_THERE: &str = "zh:02a1675fd8de126a00460942aaae242e65ca3380b5bb192e8773ef3da9073fd2";
+
+    fn package(auth: AuthResult, signed: &[&str]) -> StagedPackage {
+        StagedPackage {
+            h1: hash(H1),
+            zh: Some(hash(ZH_HERE)),
+            auth,
+            signed_hashes: signed.iter().map(|h| hash(h)).collect(),
+        }
+    }
+
+    fn set(hashes: &[&str]) -> BTreeSet<PackageHash> {
+        hashes.iter().map(|h| hash(h)).collect()
+    }
+
+    #[test]
+    fn an_unsigned_package_new_to_the_lock_file_gets_its_h1_only_and_is_incomplete() {
+        let (hashes, incomplete) =
+            lock_hashes(&BTreeSet::new(), &package(AuthResult::Unauthenticated, &[]));
+        assert_eq!(hashes, set(&[H1]));
+        assert!(incomplete);
+        // The lock file already held just that h1: still incomplete.
+        let (_, incomplete) = lock_hashes(&set(&[H1]), &package(AuthResult::Unauthenticated, &[]));
+        assert!(incomplete);
+    }
+
+    #[test]
+    fn an_unsigned_package_keeps_what_the_lock_file_vouched_for() {
+        let locked = set(&[H1, ZH_HERE, ZH_THERE]);
+        let (hashes, incomplete) =
+            lock_hashes(&locked, &package(AuthResult::VerifiedChecksum, &[]));
+        assert_eq!(hashes, locked);
+        assert!(!incomplete);
+    }
+
+    #[test]
+    fn a_release_vouched_for_adds_every_platforms_archive_hash() {
+        let (hashes, incomplete) = lock_hashes(
+            &BTreeSet::new(),
+            &package(AuthResult::SigningSkipped, &[ZH_HERE, ZH_THERE]),
+        );
+        assert_eq!(hashes, set(&[H1, ZH_HERE, ZH_THERE]));
+        assert!(!incomplete);
+    }
+
+    #[test]
+    fn an_oci_layer_digest_is_recorded_but_does_not_make_the_entry_complete() {
+        let (hashes, incomplete) = lock_hashes(
+            &BTreeSet::new(),
+            &package(AuthResult::VerifiedChecksum, &[ZH_HERE]),
+        );
+        assert_eq!(hashes, set(&[H1, ZH_HERE]));
+        assert!(incomplete, "a mirror vouches for no other platform");
     }
 }

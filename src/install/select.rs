@@ -455,3 +455,70 @@ fn invalid_registry_host(provider: &ProviderAddr, other_version: bool) -> Diagno
     };
     Diagnostic::error("Invalid provider registry host", detail)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::addr::Hostname;
+    use crate::lockfile::LockedProvider;
+
+    fn builtin(type_name: &str) -> ProviderAddr {
+        ProviderAddr::new(
+            Hostname::parse("terraform.io").unwrap(),
+            "builtin",
+            type_name,
+        )
+    }
+
+    #[test]
+    fn only_terraform_is_built_in_and_it_takes_no_constraints() {
+        assert!(check_builtin(&builtin("terraform"), &VersionConstraints::empty()).is_ok());
+        let err = check_builtin(&builtin("tf"), &VersionConstraints::empty()).unwrap_err();
+        assert_eq!(
+            err.detail,
+            "Cannot use terraform.io/builtin/tf: this Terraform release has no built-in provider named \"tf\"."
+        );
+        let pinned = VersionConstraints::parse("1.0.0").unwrap();
+        let err = check_builtin(&builtin("terraform"), &pinned).unwrap_err();
+        assert!(
+            err.detail
+                .ends_with("built-in providers do not support explicit version constraints.")
+        );
+    }
+
+    #[test]
+    fn the_lock_files_hashes_bind_only_the_version_it_locked() {
+        let provider = ProviderAddr::parse("hashicorp/null").unwrap();
+        let h1 = PackageHash::parse("h1:6FG2Xh7Bfp8mN3qvEnNTy39m5ZqtzEQ/BhYhOyyyjn0=").unwrap();
+        let mut locks = Locks::default();
+        locks.insert(LockedProvider {
+            addr: provider.clone(),
+            version: Version::new(3, 1, 0),
+            constraints: VersionConstraints::empty(),
+            hashes: BTreeSet::from([h1.clone()]),
+        });
+        let selected = |version: Version| Selected {
+            provider: provider.clone(),
+            version,
+            constraints: VersionConstraints::empty(),
+            already_installed: None,
+            cached: None,
+            prefetched: None,
+        };
+        assert_eq!(
+            preferred_hashes(&locks, &selected(Version::new(3, 1, 0))),
+            BTreeSet::from([h1])
+        );
+        assert!(preferred_hashes(&locks, &selected(Version::new(3, 2, 0))).is_empty());
+    }
+
+    #[test]
+    fn offline_failures_name_what_is_held_and_how_to_get_more() {
+        let linux = Platform::parse("linux_amd64").unwrap();
+        assert_eq!(
+            offline_versions(&[Version::new(1, 0, 0), Version::new(1, 1, 0)], &linux),
+            ". With -offline, the plugin cache and the local directories hold only 1.0.0, 1.1.0 for linux_amd64: run init without -offline to fetch it, or fill the cache with tfinstall cache warm"
+        );
+        assert!(offline_versions(&[], &linux).contains("hold no version for linux_amd64"));
+    }
+}
