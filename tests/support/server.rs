@@ -421,6 +421,10 @@ async fn accept_loop(
             _ = &mut shutdown => break,
             accepted = listener.accept() => {
                 if let Ok((stream, _)) = accepted {
+                    // As Go's net/http (every real registry here) and nginx
+                    // do: with Nagle's algorithm on, a response's last small
+                    // segment waited for the client's delayed ACK, 40 ms.
+                    let _ = stream.set_nodelay(true);
                     tokio::spawn(serve_connection(stream, tls.clone(), http1_only, Arc::clone(&state)));
                 }
             }
