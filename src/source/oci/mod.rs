@@ -111,25 +111,34 @@ pub async fn fetch_manifest(
     access: Access,
 ) -> Result<Option<Vec<u8>>, RegistryError> {
     let url = registry.url(repository, &format!("manifests/{reference}"));
-    let answer = registry
-        .fetch(
-            &Call::new(Method::GET, &url, repository, access).headers(&[("Accept", accept)]),
-            MAX_MANIFEST_BYTES,
-        )
-        .await?;
-    match answer.status {
-        StatusCode::OK => {}
-        StatusCode::NOT_FOUND => return Ok(None),
-        status => {
-            return Err(RegistryError::Other(format!("GET {url} answered {status}")));
-        }
-    }
+    let headers = [("Accept", accept)];
+    let call = Call::new(Method::GET, &url, repository, access).headers(&headers);
+    let Some(answer) = fetch_found(registry, &call).await? else {
+        return Ok(None);
+    };
     if reference.starts_with("sha256:") && layout::sha256_digest(&answer.body) != reference {
         return Err(RegistryError::Other(format!(
             "manifest content does not match digest {reference}"
         )));
     }
     Ok(Some(answer.body))
+}
+
+/// A GET of a small document: its answer, `None` for 404, an error for any
+/// other status.
+async fn fetch_found(
+    registry: &Registry,
+    call: &Call<'_>,
+) -> Result<Option<distribution::Answer>, RegistryError> {
+    let answer = registry.fetch(call, MAX_MANIFEST_BYTES).await?;
+    match answer.status {
+        StatusCode::OK => Ok(Some(answer)),
+        StatusCode::NOT_FOUND => Ok(None),
+        status => Err(RegistryError::Other(format!(
+            "GET {} answered {status}",
+            call.url
+        ))),
+    }
 }
 
 #[async_trait]
@@ -277,19 +286,10 @@ pub async fn list_tags(
     let mut url = registry.url(repository, "tags/list");
     let mut tags = Vec::new();
     loop {
-        let answer = registry
-            .fetch(
-                &Call::new(Method::GET, &url, repository, Access::Pull),
-                MAX_MANIFEST_BYTES,
-            )
-            .await?;
-        match answer.status {
-            StatusCode::OK => {}
-            StatusCode::NOT_FOUND => return Ok(None),
-            status => {
-                return Err(RegistryError::Other(format!("GET {url} answered {status}")));
-            }
-        }
+        let call = Call::new(Method::GET, &url, repository, Access::Pull);
+        let Some(answer) = fetch_found(registry, &call).await? else {
+            return Ok(None);
+        };
         let page: TagList = crate::go_json::from_slice(&answer.body)
             .map_err(|err| RegistryError::Other(format!("invalid tag list from {url}: {err}")))?;
         tags.extend(page.tags);
