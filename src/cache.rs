@@ -328,15 +328,13 @@ impl PluginCache {
         Ok(dir.clone())
     }
 
-    /// Records in `entry`'s provenance the stamps of its files, just hashed
-    /// and found to be `meta`'s. Stamps taken at insertion would be too
-    /// fresh to trust (a write in the same clock tick leaves them equal), so
-    /// the first run to use an entry takes them. Two runs doing it at once
-    /// write the same record; a failure only costs a later run the hashing.
-    pub fn remember_stamps(&self, entry: &Path, meta: &EntryMeta) {
-        let Ok(Some(stamps)) = DirStamps::of(entry) else {
-            return;
-        };
+    /// Records in `entry`'s provenance the stamps its files had before they
+    /// were hashed and found to be `meta`'s (a write since shows in them).
+    /// Stamps taken at insertion would be too fresh to trust (a write in the
+    /// same clock tick leaves them equal), so the first run to use an entry
+    /// takes them. Two runs doing it at once write the same record; a
+    /// failure only costs a later run the hashing.
+    pub fn remember_stamps(&self, entry: &Path, meta: &EntryMeta, stamps: DirStamps) {
         let meta = EntryMeta {
             stamps: Some(stamps),
             ..meta.clone()

@@ -514,7 +514,11 @@ fn bearer_challenges_get_a_token_for_the_repository_and_access() {
     let issuer = oci_registry::TokenIssuer::new(&["tf/hashicorp/null", "copy/hashicorp/null"]);
     token_server.route(
         "/token",
-        Response::json(format!("{{\"access_token\": \"{}\"}}", issuer.token())),
+        // As Docker Hub's token service answers: both names, and expiry.
+        Response::json(format!(
+            "{{\"token\": \"{t}\", \"access_token\": \"{t}\", \"expires_in\": 300, \"issued_at\": \"2026-11-25T21:00:00.123456789Z\"}}",
+            t = issuer.token()
+        )),
     );
     let registry = OciRegistry::start_with_tokens(&ca, &issuer, &token_server.url_for("/token"));
     let mut setup = Setup::with(ca, registry);

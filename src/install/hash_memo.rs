@@ -97,15 +97,15 @@ impl DirStamps {
         }))
     }
 
-    /// Whether `dir`'s files are, by their stamps, the ones these stamps
-    /// were taken of, and the stamps were not taken too soon after a write
-    /// to prove it.
-    pub fn still_hold_for(&self, dir: &Path) -> bool {
-        matches!(stamps_of(dir), Ok(Some(now)) if self.trustworthy_for(&now))
+    /// Whether the files stamped `now` are, by their stamps, the ones these
+    /// stamps were taken of, and these were not taken too soon after a
+    /// write to prove it.
+    pub fn still_hold_in(&self, now: &DirStamps) -> bool {
+        self.trustworthy_for(&now.files)
     }
 
     /// Whether `dir` holds the very files these stamps were taken of,
-    /// whenever that was: without [`DirStamps::still_hold_for`]'s proof
+    /// whenever that was: without [`DirStamps::still_hold_in`]'s proof
     /// that no write came in the same clock tick, so only for what one
     /// process learnt and keeps in memory.
     pub fn same_files_in(&self, dir: &Path) -> bool {

@@ -325,13 +325,17 @@ async fn entry_facts(
 ) -> Option<(Option<DirStamps>, EntryFacts)> {
     blocking(move || {
         find_executable(&entry.dir, &type_name).map_err(std::io::Error::other)?;
+        // Taken once, before any hashing: a write while hashing shows in
+        // them later.
+        let stamps = DirStamps::of(&entry.dir)?;
         let stamped = entry
             .meta
             .as_ref()
             .filter(|m| {
                 m.stamps
                     .as_ref()
-                    .is_some_and(|s| s.still_hold_for(&entry.dir))
+                    .zip(stamps.as_ref())
+                    .is_some_and(|(then, now)| then.still_hold_in(now))
             })
             .and_then(EntryMeta::h1);
         let hashed = stamped.is_none();
@@ -339,11 +343,10 @@ async fn entry_facts(
             Some(h1) => h1,
             None => PackageHash::h1_of_dir(&entry.dir)?,
         };
-        let stamps = DirStamps::of(&entry.dir)?;
         // A record whose hash no longer matches describes other files.
         let meta = entry.meta.filter(|m| m.h1() == Some(h1.clone()));
-        if hashed && let Some(meta) = &meta {
-            plugin_cache.remember_stamps(&entry.dir, meta);
+        if hashed && let (Some(meta), Some(stamps)) = (&meta, &stamps) {
+            plugin_cache.remember_stamps(&entry.dir, meta, stamps.clone());
         }
         let facts = EntryFacts {
             h1,

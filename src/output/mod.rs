@@ -132,11 +132,6 @@ impl Output {
         });
     }
 
-    /// Whether this run's `-json` stream is being written.
-    pub fn is_json(&self) -> bool {
-        matches!(self.view, View::Json(_))
-    }
-
     pub fn event_sink(self: &Arc<Self>) -> EventSink {
         let output = Arc::clone(self);
         Arc::new(move |event| output.event(&event))

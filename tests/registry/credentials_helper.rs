@@ -5,6 +5,7 @@
 //! where other tokens go; when it fails, prints garbage or hangs, providers
 //! of that host fail to install with a message that names it.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::credentials::{assert_token_only_on_api_calls, publish_widget};
@@ -25,6 +26,20 @@ fn private_widget(scenario: &Scenario) -> String {
     let address = format!("{}/acme/widget", scenario.host());
     scenario.project.require(&[("widget", &address, "")]);
     address
+}
+
+/// [`private_widget`] with the helper whose script `script` gives (from the
+/// HOME it runs in) configured as `credentials_helper "test"`.
+fn helper_scenario(script: impl FnOnce(&Path) -> String) -> (Scenario, String, CredentialsHelper) {
+    let mut scenario = Scenario::new();
+    publish_widget(&scenario);
+    let address = private_widget(&scenario);
+    let script = script(&scenario.project.home);
+    let helper = CredentialsHelper::install(&scenario.project.home, HELPER, &script);
+    scenario
+        .project
+        .cli_config(&credentials_helper_block("test", &[]));
+    (scenario, address, helper)
 }
 
 fn answers_token() -> String {
@@ -123,17 +138,8 @@ fn variables_and_credentials_blocks_win_and_the_helper_is_not_run() {
 
 #[test]
 fn a_helper_that_fails_fails_the_install_before_any_request() {
-    let mut scenario = Scenario::new();
-    publish_widget(&scenario);
-    let address = private_widget(&scenario);
-    let helper = CredentialsHelper::install(
-        &scenario.project.home,
-        HELPER,
-        "echo 'vault is sealed.' >&2\nexit 1",
-    );
-    scenario
-        .project
-        .cli_config(&credentials_helper_block("test", &[]));
+    let (scenario, address, helper) =
+        helper_scenario(|_| "echo 'vault is sealed.' >&2\nexit 1".to_owned());
 
     let host = scenario.host();
     scenario
@@ -152,17 +158,7 @@ fn a_helper_that_fails_fails_the_install_before_any_request() {
 
 #[test]
 fn a_helper_that_prints_garbage_fails_without_echoing_it() {
-    let mut scenario = Scenario::new();
-    publish_widget(&scenario);
-    let address = private_widget(&scenario);
-    let helper = CredentialsHelper::install(
-        &scenario.project.home,
-        HELPER,
-        &format!("echo 'Your token is {TOKEN}'"),
-    );
-    scenario
-        .project
-        .cli_config(&credentials_helper_block("test", &[]));
+    let (scenario, address, helper) = helper_scenario(|_| format!("echo 'Your token is {TOKEN}'"));
 
     let host = scenario.host();
     scenario
@@ -178,18 +174,11 @@ fn a_helper_that_prints_garbage_fails_without_echoing_it() {
 
 #[test]
 fn a_helper_that_hangs_is_stopped_after_the_timeout() {
-    let mut scenario = Scenario::new();
-    publish_widget(&scenario);
-    let address = private_widget(&scenario);
+    let (mut scenario, address, helper) = helper_scenario(|home| {
+        let pid_file = home.join("helper.pid");
+        format!("echo $$ > '{}'\nexec sleep 60", pid_file.display())
+    });
     let pid_file = scenario.project.home.join("helper.pid");
-    let helper = CredentialsHelper::install(
-        &scenario.project.home,
-        HELPER,
-        &format!("echo $$ > '{}'\nexec sleep 60", pid_file.display()),
-    );
-    scenario
-        .project
-        .cli_config(&credentials_helper_block("test", &[]));
     scenario
         .project
         .env("TFINSTALL_CREDENTIALS_HELPER_TIMEOUT", "500ms");

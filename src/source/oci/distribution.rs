@@ -354,21 +354,7 @@ impl Registry {
             .bytes()
             .await
             .map_err(|err| self.failed("token request", error_chain(&err)))?;
-        #[derive(Deserialize)]
-        struct TokenAnswer {
-            token: String,
-            access_token: String,
-        }
-        let answer: TokenAnswer =
-            go_json::from_slice(&body).map_err(|err| self.failed("token endpoint answer", err))?;
-        let token = if answer.token.is_empty() {
-            answer.access_token
-        } else {
-            answer.token
-        };
-        if token.is_empty() {
-            return Err(self.failed("token endpoint answer", "it holds no token"));
-        }
+        let token = token_of(&body).map_err(|err| self.failed("token endpoint answer", err))?;
         Ok(format!("Bearer {token}"))
     }
 
@@ -527,9 +513,52 @@ fn auth_params(text: &str) -> Vec<(String, String)> {
     pairs
 }
 
+/// The token in a token endpoint's answer: `token` (Docker's token
+/// specification) or else `access_token` (its OAuth 2 form, all that some
+/// registries send), decoded as Go registries' clients decode it.
+fn token_of(body: &[u8]) -> Result<String, String> {
+    #[derive(Deserialize)]
+    struct TokenAnswer {
+        token: String,
+        access_token: String,
+    }
+    let answer: TokenAnswer = go_json::from_slice(body).map_err(|err| err.to_string())?;
+    let token = if answer.token.is_empty() {
+        answer.access_token
+    } else {
+        answer.token
+    };
+    if token.is_empty() {
+        return Err("it holds no token".to_owned());
+    }
+    Ok(token)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn token_answers_are_read_in_the_shapes_token_services_send() {
+        // Docker Hub's auth service: both names, with expiry details.
+        assert_eq!(
+            token_of(br#"{"token":"T1","access_token":"T1","expires_in":300,"issued_at":"2026-11-25T21:00:00.123456789Z"}"#),
+            Ok("T1".to_owned())
+        );
+        // An OAuth 2-style answer with only `access_token`, and a `null`
+        // `token` from a Go server's empty pointer.
+        assert_eq!(
+            token_of(br#"{"access_token":"T2","refresh_token":"R","token":null}"#),
+            Ok("T2".to_owned())
+        );
+        // Keys in another case, as Go's decoder accepts them.
+        assert_eq!(token_of(br#"{"Token":"T3"}"#), Ok("T3".to_owned()));
+        assert_eq!(
+            token_of(br#"{"token":"","expires_in":60}"#),
+            Err("it holds no token".to_owned())
+        );
+        assert!(token_of(b"<html>login</html>").is_err());
+    }
 
     #[test]
     fn challenges_are_read_as_registries_send_them() {
