@@ -11,6 +11,7 @@ pub mod cliconfig;
 pub mod commands;
 pub mod diag;
 pub mod engine;
+pub mod failpoint;
 pub mod fetch;
 pub mod fsutil;
 pub mod go_json;
