@@ -28,6 +28,31 @@
 //!   entry, and tfinstall itself only ever replaces installed packages by
 //!   rename. `tfinstall cache verify` re-hashes entries to find damage done
 //!   anyway (by root, or by a tool that changes modes first).
+//!
+//! # The invariant: each entry is filled once
+//!
+//! An entry is *complete* when its directory is in place; tfinstall's
+//! entries are complete with their provenance, because [`PluginCache::insert`]
+//! writes the provenance (atomically, by rename) before it renames the files
+//! into place, and a replaced entry's files are moved aside before the new
+//! provenance is written. A reader therefore sees no entry, or a whole one:
+//! never tfinstall's files without their provenance, which would look like
+//! an entry Terraform made and nothing vouches for. A crash between the two
+//! renames leaves provenance without files, which [`PluginCache::lookup`]
+//! reads as no entry and the next fill overwrites.
+//!
+//! Every write to an entry or its provenance happens under the entry's lock:
+//! fills, replacements, and the stamps a later run records
+//! ([`PluginCache::remember_stamps`] skips the write when another process
+//! holds the lock). A process that holds the lock looks at the entry afresh
+//! before it fills it, and uses a complete entry it finds there: it never
+//! acts on what it saw before it held the lock. Within one run, what may be
+//! remembered about an entry is only the `h1:` of files whose identity
+//! (inode, size, times, mode) is unchanged; its provenance is read from disk
+//! at every look. `cache verify` checks each entry under its lock, so it
+//! never reports an entry half-way through a replacement.
+//! `tests/cache_interleavings.rs` forces each order of two processes at
+//! these steps, and runs 16 at once for several rounds.
 
 use std::fs::{self, File};
 use std::io;
@@ -52,6 +77,9 @@ pub const META_FORMAT: u32 = 1;
 /// How long a waiter polls before it says it is waiting; OpenTofu uses the
 /// same delay for its "Waiting for lock" line.
 pub const WAIT_NOTICE_AFTER: Duration = Duration::from_secs(5);
+
+/// How often a waiter tries a held entry lock again.
+const LOCK_POLL: Duration = Duration::from_millis(50);
 
 #[derive(Clone, Debug)]
 pub struct PluginCache {
@@ -246,11 +274,17 @@ impl PluginCache {
         if !dir.is_dir() {
             return None;
         }
-        let meta = fs::read(self.meta_path(&dir))
+        let meta = self.read_meta(&dir);
+        Some(CacheEntry { dir, meta })
+    }
+
+    /// The provenance beside `entry`, if it is there and readable. It is
+    /// only ever replaced by rename, so it is read whole or not at all.
+    fn read_meta(&self, entry: &Path) -> Option<EntryMeta> {
+        fs::read(self.meta_path(entry))
             .ok()
             .and_then(|bytes| serde_json::from_slice::<EntryMeta>(&bytes).ok())
-            .filter(|m| m.format == META_FORMAT);
-        Some(CacheEntry { dir, meta })
+            .filter(|m| m.format == META_FORMAT)
     }
 
     /// Takes the entry's lock, polling so the async runtime keeps running.
@@ -264,6 +298,25 @@ impl PluginCache {
         on_wait: impl FnOnce(),
     ) -> io::Result<EntryLock> {
         let dir = self.entry_dir(provider, version, platform);
+        let started = Instant::now();
+        let mut on_wait = Some(on_wait);
+        loop {
+            if let Some(lock) = self.try_lock_dir(&dir)? {
+                return Ok(lock);
+            }
+            crate::failpoint::pause("entry-lock-busy");
+            if started.elapsed() >= WAIT_NOTICE_AFTER
+                && let Some(notify) = on_wait.take()
+            {
+                notify();
+            }
+            tokio::time::sleep(LOCK_POLL).await;
+        }
+    }
+
+    /// The lock of the entry at `dir`, unless another process (or another
+    /// holder in this one) has it.
+    fn try_lock_dir(&self, dir: &Path) -> io::Result<Option<EntryLock>> {
         if let Some(parent) = dir.parent() {
             fs::create_dir_all(parent)?;
         }
@@ -272,28 +325,26 @@ impl PluginCache {
             .create(true)
             .truncate(false)
             .write(true)
-            .open(self.sidecar(&dir, ".lock"))?;
-        let started = Instant::now();
-        let mut on_wait = Some(on_wait);
+            .open(self.sidecar(dir, ".lock"))?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(EntryLock {
+                work: self.work_dir(dir),
+                entry: dir.to_path_buf(),
+                _file: file,
+            })),
+            Err(fs::TryLockError::WouldBlock) => Ok(None),
+            Err(fs::TryLockError::Error(err)) => Err(err),
+        }
+    }
+
+    /// [`PluginCache::lock_entry`] for code that may block its thread.
+    fn lock_dir_blocking(&self, dir: &Path) -> io::Result<EntryLock> {
         loop {
-            match file.try_lock() {
-                Ok(()) => {
-                    return Ok(EntryLock {
-                        work: self.work_dir(&dir),
-                        entry: dir,
-                        _file: file,
-                    });
-                }
-                Err(fs::TryLockError::WouldBlock) => {
-                    if started.elapsed() >= WAIT_NOTICE_AFTER
-                        && let Some(notify) = on_wait.take()
-                    {
-                        notify();
-                    }
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-                Err(fs::TryLockError::Error(err)) => return Err(err),
+            if let Some(lock) = self.try_lock_dir(dir)? {
+                return Ok(lock);
             }
+            crate::failpoint::pause("entry-lock-busy");
+            std::thread::sleep(LOCK_POLL);
         }
     }
 
@@ -310,21 +361,24 @@ impl PluginCache {
         self.root.join(TMP_DIR).join(name)
     }
 
-    /// Moves the package built in `lock`'s [`EntryLock::build_dir`] into
-    /// place, then records its provenance. An existing entry (a damaged
-    /// one, or one Terraform left that nothing vouches for) is first moved
-    /// aside into the work directory, so files linked to it keep their
-    /// content: entries are replaced, never rewritten.
+    /// Publishes the package built in `lock`'s [`EntryLock::build_dir`]
+    /// with its provenance; see the module documentation for the order. An
+    /// existing entry (a damaged one, or one Terraform left that nothing
+    /// vouches for) is first moved aside into the work directory, so files
+    /// linked to it keep their content: entries are replaced, never
+    /// rewritten.
     pub fn insert(&self, lock: &EntryLock, meta: &EntryMeta) -> io::Result<PathBuf> {
         let built = lock.work.join("package");
         let dir = &lock.entry;
         make_read_only(&built)?;
+        crate::failpoint::pause("insert-before-publish");
         if fs::symlink_metadata(dir).is_ok() {
             fs::rename(dir, lock.work.join("replaced"))?;
         }
-        fs::rename(&built, dir)?;
         let json = serde_json::to_vec_pretty(meta).map_err(io::Error::other)?;
         crate::fsutil::write_atomic(&self.meta_path(dir), &json, 0o644)?;
+        crate::failpoint::pause("insert-midway");
+        fs::rename(&built, dir)?;
         Ok(dir.clone())
     }
 
@@ -332,9 +386,28 @@ impl PluginCache {
     /// were hashed and found to be `meta`'s (a write since shows in them).
     /// Stamps taken at insertion would be too fresh to trust (a write in the
     /// same clock tick leaves them equal), so the first run to use an entry
-    /// takes them. Two runs doing it at once write the same record; a
-    /// failure only costs a later run the hashing.
-    pub fn remember_stamps(&self, entry: &Path, meta: &EntryMeta, stamps: DirStamps) {
+    /// takes them. The write is made under the entry's lock (`held`, or taken
+    /// here if free) and only while the provenance is still `meta`: an entry
+    /// being filled or replaced is left alone. Skipping only costs a later
+    /// run the hashing.
+    pub fn remember_stamps(
+        &self,
+        entry: &Path,
+        meta: &EntryMeta,
+        stamps: DirStamps,
+        held: Option<&EntryLock>,
+    ) {
+        let _taken = match held {
+            Some(lock) if lock.entry == entry => None,
+            _ => match self.try_lock_dir(entry) {
+                Ok(Some(lock)) => Some(lock),
+                _ => return,
+            },
+        };
+        let still = self.read_meta(entry).is_some_and(|now| now == *meta);
+        if !still {
+            return;
+        }
         let meta = EntryMeta {
             stamps: Some(stamps),
             ..meta.clone()
@@ -370,15 +443,19 @@ impl PluginCache {
         out
     }
 
-    /// Re-hashes every entry tfinstall made against its recorded `h1:`.
+    /// Re-hashes every entry tfinstall made against its recorded `h1:`,
+    /// each under its lock, so an entry being replaced is checked once the
+    /// replacement is whole (or found gone), never half-way.
     pub fn verify(&self) -> (usize, Vec<Damage>) {
         let mut checked = 0;
         let mut damage = Vec::new();
-        for (_, _, _, dir) in self.entries() {
-            let Some(meta) = fs::read(self.meta_path(&dir))
-                .ok()
-                .and_then(|b| serde_json::from_slice::<EntryMeta>(&b).ok())
-            else {
+        let entries = self.entries();
+        crate::failpoint::pause("verify-listed");
+        for (_, _, _, dir) in entries {
+            // A cache this user may read but not lock (another user's) is
+            // checked all the same.
+            let lock = self.lock_dir_blocking(&dir).ok();
+            let Some(meta) = self.read_meta(&dir).filter(|_| dir.is_dir()) else {
                 continue;
             };
             checked += 1;
@@ -393,6 +470,7 @@ impl PluginCache {
                     problem: format!("cannot be read: {err}"),
                 }),
             }
+            drop(lock);
         }
         (checked, damage)
     }
@@ -555,6 +633,62 @@ mod tests {
             damage[0].problem.starts_with("contents changed"),
             "{damage:?}"
         );
+    }
+
+    /// Provenance is published before the files: a crash between the two
+    /// renames leaves a record without an entry, which reads as no entry.
+    #[tokio::test]
+    async fn provenance_without_files_is_no_entry() {
+        let root = tempfile::tempdir().unwrap();
+        let cache = PluginCache::new(root.path());
+        let (p, v, plat) = key();
+        let dir = cache.entry_dir(&p, &v, &plat);
+        fs::create_dir_all(dir.parent().unwrap()).unwrap();
+        fs::write(
+            cache.meta_path(&dir),
+            serde_json::to_vec(&meta("h1:x")).unwrap(),
+        )
+        .unwrap();
+        assert!(cache.lookup(&p, &v, &plat).is_none());
+        insert_entry(&cache, b"binary", None).await;
+        let entry = cache.lookup(&p, &v, &plat).unwrap();
+        assert_eq!(
+            entry.meta.unwrap().h1(),
+            Some(PackageHash::h1_of_dir(&dir).unwrap())
+        );
+    }
+
+    /// Stamps are recorded only under the entry's lock and only over the
+    /// provenance they were taken for: never while another holder may be
+    /// filling or replacing the entry, never over a newer record.
+    #[tokio::test]
+    async fn stamps_are_remembered_only_under_the_lock_over_the_same_record() {
+        let root = tempfile::tempdir().unwrap();
+        let cache = PluginCache::new(root.path());
+        let (p, v, plat) = key();
+        let dir = insert_entry(&cache, b"binary", None).await;
+        let recorded = || cache.lookup(&p, &v, &plat).unwrap().meta.unwrap();
+        let stamps = DirStamps::of(&dir).unwrap().unwrap();
+        let first = recorded();
+
+        let held = cache.lock_entry(&p, &v, &plat, || {}).await.unwrap();
+        cache.remember_stamps(&dir, &first, stamps.clone(), None);
+        assert_eq!(
+            recorded().stamps,
+            None,
+            "written while another held the lock"
+        );
+        cache.remember_stamps(&dir, &first, stamps.clone(), Some(&held));
+        assert_eq!(recorded().stamps, Some(stamps.clone()));
+        drop(held);
+
+        let newer = EntryMeta {
+            origin: "https://example.com/other.zip".into(),
+            ..first.clone()
+        };
+        fs::write(cache.meta_path(&dir), serde_json::to_vec(&newer).unwrap()).unwrap();
+        cache.remember_stamps(&dir, &first, stamps, None);
+        assert_eq!(recorded(), newer, "written over a newer record");
     }
 
     #[tokio::test]

@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use crate::addr::{Platform, ProviderAddr};
-use crate::cache::PluginCache;
+use crate::cache::{EntryMeta, PluginCache};
 use crate::install::hash_memo::DirStamps;
 use crate::verify::AuthResult;
 use crate::verify::hash::PackageHash;
@@ -32,23 +32,25 @@ impl CacheUse {
     }
 }
 
-/// Which cache entries this run is filling or has filled, and what it
-/// learnt about them. Installers of one run (one per working directory)
-/// that want the same entry wait for each other here, quietly, before the
-/// entry's file lock (which is for other processes, and says so); an entry
-/// filled earlier in the run is reported as installed by this run in every
-/// directory that uses it, so each directory's report reads the same
-/// whichever one downloaded; and an entry hashed or filled once is not
-/// hashed again by the next directory.
+/// Which cache entries this run is filling or has filled, and the `h1:`
+/// of entries it hashed or filled. Installers of one run (one per working
+/// directory) that want the same entry wait for each other here, quietly,
+/// before the entry's file lock (which is for other processes, and says
+/// so); an entry filled earlier in the run is reported as installed by this
+/// run in every directory that uses it, so each directory's report reads
+/// the same whichever one downloaded; and an entry hashed or filled once is
+/// not hashed again by the next directory. Only the hash is kept: it holds
+/// as long as the files do, while the provenance beside them may be written
+/// at any moment by another process, so it is read afresh at every look.
 #[derive(Default)]
 pub struct CacheFills {
     in_flight: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     filled: Mutex<HashSet<String>>,
-    known: Mutex<HashMap<String, (DirStamps, EntryFacts)>>,
+    hashed: Mutex<HashMap<String, (DirStamps, PackageHash)>>,
 }
 
-/// What vouches for a cache entry's files, as learnt by hashing them or
-/// by filling the entry.
+/// What vouches for a cache entry's files: their `h1:`, and the entry's
+/// provenance when it describes these files.
 #[derive(Clone, Debug)]
 pub(super) struct EntryFacts {
     pub(super) h1: PackageHash,
@@ -58,6 +60,23 @@ pub(super) struct EntryFacts {
     pub(super) recorded: bool,
     pub(super) auth: AuthResult,
     pub(super) signed_hashes: Vec<PackageHash>,
+}
+
+impl EntryFacts {
+    /// The facts of files hashing to `h1` under the provenance `meta`; a
+    /// record of another hash describes other files and counts for nothing.
+    pub(super) fn of(h1: PackageHash, meta: Option<&EntryMeta>) -> Self {
+        let meta = meta.filter(|m| m.h1().as_ref() == Some(&h1));
+        EntryFacts {
+            zh: meta
+                .and_then(|m| m.zh.as_deref())
+                .and_then(|z| PackageHash::parse(z).ok()),
+            recorded: meta.is_some(),
+            auth: meta.map_or(AuthResult::Unauthenticated, |m| AuthResult::from(&m.auth)),
+            signed_hashes: meta.map(EntryMeta::signed_hashes).unwrap_or_default(),
+            h1,
+        }
+    }
 }
 
 impl CacheFills {
@@ -88,21 +107,21 @@ impl CacheFills {
         filled.insert(Self::key(provider, version, platform));
     }
 
-    /// What this run already learnt about the entry in `dir`, if its files
-    /// are still the ones it learnt it from. Within one run the files'
-    /// identity (inode, size, mtime, mode) is enough: an entry replaced by
-    /// another process has new inodes. Across runs the cache's own stamps
-    /// decide, which also refuse files written too recently to tell.
-    pub(super) fn known(
+    /// The `h1:` this run learnt for the entry in `dir`, if its files are
+    /// still the ones it learnt it of. Within one run the files' identity
+    /// (inode, size, mtime, mode) is enough: an entry replaced by another
+    /// process has new inodes. Across runs the cache's own stamps decide,
+    /// which also refuse files written too recently to tell.
+    pub(super) fn known_h1(
         &self,
         provider: &ProviderAddr,
         version: &Version,
         platform: &Platform,
         dir: &std::path::Path,
-    ) -> Option<EntryFacts> {
-        let known = self.known.lock().unwrap_or_else(|e| e.into_inner());
-        let (stamps, facts) = known.get(&Self::key(provider, version, platform))?;
-        stamps.same_files_in(dir).then(|| facts.clone())
+    ) -> Option<PackageHash> {
+        let hashed = self.hashed.lock().unwrap_or_else(|e| e.into_inner());
+        let (stamps, h1) = hashed.get(&Self::key(provider, version, platform))?;
+        stamps.same_files_in(dir).then(|| h1.clone())
     }
 
     pub(super) fn learn(
@@ -111,10 +130,10 @@ impl CacheFills {
         version: &Version,
         platform: &Platform,
         stamps: DirStamps,
-        facts: EntryFacts,
+        h1: PackageHash,
     ) {
-        let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
-        known.insert(Self::key(provider, version, platform), (stamps, facts));
+        let mut hashed = self.hashed.lock().unwrap_or_else(|e| e.into_inner());
+        hashed.insert(Self::key(provider, version, platform), (stamps, h1));
     }
 
     pub(super) fn filled(

@@ -213,8 +213,13 @@ impl Installer {
                         let cached = match s.cached.clone() {
                             Some(cached) => Some(cached),
                             None => {
-                                self.cached_matching(&s.provider, &s.version, preferred.clone())
-                                    .await
+                                self.cached_matching(
+                                    &s.provider,
+                                    &s.version,
+                                    preferred.clone(),
+                                    None,
+                                )
+                                .await
                             }
                         };
                         let added = match cached {

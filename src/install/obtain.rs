@@ -17,7 +17,6 @@ use crate::diag::Diagnostic;
 use crate::engine::Engine;
 use crate::fetch::DownloadProgress;
 use crate::http::TERRAFORM_COMPAT_VERSION;
-use crate::install::cache_use::EntryFacts;
 use crate::install::events::{InstallEvent, PROGRESS_INTERVAL, ProgressStage};
 use crate::install::extract::{extract_package, find_executable};
 use crate::install::hash_memo::DirStamps;
@@ -91,6 +90,7 @@ impl Installer {
             .fills
             .take_turn(&s.provider, &s.version, &self.platform)
             .await;
+        crate::failpoint::pause("fill-before-lock");
         let entry_lock = cache
             .cache
             .lock_entry(&s.provider, &s.version, &self.platform, || {
@@ -101,8 +101,14 @@ impl Installer {
             })
             .await
             .map_err(cache_failed)?;
+        crate::failpoint::pause("fill-after-lock");
         if let Some(cached) = self
-            .cached_matching(&s.provider, &s.version, preferred.clone())
+            .cached_matching(
+                &s.provider,
+                &s.version,
+                preferred.clone(),
+                Some(&entry_lock),
+            )
             .await
         {
             return Ok((cached, false));
@@ -151,18 +157,16 @@ impl Installer {
             .cache
             .insert(&entry_lock, &record)
             .map_err(cache_failed)?;
+        crate::failpoint::pause("fill-after-insert");
         cache.fills.record(&s.provider, &s.version, &self.platform);
         if let Ok(Some(stamps)) = DirStamps::of(&dir) {
-            let facts = EntryFacts {
-                h1: package.h1.clone(),
-                zh: package.zh.clone(),
-                recorded: true,
-                auth: package.auth.clone(),
-                signed_hashes: package.signed_hashes.clone(),
-            };
-            cache
-                .fills
-                .learn(&s.provider, &s.version, &self.platform, stamps, facts);
+            cache.fills.learn(
+                &s.provider,
+                &s.version,
+                &self.platform,
+                stamps,
+                package.h1.clone(),
+            );
         }
         Ok((
             CachedPackage {

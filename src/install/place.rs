@@ -123,7 +123,7 @@ impl Installer {
             let (cached, downloaded) = match s.cached.clone() {
                 Some(cached) => (cached, false),
                 None => match self
-                    .cached_matching(&s.provider, &s.version, preferred.clone())
+                    .cached_matching(&s.provider, &s.version, preferred.clone(), None)
                     .await
                 {
                     Some(cached) => (cached, false),

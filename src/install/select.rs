@@ -9,7 +9,7 @@ use futures_util::StreamExt;
 use futures_util::stream;
 
 use crate::addr::{Platform, ProviderAddr};
-use crate::cache::{CacheEntry, EntryMeta, PluginCache};
+use crate::cache::{CacheEntry, EntryLock, EntryMeta};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::install::cache_use::EntryFacts;
 use crate::install::events::InstallEvent;
@@ -139,7 +139,7 @@ impl Installer {
                 .cloned()
                 .collect();
             if let Some(cached) = self
-                .cached_matching(provider, &lock.version, preferred)
+                .cached_matching(provider, &lock.version, preferred, None)
                 .await
             {
                 return Ok(Selected {
@@ -266,40 +266,50 @@ impl Installer {
         hashes.contains(&hash).then_some(hash)
     }
 
-    /// The cache entry for this package if this run may use it (§8 step 3b):
-    /// its `h1:` (or, for entries tfinstall made, the archive's `zh:`) is in
+    /// The cache entry for this package, if this run may use it: its `h1:`
+    /// (or, for entries tfinstall made, the archive's `zh:`) is in
     /// `preferred`; or, for a provider the lock file has no hashes for, the
     /// entry carries tfinstall's record of how it was verified (so the lock
     /// entry can be complete without a download), or the user allowed
-    /// entries that break the lock file.
+    /// entries that break the lock file. `held` is the entry's lock
+    /// when the caller holds it; the look is then the one that decides
+    /// whether to fill, so it is made afresh (the module documentation of
+    /// [`crate::cache`] says why).
     pub(super) async fn cached_matching(
         &self,
         provider: &ProviderAddr,
         version: &Version,
         preferred: BTreeSet<PackageHash>,
+        held: Option<&EntryLock>,
     ) -> Option<CachedPackage> {
         let cache = self.cache.as_ref()?;
         let entry = cache.cache.lookup(provider, version, &self.platform)?;
-        let facts = match cache
+        let h1 = match cache
             .fills
-            .known(provider, version, &self.platform, &entry.dir)
+            .known_h1(provider, version, &self.platform, &entry.dir)
         {
-            Some(facts) => facts,
+            Some(h1) => h1,
             None => {
-                let (stamps, facts) = entry_facts(
-                    entry.clone(),
-                    provider.type_name.clone(),
-                    cache.cache.clone(),
-                )
-                .await?;
-                if let Some(stamps) = stamps {
+                let hashed = entry_h1(entry.clone(), provider.type_name.clone()).await?;
+                if let Some(stamps) = hashed.stamps {
+                    if hashed.computed
+                        && let Some(meta) = entry
+                            .meta
+                            .as_ref()
+                            .filter(|m| m.h1() == Some(hashed.h1.clone()))
+                    {
+                        cache
+                            .cache
+                            .remember_stamps(&entry.dir, meta, stamps.clone(), held);
+                    }
                     cache
                         .fills
-                        .learn(provider, version, &self.platform, stamps, facts.clone());
+                        .learn(provider, version, &self.platform, stamps, hashed.h1.clone());
                 }
-                facts
+                hashed.h1
             }
         };
+        let facts = EntryFacts::of(h1, entry.meta.as_ref());
         let usable = if preferred.is_empty() {
             facts.recorded || cache.may_break_lock_file
         } else {
@@ -314,15 +324,19 @@ impl Installer {
     }
 }
 
-/// What vouches for a cache entry's files: the `h1:` its provenance
-/// recorded, when the files' stamps still hold, or else their hash now;
-/// and the provenance, when it describes these files. Also the stamps the
-/// files have now, for the rest of the run.
-async fn entry_facts(
-    entry: CacheEntry,
-    type_name: String,
-    plugin_cache: PluginCache,
-) -> Option<(Option<DirStamps>, EntryFacts)> {
+/// The `h1:` of a cache entry's files, with the stamps they had before it
+/// was found (a write since shows in them).
+struct EntryHash {
+    h1: PackageHash,
+    stamps: Option<DirStamps>,
+    /// Hashed now, rather than taken from provenance whose stamps still hold.
+    computed: bool,
+}
+
+/// The `h1:` of a cache entry's files: the one its provenance recorded,
+/// when the files' stamps still hold, or else their hash now. `None` when
+/// the entry holds no provider executable or cannot be read.
+async fn entry_h1(entry: CacheEntry, type_name: String) -> Option<EntryHash> {
     blocking(move || {
         find_executable(&entry.dir, &type_name).map_err(std::io::Error::other)?;
         // Taken once, before any hashing: a write while hashing shows in
@@ -338,29 +352,18 @@ async fn entry_facts(
                     .is_some_and(|(then, now)| then.still_hold_in(now))
             })
             .and_then(EntryMeta::h1);
-        let hashed = stamped.is_none();
-        let h1 = match stamped {
-            Some(h1) => h1,
-            None => PackageHash::h1_of_dir(&entry.dir)?,
-        };
-        // A record whose hash no longer matches describes other files.
-        let meta = entry.meta.filter(|m| m.h1() == Some(h1.clone()));
-        if hashed && let (Some(meta), Some(stamps)) = (&meta, &stamps) {
-            plugin_cache.remember_stamps(&entry.dir, meta, stamps.clone());
-        }
-        let facts = EntryFacts {
-            h1,
-            zh: meta
-                .as_ref()
-                .and_then(|m| m.zh.as_deref())
-                .and_then(|z| PackageHash::parse(z).ok()),
-            recorded: meta.is_some(),
-            auth: meta
-                .as_ref()
-                .map_or(AuthResult::Unauthenticated, |m| AuthResult::from(&m.auth)),
-            signed_hashes: meta.map(|m| m.signed_hashes()).unwrap_or_default(),
-        };
-        Ok((stamps, facts))
+        Ok(match stamped {
+            Some(h1) => EntryHash {
+                h1,
+                stamps,
+                computed: false,
+            },
+            None => EntryHash {
+                h1: PackageHash::h1_of_dir(&entry.dir)?,
+                stamps,
+                computed: true,
+            },
+        })
     })
     .await
     .ok()
