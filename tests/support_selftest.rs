@@ -763,3 +763,25 @@ fn the_tfinstall_command_runs_with_a_clean_environment() {
     assert_eq!(value_of("SSL_CERT_DIR"), None);
     command.arg("--help").assert().success();
 }
+
+/// A fresh machine has no `docker-registry`: the OCI tests fetch Debian's
+/// package into `target/` themselves. Forced here even where the package
+/// is installed, so the fetch keeps working.
+#[test]
+fn the_oci_registry_is_fetched_when_not_installed() {
+    let binary = support::oci_registry::fetched_registry_binary();
+    assert!(
+        binary.starts_with(env!("CARGO_TARGET_TMPDIR")),
+        "{}",
+        binary.display()
+    );
+    let output = std::process::Command::new(&binary)
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("registry"),
+        "{output:?}"
+    );
+}

