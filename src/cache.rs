@@ -208,6 +208,14 @@ impl EntryLock {
     }
 }
 
+impl EntryLock {
+    /// Where a fill that keeps the entry's archive puts it for
+    /// [`PluginCache::insert`] to publish.
+    pub fn archive_path(&self) -> PathBuf {
+        self.work.join("archive.zip")
+    }
+}
+
 impl Drop for EntryLock {
     fn drop(&mut self) {
         // Runs before the lock file closes, so no other holder is affected.
@@ -260,6 +268,18 @@ impl PluginCache {
 
     fn meta_path(&self, entry: &Path) -> PathBuf {
         self.sidecar(entry, ".tfinstall.json")
+    }
+
+    fn archive_of_dir(&self, entry: &Path) -> PathBuf {
+        self.sidecar(entry, ".zip")
+    }
+
+    /// The verified archive the entry was unpacked from, when the fill kept
+    /// it (`serve`'s store does): `.OS_ARCH.zip` beside the entry, which
+    /// Terraform's scan of the cache skips as it skips the other dot-files.
+    pub fn archive(&self, entry: &CacheEntry) -> Option<PathBuf> {
+        let archive = self.archive_of_dir(&entry.dir);
+        archive.is_file().then_some(archive)
     }
 
     /// The entry for this exact package, if one is complete. Entries are
@@ -372,11 +392,20 @@ impl PluginCache {
         let dir = &lock.entry;
         make_read_only(&built)?;
         crate::failpoint::pause("insert-before-publish");
+        let archive = self.archive_of_dir(dir);
         if fs::symlink_metadata(dir).is_ok() {
             fs::rename(dir, lock.work.join("replaced"))?;
         }
+        if fs::symlink_metadata(&archive).is_ok() {
+            fs::rename(&archive, lock.work.join("replaced.zip"))?;
+        }
         let json = serde_json::to_vec_pretty(meta).map_err(io::Error::other)?;
         crate::fsutil::write_atomic(&self.meta_path(dir), &json, 0o644)?;
+        let kept = lock.archive_path();
+        if kept.is_file() {
+            set_read_only(&kept)?;
+            fs::rename(&kept, &archive)?;
+        }
         crate::failpoint::pause("insert-midway");
         fs::rename(&built, dir)?;
         Ok(dir.clone())
@@ -474,6 +503,18 @@ impl PluginCache {
         }
         (checked, damage)
     }
+}
+
+#[cfg(unix)]
+fn set_read_only(file: &Path) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = fs::metadata(file)?.permissions().mode();
+    fs::set_permissions(file, fs::Permissions::from_mode(mode & !0o222))
+}
+
+#[cfg(not(unix))]
+fn set_read_only(_file: &Path) -> io::Result<()> {
+    Ok(())
 }
 
 fn make_read_only(dir: &Path) -> io::Result<()> {

@@ -95,6 +95,29 @@ tfinstall -chdir=infra providers -json | jq -r 'select(.type == \"provider_requi
     /// Fill the plugin cache ahead of time, or check it for damage.
     #[command(subcommand)]
     Cache(CacheCommand),
+    /// Serve providers to a fleet as a pull-through provider network mirror.
+    #[command(
+        long_about = "Serve providers to a fleet as a pull-through provider network mirror.\n\n\
+Answers Terraform's provider network mirror protocol over HTTPS, so unmodified \
+terraform and tofu clients install through it with \
+provider_installation { network_mirror { url = \"https://HOST:PORT/\" } }. \
+Packages come from the upstream sources of this machine's CLI configuration \
+(registries, with the signature check init makes; network and OCI mirrors), \
+each fetched once however many clients ask at the same moment, verified, and \
+kept in the store, which has the plugin cache's layout. Version documents list \
+every platform's zh: hashes from the signed SHA256SUMS and, once a package has \
+been through the server, its h1:.\n\n\
+Only providers of allowed hosts are served: by default the public registries \
+and the hosts the CLI configuration names (host and credentials blocks, \
+include patterns); -allow replaces that list. Requests for other hosts get 403 \
+with no upstream request.",
+        after_long_help = "Examples:\n  \
+tfinstall serve -listen=0.0.0.0:8443 -tls-cert=mirror.pem -tls-key=mirror-key.pem\n  \
+tfinstall serve -listen=127.0.0.1:0 -tls-cert=c.pem -tls-key=k.pem -platform=linux_amd64 -allow='registry.terraform.io/hashicorp/*' -auth-token-file=tokens -json\n\n\
+GET /healthz answers 200 while the server runs. SIGTERM or SIGINT stops it \
+taking connections and lets the requests in flight finish."
+    )]
+    Serve(ServeArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -131,6 +154,50 @@ pub struct CacheWarmArgs {
     /// Configuration directories whose providers to cache.
     #[arg(value_name = "DIR")]
     pub dirs: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address and port to listen on; port 0 picks a free one.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub listen: std::net::SocketAddr,
+
+    /// PEM certificate chain the server presents (HTTPS only: Terraform
+    /// requires it for mirrors).
+    #[arg(long = "tls-cert", value_name = "FILE")]
+    pub tls_cert: PathBuf,
+
+    /// PEM private key of the certificate.
+    #[arg(long = "tls-key", value_name = "FILE")]
+    pub tls_key: PathBuf,
+
+    /// Directory to keep packages in; default: the plugin cache directory
+    /// if one is configured, else tfinstall's directory in the user's
+    /// cache directory.
+    #[arg(long, value_name = "DIR")]
+    pub store: Option<PathBuf>,
+
+    /// Platform to serve (repeatable); default: every platform upstream
+    /// offers.
+    #[arg(long = "platform", value_name = "OS_ARCH")]
+    pub platforms: Vec<String>,
+
+    /// Provider pattern to serve (repeatable; include syntax, such as
+    /// `registry.terraform.io/hashicorp/*`); replaces the default list.
+    #[arg(long = "allow", value_name = "PATTERN")]
+    pub allow: Vec<String>,
+
+    /// File of bearer tokens, one a line; every request must carry one.
+    #[arg(long = "auth-token-file", value_name = "FILE")]
+    pub auth_token_file: Option<PathBuf>,
+
+    /// How many packages to fetch from upstream at once.
+    #[arg(long = "max-fills", default_value_t = 8, value_name = "N")]
+    pub max_fills: usize,
+
+    /// One JSON object per line for each request and event.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

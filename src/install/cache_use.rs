@@ -18,6 +18,9 @@ pub struct CacheUse {
     /// `plugin_cache_may_break_dependency_lock_file`: use entries that the
     /// lock file cannot vouch for (Terraform 1.4's escape hatch).
     pub may_break_lock_file: bool,
+    /// Keep each entry's verified archive beside it (`serve`'s store, which
+    /// hands clients the very bytes the signed checksums name).
+    pub keep_archives: bool,
     /// The entries this run fills, shared by every installer of the run.
     pub fills: Arc<CacheFills>,
 }
@@ -27,6 +30,7 @@ impl CacheUse {
         CacheUse {
             cache,
             may_break_lock_file,
+            keep_archives: false,
             fills: Arc::default(),
         }
     }

@@ -20,7 +20,7 @@ use crate::install::extract::ExtractLimits;
 use crate::install::hash_memo::HashMemo;
 use crate::install::layout::InstallLayout;
 use crate::install::link::LinkMode;
-use crate::install::select::{check_builtin, preferred_hashes};
+use crate::install::select::{Selected, check_builtin, preferred_hashes};
 use crate::install::staging::Staging;
 use crate::lockfile::{LockedProvider, Locks};
 use crate::source::Source;
@@ -240,5 +240,51 @@ impl Installer {
                 .collect()
                 .await;
         Diagnostics::collect(results)
+    }
+
+    /// `serve`: the store's entry for exactly this package, filled from the
+    /// source when it is missing or nothing vouches for it; once however
+    /// many ask at the same moment (the run's turns and the entry lock).
+    /// Returns the entry's directory.
+    pub async fn fill_entry(
+        &self,
+        provider: &ProviderAddr,
+        version: &Version,
+    ) -> Result<PathBuf, Diagnostic> {
+        let Some(cache) = &self.cache else {
+            return Err(Diagnostic::error(
+                "No store",
+                "serve needs a store to fill.",
+            ));
+        };
+        let none = BTreeSet::new();
+        if let Some(cached) = self
+            .cached_matching(provider, version, none.clone(), None)
+            .await
+        {
+            return Ok(cached.dir);
+        }
+        let staging = Staging::create(cache.cache.root()).map_err(|err| {
+            Diagnostic::error(
+                "Failed to prepare the store",
+                format!(
+                    "Could not create a staging directory in {}: {err}.",
+                    cache.cache.root().display()
+                ),
+            )
+        })?;
+        let selected = Selected {
+            provider: provider.clone(),
+            version: version.clone(),
+            constraints: VersionConstraints::default(),
+            already_installed: None,
+            cached: None,
+            prefetched: None,
+        };
+        let emit = |event: InstallEvent| (self.events)(event);
+        let (cached, _) = self
+            .fill_cache(cache, &selected, &none, &none, false, &staging, &emit)
+            .await?;
+        Ok(cached.dir)
     }
 }

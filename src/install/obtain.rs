@@ -125,8 +125,17 @@ impl Installer {
             version: s.version.clone(),
         });
         let package_dir = entry_lock.build_dir().map_err(cache_failed)?;
+        let keep_archive = cache.keep_archives.then(|| entry_lock.archive_path());
         let package = self
-            .stage_package(&meta, allowed, staging, &package_dir, emit, LinkMode::Copy)
+            .stage_package(
+                &meta,
+                allowed,
+                staging,
+                &package_dir,
+                emit,
+                LinkMode::Copy,
+                keep_archive.as_deref(),
+            )
             .await
             .map_err(|err| self.stage_failed(s, err))?;
         let record = EntryMeta {
@@ -191,7 +200,10 @@ impl Installer {
     /// Obtains, authenticates and unpacks one package into `staged`.
     /// `placement` says how an unpacked (directory) package is placed; a
     /// cache entry must be a copy, since cache files are made read-only and
-    /// a hard link would change the mirror's files too.
+    /// a hard link would change the mirror's files too. With `keep_archive`,
+    /// a package that came as an archive keeps it there once verified (a
+    /// store that `serve` hands out as it came).
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn stage_package(
         &self,
         meta: &PackageMeta,
@@ -200,6 +212,7 @@ impl Installer {
         staged: &Path,
         emit: &(dyn Fn(InstallEvent) + Sync),
         placement: LinkMode,
+        keep_archive: Option<&Path>,
     ) -> Result<StagedPackage, StageError> {
         let progress = |stage| {
             emit(InstallEvent::Progress {
@@ -232,9 +245,16 @@ impl Installer {
                     shown_as: path.clone(),
                     digest: None,
                 };
-                self.stage_archive(archive, meta, allowed, staged, emit)
+                let package = self
+                    .stage_archive(archive, meta, allowed, staged, emit)
                     .await
-                    .map_err(StageError::Package)
+                    .map_err(StageError::Package)?;
+                if let Some(keep) = keep_archive {
+                    tokio::fs::copy(path, keep)
+                        .await
+                        .map_err(|err| StageError::Package(err.to_string()))?;
+                }
+                Ok(package)
             }
             PackageLocation::Http(_) | PackageLocation::OciBlob(_) => {
                 let dest = staging.new_path(&meta.filename);
@@ -271,8 +291,15 @@ impl Installer {
                 }
                 .await;
                 // The archive is needed only until it is unpacked, or until
-                // the attempt has failed.
-                let _ = tokio::fs::remove_file(&dest).await;
+                // the attempt has failed, unless it is to be kept.
+                match keep_archive {
+                    Some(keep) if fetched.is_ok() => tokio::fs::rename(&dest, keep)
+                        .await
+                        .map_err(|err| StageError::Package(err.to_string()))?,
+                    _ => {
+                        let _ = tokio::fs::remove_file(&dest).await;
+                    }
+                }
                 fetched
             }
         }

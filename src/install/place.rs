@@ -191,7 +191,15 @@ impl Installer {
         });
         let staged = staging.new_path(&format!("{}-{}", s.provider.type_name, s.version));
         let package = self
-            .stage_package(&meta, &allowed, staging, &staged, emit, LinkMode::Auto)
+            .stage_package(
+                &meta,
+                &allowed,
+                staging,
+                &staged,
+                emit,
+                LinkMode::Auto,
+                None,
+            )
             .await
             .map_err(|err| self.stage_failed(&s, err))?;
 

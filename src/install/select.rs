@@ -310,11 +310,14 @@ impl Installer {
             }
         };
         let facts = EntryFacts::of(h1, entry.meta.as_ref());
-        let usable = if preferred.is_empty() {
-            facts.recorded || cache.may_break_lock_file
-        } else {
-            preferred.contains(&facts.h1) || facts.zh.is_some_and(|z| preferred.contains(&z))
-        };
+        // A store that hands out archives needs the entry's own.
+        let archive_there = !cache.keep_archives || cache.cache.archive(&entry).is_some();
+        let usable = archive_there
+            && if preferred.is_empty() {
+                facts.recorded || cache.may_break_lock_file
+            } else {
+                preferred.contains(&facts.h1) || facts.zh.is_some_and(|z| preferred.contains(&z))
+            };
         usable.then_some(CachedPackage {
             dir: entry.dir,
             h1: facts.h1,

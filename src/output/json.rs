@@ -274,7 +274,7 @@ fn authentication(auth: &AuthResult) -> Value {
 }
 
 /// RFC 3339 in UTC with microseconds, e.g. `2026-05-01T09:30:00.123456Z`.
-fn timestamp(now: SystemTime) -> String {
+pub fn timestamp(now: SystemTime) -> String {
     let since = now.duration_since(UNIX_EPOCH).unwrap_or_default();
     let secs = since.as_secs();
     let (days, rem) = (secs / 86_400, secs % 86_400);

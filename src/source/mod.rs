@@ -51,6 +51,17 @@ pub trait Source: Send + Sync {
     /// How Terraform names this source, for `provider`, in "was not found in
     /// any of the search locations" lists.
     fn for_display(&self, provider: &ProviderAddr) -> String;
+
+    /// The platforms this source offers `version` for, when it can tell
+    /// without asking for a package (a registry's version list names them),
+    /// so that `serve` can list every platform upstream has.
+    async fn platforms(
+        &self,
+        _provider: &ProviderAddr,
+        _version: &Version,
+    ) -> Option<Vec<Platform>> {
+        None
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

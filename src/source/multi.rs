@@ -113,4 +113,18 @@ impl Source for MultiSource {
     fn for_display(&self, provider: &ProviderAddr) -> String {
         self.sources_for(provider).join("\n")
     }
+
+    async fn platforms(&self, provider: &ProviderAddr, version: &Version) -> Option<Vec<Platform>> {
+        let mut all: Option<Vec<Platform>> = None;
+        for method in self.handling(provider) {
+            if let Some(found) = method.source.platforms(provider, version).await {
+                all.get_or_insert_with(Vec::new).extend(found);
+            }
+        }
+        all.map(|mut all| {
+            all.sort_by_key(Platform::to_string);
+            all.dedup();
+            all
+        })
+    }
 }

