@@ -48,10 +48,14 @@ pub fn route(path: &str) -> Option<Route> {
         .strip_suffix(".zip")?;
     let mut parts = package.rsplitn(3, '_');
     let (arch, os, version) = (parts.next()?, parts.next()?, parts.next()?);
-    let platform = Platform::parse(&format!("{os}_{arch}")).ok()?;
-    if platform.to_string() != format!("{os}_{arch}") {
+    let lower = |part: &str| {
+        part.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+    };
+    if !lower(os) || !lower(arch) {
         return None;
     }
+    let platform = Platform::parse(&format!("{os}_{arch}")).ok()?;
     Some(Route::Archive(
         provider,
         canonical_version(version)?,
