@@ -376,7 +376,7 @@ fn json_messages_carry_their_directory() {
     assert!(
         stream
             .iter()
-            .any(|m| m["type"] == "installed" && m["directory"] == "a"),
+            .any(|m| m["event"] == "installed" && m["directory"] == "a"),
         "{stream:#?}"
     );
 }
