@@ -366,6 +366,9 @@ async fn init(run: &Run<'_>, dir: &Path, out: &Arc<Output>) -> Result<Initialize
         )
         .into());
     }
+    // Before anything is read or written: Terraform says so and stops (it
+    // still records -plugin-dir in .terraform; tfinstall leaves an empty
+    // directory exactly as it is).
     if crate::module::is_empty_dir(dir) {
         return Ok(Initialized::EmptyDirectory);
     }
