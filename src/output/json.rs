@@ -99,8 +99,7 @@ impl JsonLines {
     /// A line Terraform's `init -json` writes as a `log` line with this
     /// text; `event` and `fields` say the same for machines, since Terraform's
     /// `log` lines carry nothing but the text.
-    fn log(&self, text: &str, event: &str, fields: Value) {
-        let mut fields = fields;
+    fn log(&self, text: &str, event: &str, mut fields: Value) {
         fields["event"] = event.into();
         self.emit("info", text.trim(), "log", fields);
     }
