@@ -67,12 +67,14 @@ its content changes.\n\n\
 Providers come from the -plugin-dir directories when any are given; else from \
 the provider_installation block of the CLI configuration ($TF_CLI_CONFIG_FILE \
 or ~/.terraformrc); else from terraform.d/plugins, ~/.terraform.d/plugins and \
-the XDG data directories, then from each provider's registry.",
+the XDG data directories, then from each provider's registry.\n\n\
+A directory with no configuration files is reported as empty, as Terraform \
+reports it, and nothing is written there.",
         after_long_help = "Examples:\n  \
 tfinstall init\n  \
 tfinstall init -plugin-dir=/srv/terraform-mirror -lockfile=readonly\n  \
 tfinstall -chdir=infra init -upgrade -layout=providers\n  \
-tfinstall init -json | jq -c 'select(.type == \"installed\")'\n  \
+tfinstall init -json | jq -c 'select(.event == \"installed\")'\n  \
 tfinstall init live/prod live/staging modules/*/examples/*\n\n\
 Exit status is 0 when every provider is installed and 1 otherwise; a failed \
 run leaves .terraform and the lock file as they were. With several \
@@ -366,7 +368,9 @@ pub struct InitArgs {
     pub no_color: bool,
 
     /// Print one JSON object per line instead of text, for CI and other
-    /// programs; the format is described in docs/json-output.md.
+    /// programs: the lines of `terraform init -json` (Terraform 1.9 and
+    /// later) with tfinstall's fields added, plus tfinstall's own messages;
+    /// the format is described in docs/json-output.md.
     #[arg(long)]
     pub json: bool,
 

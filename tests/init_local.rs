@@ -1077,3 +1077,62 @@ fn the_bundled_example_installs_offline() {
         Some("- Using previously-installed hashicorp/random v3.5.1")
     );
 }
+
+/// Terraform's words for a directory without configuration files, with
+/// tfinstall named where Terraform names itself (issue 22).
+const EMPTY: &str = "\ntfinstall initialized in an empty directory!\n\nThe directory has no Terraform configuration files. You may begin working\nwith Terraform immediately by creating Terraform configuration files.\n";
+
+#[test]
+fn an_empty_directory_is_initialized_with_nothing_written() {
+    let case = Project::new();
+    let mirror = case.dir("mirror");
+    let alpha = Pkg::fake("hashicorp/alpha", "1.0.0");
+    alpha.write_packed(&mirror);
+    let arg = format!("-plugin-dir={}", mirror.display());
+    // Not configuration, for Terraform either: test files, notes, backups.
+    case.write("main.tftest.hcl", "run \"plan\" {\n  command = plan\n}\n");
+    case.write("README.md", "Notes.\n");
+    case.write("main.tf~", "provider \"alpha\" {}\n");
+    let before = Snapshot::of(&case.work);
+
+    let run = case.init(&[&arg]);
+    run.assert_success();
+    assert_eq!(run.stdout, EMPTY);
+    assert_eq!(run.stderr, "");
+    assert_eq!(Snapshot::of(&case.work), before, "nothing is written");
+
+    // Terraform's message code and words; the summary says why nothing
+    // was installed.
+    let json = case.init(&[&arg, "-json"]);
+    json.assert_success();
+    let stream = validated_stream(json.stdout.as_bytes());
+    let kinds: Vec<&str> = stream.iter().map(|m| m["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["version", "init_output", "summary"]);
+    assert_eq!(stream[1]["message_code"], "output_init_empty_message");
+    assert_eq!(
+        stream[1]["@message"],
+        EMPTY
+            .trim()
+            .replace("tfinstall initialized", "Terraform initialized")
+    );
+    assert_eq!(stream[2]["success"], true);
+    assert_eq!(stream[2]["empty_directory"], true);
+    assert_eq!(stream[2]["lock_file"], "unchanged");
+    assert_eq!(Snapshot::of(&case.work), before, "nothing is written");
+
+    // What an earlier configuration installed stays as it was: the lock
+    // file, .terraform and its plugin_path (which Terraform 1.11 rewrites
+    // from -plugin-dir even here; tfinstall writes nothing where there is
+    // nothing to install).
+    case.write("main.tf", "provider \"alpha\" {}\n");
+    case.init(&[&arg])
+        .assert_success()
+        .assert_stdout_has(SUCCESS);
+    std::fs::remove_file(case.work.join("main.tf")).unwrap();
+    let before = Snapshot::of(&case.work);
+    let run = case.init(&["-plugin-dir="]);
+    run.assert_success();
+    assert_eq!(run.stdout, EMPTY);
+    assert_eq!(Snapshot::of(&case.work), before);
+    assert!(case.data().join("plugin_path").is_file());
+}

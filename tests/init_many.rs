@@ -10,7 +10,9 @@
 //! a failing directory (constraints that cannot be met, a package that does
 //! not match its lock file) left exactly as it was while the others install,
 //! with the exit status and the closing summary naming it; `-json` messages
-//! carrying their directory and checked against the published schema.
+//! carrying their directory and checked against the published schema; a
+//! directory without configuration reported as empty, and left untouched,
+//! while the others install.
 
 mod support;
 
@@ -376,9 +378,64 @@ fn json_messages_carry_their_directory() {
     assert!(
         stream
             .iter()
-            .any(|m| m["type"] == "installed" && m["directory"] == "a"),
+            .any(|m| m["event"] == "installed" && m["directory"] == "a"),
         "{stream:#?}"
     );
+}
+
+#[test]
+fn an_empty_directory_is_reported_as_such_while_the_others_install() {
+    let world = World::new();
+    world.workdir("a", &[("alpha", "~> 1.0")]);
+    let empty = world.path("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    std::fs::write(empty.join("README.md"), "Not configuration.\n").unwrap();
+    world.workdir("b", &[("beta", "~> 1.0")]);
+    let untouched = Snapshot::of(&empty);
+
+    let stdout = succeeded(&world.init(&["a", "empty", "b"]));
+    assert!(
+        stdout.contains("\n[empty]\n\ntfinstall initialized in an empty directory!\n\nThe directory has no Terraform configuration files. You may begin working\nwith Terraform immediately by creating Terraform configuration files.\n\n[b]\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("All 3 working directories were initialized."),
+        "{stdout}"
+    );
+    assert!(executable(&world.path("a"), "alpha", "1.1.0").is_file());
+    assert!(executable(&world.path("b"), "beta", "1.1.0").is_file());
+    assert_eq!(Snapshot::of(&empty), untouched);
+
+    let out = world.init(&["-json", "a", "empty", "b"]);
+    assert!(out.status.success());
+    let stream = validated_stream(&out.stdout);
+    let of_empty: Vec<(&str, &str)> = stream
+        .iter()
+        .filter(|m| m["directory"] == "empty")
+        .map(|m| {
+            (
+                m["type"].as_str().unwrap(),
+                m["message_code"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        of_empty,
+        [
+            ("message", "directory"),
+            ("init_output", "output_init_empty_message"),
+            ("summary", "")
+        ]
+    );
+    let summary = stream
+        .iter()
+        .find(|m| m["type"] == "summary" && m["directory"] == "empty")
+        .unwrap();
+    assert_eq!(summary["empty_directory"], true);
+    let last = stream.last().unwrap();
+    assert_eq!(last["type"], "run_summary");
+    assert_eq!(last["success"], true);
+    assert_eq!(Snapshot::of(&empty), untouched);
 }
 
 #[test]

@@ -124,7 +124,7 @@ fn a_tofu_file_chooses_opentofu_and_its_default_registry() {
     json.assert_success();
     let stream = validated_stream(json.stdout.as_bytes());
     assert_eq!(stream[0]["engine"], "opentofu");
-    let installed = stream.iter().find(|m| m["type"] == "installed").unwrap();
+    let installed = stream.iter().find(|m| m["event"] == "installed").unwrap();
     assert_eq!(installed["authentication"]["result"], "signed");
 
     project
@@ -270,7 +270,7 @@ fn a_provider_without_keys_on_opentofus_registry_installs_unless_validation_is_e
     json.assert_success();
     let installed = validated_stream(json.stdout.as_bytes())
         .into_iter()
-        .find(|m| m["type"] == "installed")
+        .find(|m| m["event"] == "installed")
         .unwrap();
     assert_eq!(installed["authentication"]["result"], "signing skipped");
     start_over(&hosted.project);

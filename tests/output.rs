@@ -106,6 +106,14 @@ fn of_type<'a>(stream: &'a [Value], kind: &str) -> Vec<&'a Value> {
     stream.iter().filter(|m| m["type"] == kind).collect()
 }
 
+/// The `log` lines (Terraform's type) of one `event` (tfinstall's field).
+fn of_event<'a>(stream: &'a [Value], event: &str) -> Vec<&'a Value> {
+    of_type(stream, "log")
+        .into_iter()
+        .filter(|m| m["event"] == event)
+        .collect()
+}
+
 /// The error diagnostics of a stream, in order.
 fn errors_in(stream: &[Value]) -> Vec<&Value> {
     of_type(stream, "diagnostic")
@@ -150,9 +158,9 @@ fn has_sgr(text: &str) -> bool {
 fn the_schema_rejects_what_it_does_not_describe() {
     let validator = schema();
     let valid = serde_json::json!({
-        "@level": "info", "@message": "Installing x", "@module": "tfinstall",
-        "@timestamp": "2026-05-01T09:30:00.123456Z", "type": "installing",
-        "provider": "registry.terraform.io/hashicorp/aws", "version": "5.0.0",
+        "@level": "info", "@message": "Installing provider version: hashicorp/aws v5.0.0...",
+        "@module": "tfinstall", "@timestamp": "2026-05-01T09:30:00.123456Z", "type": "log",
+        "event": "installing", "provider": "registry.terraform.io/hashicorp/aws", "version": "5.0.0",
     });
     assert!(validator.is_valid(&valid));
     let broken = |edit: &dyn Fn(&mut Value)| {
@@ -162,7 +170,11 @@ fn the_schema_rejects_what_it_does_not_describe() {
     };
     for message in [
         broken(&|m| m["surprise"] = true.into()),
-        broken(&|m| m["type"] = "installed".into()),
+        broken(&|m| m["event"] = "installed".into()),
+        broken(&|m| {
+            m.as_object_mut().unwrap().remove("event");
+        }),
+        broken(&|m| m["type"] = "installing".into()),
         broken(&|m| m["provider"] = "aws".into()),
         broken(&|m| m["@timestamp"] = "yesterday".into()),
         broken(&|m| {
@@ -187,11 +199,12 @@ fn json_stream_of_a_successful_install_follows_the_schema() {
 
     assert_eq!(stream[0]["type"], "version");
     assert_eq!(stream[0]["ui"], "1.2");
+    assert_eq!(stream[0]["tfinstall_ui"], "2.0");
     assert_eq!(stream[0]["engine"], "terraform");
     let host = world.registry.server.host();
     let alpha = format!("{host}/test/alpha");
     let beta = format!("{host}/test/beta");
-    let queries = of_type(&stream, "query");
+    let queries = of_event(&stream, "query");
     assert_eq!(queries.len(), 2);
     assert_eq!(queries[0]["provider"], alpha.as_str());
     assert_eq!(queries[0]["selection"], "newest_matching");
@@ -223,32 +236,35 @@ fn json_stream_of_a_successful_install_follows_the_schema() {
     }
 
     let key_id = world.registry.key.key_id();
-    for kind in ["verified", "installed"] {
-        let messages = of_type(&stream, kind);
-        assert_eq!(messages.len(), 2, "{kind}");
+    for messages in [of_type(&stream, "verified"), of_event(&stream, "installed")] {
+        assert_eq!(messages.len(), 2, "{messages:?}");
         for message in messages {
             assert_eq!(message["authentication"]["result"], "self-signed");
             assert_eq!(message["authentication"]["trust"], "self_signed");
             assert_eq!(message["authentication"]["key_id"], key_id.as_str());
         }
     }
-    let installed = of_type(&stream, "installed");
+    // Terraform's wording, its missing separator included.
+    let installed = of_event(&stream, "installed");
     assert_eq!(
         installed[0]["@message"],
-        format!("Installed {alpha} v1.0.0 (self-signed, key ID {key_id})")
+        format!("Installed provider version: {alpha} v1.0.0 (self-signedkey_id: {key_id})")
+    );
+    assert_eq!(
+        of_event(&stream, "partner_and_community_providers").len(),
+        1
     );
 
-    let codes: Vec<&str> = of_type(&stream, "message")
+    let codes: Vec<&str> = of_type(&stream, "init_output")
         .iter()
         .map(|m| m["message_code"].as_str().unwrap())
         .collect();
     assert_eq!(
         codes,
         [
-            "initializing_provider_plugins",
-            "partner_and_community_providers",
-            "lock_file_created",
-            "init_success"
+            "initializing_provider_plugin_message",
+            "lock_info",
+            "output_init_success_message"
         ]
     );
 
@@ -263,7 +279,7 @@ fn json_stream_of_a_successful_install_follows_the_schema() {
     let again = world.init_json();
     assert!(again.status.success());
     let stream = validated_stream(&again.stdout);
-    assert_eq!(of_type(&stream, "using_installed").len(), 2);
+    assert_eq!(of_event(&stream, "using_installed").len(), 2);
     assert!(of_type(&stream, "download_progress").is_empty());
     let summary = stream.last().unwrap();
     assert_eq!(summary["providers"]["reused"], 2);

@@ -67,24 +67,62 @@ fn distinct_dirs(dirs: &[PathBuf]) -> Result<(), Diagnostic> {
     Ok(())
 }
 
+/// How `init` in one working directory succeeded.
+enum Initialized {
+    Installed {
+        warnings: Diagnostics,
+        lock_file: LockFileChange,
+    },
+    /// The directory has no configuration files; nothing was written.
+    EmptyDirectory,
+}
+
 /// Shows how one working directory's init ended; true if it succeeded.
-fn report(out: &Output, result: Result<(Diagnostics, LockFileChange), Diagnostics>) -> bool {
+fn report(out: &Output, result: Result<Initialized, Diagnostics>) -> bool {
+    let engine = Engine::current().name();
     match result {
-        Ok((warnings, lock_file)) => {
+        Ok(Initialized::Installed {
+            warnings,
+            lock_file,
+        }) => {
             out.diagnostics(&warnings);
-            out.message("init_success", |ui| {
-                format!(
-                    "\n{}",
-                    ui.bold("tfinstall has installed the providers successfully!")
-                )
-            });
-            out.summary(true, lock_file);
+            out.init_output(
+                "output_init_success_message",
+                Some(&format!("{engine} has been successfully initialized!")),
+                |ui| {
+                    format!(
+                        "\n{}",
+                        ui.bold("tfinstall has installed the providers successfully!")
+                    )
+                },
+            );
+            out.summary(true, lock_file, false);
+            true
+        }
+        Ok(Initialized::EmptyDirectory) => {
+            // Terraform's words; the text output says who initialized it.
+            let rest = format!(
+                "The directory has no {engine} configuration files. You may begin working\nwith {engine} immediately by creating {engine} configuration files."
+            );
+            out.init_output(
+                "output_init_empty_message",
+                Some(&format!(
+                    "{engine} initialized in an empty directory!\n\n{rest}"
+                )),
+                |ui| {
+                    format!(
+                        "\n{}\n\n{rest}",
+                        ui.bold("tfinstall initialized in an empty directory!")
+                    )
+                },
+            );
+            out.summary(true, LockFileChange::Unchanged, true);
             true
         }
         Err(diags) => {
             out.diagnostics(&diags);
             out.nothing_kept();
-            out.summary(false, LockFileChange::Unchanged);
+            out.summary(false, LockFileChange::Unchanged, false);
             false
         }
     }
@@ -316,11 +354,7 @@ fn in_dir(dir: &Path, path: impl AsRef<Path>) -> PathBuf {
 
 /// `init` in one working directory, `dir` (`.` after -chdir): the files it
 /// reads and writes are there, everything else comes from `run`.
-async fn init(
-    run: &Run<'_>,
-    dir: &Path,
-    out: &Arc<Output>,
-) -> Result<(Diagnostics, LockFileChange), Diagnostics> {
+async fn init(run: &Run<'_>, dir: &Path, out: &Arc<Output>) -> Result<Initialized, Diagnostics> {
     let args = run.args;
     if !dir.is_dir() {
         return Err(Diagnostic::error(
@@ -331,6 +365,12 @@ async fn init(
             ),
         )
         .into());
+    }
+    // Before anything is read or written: Terraform says so and stops (it
+    // still records -plugin-dir in .terraform; tfinstall leaves an empty
+    // directory exactly as it is).
+    if crate::module::is_empty_dir(dir) {
+        return Ok(Initialized::EmptyDirectory);
     }
     let data_dir = in_dir(dir, data_dir());
     let mut warnings = Diagnostics::new();
@@ -370,7 +410,7 @@ async fn init(
     }
     out.diagnostics(&source_diags);
 
-    out.message("initializing_provider_plugins", |ui| {
+    out.init_output("initializing_provider_plugin_message", None, |ui| {
         format!("\n{}", ui.heading("Initializing provider plugins..."))
     });
     let installer = Installer {
@@ -406,14 +446,15 @@ async fn init(
         readonly,
         out: out.clone(),
     };
-    let warnings = tokio::task::spawn_blocking(move || commit.finish(outcome, &previous, warnings))
-        .await
-        .map_err(|err| {
-            Diagnostics::from(Diagnostic::error(
-                "Failed to install providers",
-                format!("The commit of the installed providers stopped: {err}."),
-            ))
-        })??;
+    let (warnings, lock_file) =
+        tokio::task::spawn_blocking(move || commit.finish(outcome, &previous, warnings))
+            .await
+            .map_err(|err| {
+                Diagnostics::from(Diagnostic::error(
+                    "Failed to install providers",
+                    format!("The commit of the installed providers stopped: {err}."),
+                ))
+            })??;
     record_plugin_dirs(&data_dir, &args.plugin_dirs).map_err(|err| {
         Diagnostics::from(Diagnostic::error(
             "Failed to save plugin locations",
@@ -423,7 +464,10 @@ async fn init(
             ),
         ))
     })?;
-    Ok(warnings)
+    Ok(Initialized::Installed {
+        warnings,
+        lock_file,
+    })
 }
 
 /// Where Terraform records the `-plugin-dir` list for later commands.
@@ -531,10 +575,10 @@ impl Commit {
         }
 
         if third_party_signed {
-            out.message("partner_and_community_providers", |_| match Engine::current() {
+            out.third_party_signed(match Engine::current() {
             Engine::Terraform => "\nPartner and community providers are signed by their developers.\nIf you'd like to know more about provider signing, you can read about it here:\nhttps://developer.hashicorp.com/terraform/cli/plugins/signing",
             Engine::OpenTofu => "\nProviders are signed by their developers.\nIf you'd like to know more about provider signing, you can read about it here:\nhttps://opentofu.org/docs/cli/plugins/signing/",
-        }.to_string());
+        });
         }
         let mut lock_file = if locks_changed {
             LockFileChange::NotSaved
@@ -561,7 +605,7 @@ impl Commit {
             if previous.is_empty() {
                 lock_file = LockFileChange::Created;
                 let engine = Engine::current();
-                out.message("lock_file_created", |ui| format!(
+                out.init_output("lock_info", None, |ui| format!(
                 "\n{name} has created a lock file {} to record the provider\nselections it made above. Include this file in your version control repository\nso that {name} can guarantee to make the same selections by default when\nyou run \"{command} init\" in the future.",
                 ui.bold(LOCK_FILE),
                 name = engine.name(),
@@ -569,7 +613,7 @@ impl Commit {
             ));
             } else {
                 lock_file = LockFileChange::Updated;
-                out.message("lock_file_changed", |_| {
+                out.init_output("dependencies_lock_changes_info", None, |_| {
                 format!("\n{} has made some changes to the provider dependency selections recorded\nin the .terraform.lock.hcl file. Review those changes and commit them to your\nversion control system if they represent changes you intended to make.", Engine::current().name())
             });
             }

@@ -104,6 +104,15 @@ pub fn load_requirements(
     }
 }
 
+/// Whether `dir` holds no configuration file (as the engine counts them),
+/// which `init` reports as an empty directory instead of installing
+/// nothing, as Terraform's `configs.IsEmptyDir` does. A directory that
+/// cannot be read is not empty: reading it reports why.
+pub fn is_empty_dir(dir: &Path) -> bool {
+    config_files(dir, dir, Engine::current())
+        .is_ok_and(|files| files.primary.is_empty() && files.overrides.is_empty())
+}
+
 /// How a child module was reached, for diagnostics about its directory.
 struct ModuleCallSite<'a> {
     range: &'a SrcRange,

@@ -625,3 +625,20 @@ fn child_module_errors_do_not_hide_grandchildren() {
         [("child/main.tf".into(), 1), ("child/gc/main.tf".into(), 1)]
     );
 }
+
+#[test]
+fn a_directory_is_empty_without_primary_or_override_files() {
+    // What Terraform 1.11 also calls empty: tests, backups, hidden files,
+    // and configuration only in subdirectories.
+    let empty = config(&[
+        ("main.tftest.hcl", "run \"plan\" {}\n"),
+        ("main.tf~", ""),
+        (".hidden.tf", ""),
+        ("modules/net/main.tf", ""),
+    ]);
+    assert!(is_empty_dir(empty.path()));
+    assert!(!is_empty_dir(config(&[("override.tf", "")]).path()));
+    assert!(!is_empty_dir(config(&[("main.tf.json", "{}")]).path()));
+    // Unreadable is not empty: loading the configuration says why.
+    assert!(!is_empty_dir(&empty.path().join("missing")));
+}

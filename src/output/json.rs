@@ -1,8 +1,11 @@
 //! The `-json` stream: one JSON object per line on stdout, in the envelope
 //! Terraform's machine-readable UI uses (`@level`, `@message`, `@module`,
 //! `@timestamp`, `type`), so tools that already read `terraform -json`
-//! output need no new parser. The schema is `docs/json-output.schema.json`;
-//! its version is [`UI_VERSION`].
+//! output need no new parser. Where Terraform's `init -json` writes a line
+//! for the same moment, tfinstall writes Terraform's line (type, code and
+//! text) with its own fields added. The schema is
+//! `docs/json-output.schema.json`; its versions are [`UI_VERSION`] and
+//! [`TFINSTALL_UI_VERSION`].
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -17,9 +20,17 @@ use crate::install::events::{InstallEvent, ProgressStage};
 use crate::ui::Ui;
 use crate::verify::{AuthResult, Trust};
 
-/// The schema version, `MAJOR.MINOR`: a minor bump adds message types or
-/// optional fields; a major bump changes or removes something.
+/// The version of Terraform's machine-readable UI format the stream
+/// follows (Terraform 1.11 writes 1.2), so readers of Terraform's stream
+/// accept it.
 pub const UI_VERSION: &str = "1.2";
+
+/// The version of what tfinstall adds to Terraform's format (its own
+/// message types and fields), `MAJOR.MINOR`: a minor bump adds message
+/// types or optional fields; a major bump changes or removes something.
+/// 2.0: the messages Terraform also writes took Terraform's types, codes
+/// and texts.
+pub const TFINSTALL_UI_VERSION: &str = "2.0";
 
 /// A machine reading progress needs far fewer updates than a person
 /// watching a bar: at most one per download per second, plus the last.
@@ -45,7 +56,12 @@ impl JsonLines {
             "info",
             &format!("tfinstall {version}"),
             "version",
-            json!({ "tfinstall": version, "ui": UI_VERSION, "engine": Engine::current().as_str() }),
+            json!({
+                "tfinstall": version,
+                "ui": UI_VERSION,
+                "tfinstall_ui": TFINSTALL_UI_VERSION,
+                "engine": Engine::current().as_str(),
+            }),
         );
         lines
     }
@@ -59,7 +75,7 @@ impl JsonLines {
         }
     }
 
-    /// A line of prose the human view shows, by its stable code.
+    /// A line of prose of tfinstall's own, by its stable code.
     pub fn message(&self, code: &str, text: &str) {
         self.emit(
             "info",
@@ -67,6 +83,25 @@ impl JsonLines {
             "message",
             json!({ "message_code": code }),
         );
+    }
+
+    /// A paragraph Terraform's `init -json` writes as an `init_output` line
+    /// with this `message_code`.
+    pub fn init_output(&self, code: &str, text: &str) {
+        self.emit(
+            "info",
+            text.trim(),
+            "init_output",
+            json!({ "message_code": code }),
+        );
+    }
+
+    /// A line Terraform's `init -json` writes as a `log` line with this
+    /// text; `event` and `fields` say the same for machines, since Terraform's
+    /// `log` lines carry nothing but the text.
+    fn log(&self, text: &str, event: &str, mut fields: Value) {
+        fields["event"] = event.into();
+        self.emit("info", text.trim(), "log", fields);
     }
 
     pub fn diagnostic(&self, diag: &Diagnostic) {
@@ -102,87 +137,121 @@ impl JsonLines {
         self.emit(level, text, "summary", summary);
     }
 
+    /// An installer event: Terraform's `log` line where Terraform writes one
+    /// (its JSON wording, which differs from its text output's), otherwise a
+    /// type of tfinstall's own.
     pub fn event(&self, event: &InstallEvent) {
-        let plain = Ui { color: false };
-        let line = || {
-            plain
-                .event_line(event)
-                .map(|l| l.trim_start_matches("- ").to_string())
-                .unwrap_or_default()
-        };
-        let (kind, fields) = match event {
-            InstallEvent::Warning(diag) => return self.diagnostic(diag),
-            InstallEvent::BuiltIn { provider } => {
-                ("built_in", json!({ "provider": provider.to_string() }))
-            }
-            InstallEvent::ReusingLocked { provider } => (
+        let engine = Engine::current().name();
+        match event {
+            InstallEvent::Warning(diag) => self.diagnostic(diag),
+            InstallEvent::BuiltIn { provider } => self.log(
+                &format!("{} is built in to {engine}", provider.for_display()),
+                "built_in",
+                json!({ "provider": provider.to_string() }),
+            ),
+            InstallEvent::ReusingLocked { provider } => self.log(
+                &format!(
+                    "{}: Reusing previous version from the dependency lock file",
+                    provider.for_display()
+                ),
                 "query",
                 json!({ "provider": provider.to_string(), "selection": "locked" }),
             ),
             InstallEvent::FindingMatching {
                 provider,
                 constraints,
-            } => (
+            } => self.log(
+                // Go's %q: constraints never hold what it and Rust's Debug
+                // would quote differently.
+                &format!(
+                    "Finding matching versions for provider: {}, version_constraint: {constraints:?}",
+                    provider.for_display()
+                ),
                 "query",
                 json!({ "provider": provider.to_string(), "selection": "newest_matching", "constraints": constraints }),
             ),
-            InstallEvent::FindingLatest { provider } => (
+            InstallEvent::FindingLatest { provider } => self.log(
+                &format!("{}: Finding latest version...", provider.for_display()),
                 "query",
                 json!({ "provider": provider.to_string(), "selection": "newest" }),
             ),
+            InstallEvent::UsingInstalled { provider, version } => self.log(
+                &format!(
+                    "{} v{version}: Using previously-installed provider version",
+                    provider.for_display()
+                ),
+                "using_installed",
+                json!({ "provider": provider.to_string(), "version": version.to_string() }),
+            ),
+            InstallEvent::CacheHit { provider, version } => self.log(
+                &format!(
+                    "{} v{version}: Using from the shared cache directory",
+                    provider.for_display()
+                ),
+                "cache_hit",
+                json!({ "provider": provider.to_string(), "version": version.to_string() }),
+            ),
+            InstallEvent::Installing { provider, version } => self.log(
+                &format!(
+                    "Installing provider version: {} v{version}...",
+                    provider.for_display()
+                ),
+                "installing",
+                json!({ "provider": provider.to_string(), "version": version.to_string() }),
+            ),
+            InstallEvent::Installed {
+                provider,
+                version,
+                auth,
+            } => self.log(
+                &format!(
+                    "Installed provider version: {} v{version} ({auth}{})",
+                    provider.for_display(),
+                    terraform_key_id(auth)
+                ),
+                "installed",
+                json!({
+                    "provider": provider.to_string(),
+                    "version": version.to_string(),
+                    "authentication": authentication(auth),
+                }),
+            ),
+            InstallEvent::WaitingForCache { provider, version } => {
+                let text = Ui { color: false }.event_line(event).unwrap_or_default();
+                self.emit(
+                    "info",
+                    text.trim_start_matches("- "),
+                    "cache_wait",
+                    json!({ "provider": provider.to_string(), "version": version.to_string() }),
+                )
+            }
             InstallEvent::Selected {
                 provider,
                 version,
                 locked,
                 package,
-            } => {
-                let text = format!(
+            } => self.emit(
+                "info",
+                &format!(
                     "Selected {} v{version} from {package}",
                     provider.for_display()
-                );
-                let fields = json!({
+                ),
+                "selected",
+                json!({
                     "provider": provider.to_string(),
                     "version": version.to_string(),
                     "locked": locked,
                     "package": package,
-                });
-                return self.emit("info", &text, "selected", fields);
-            }
-            InstallEvent::UsingInstalled { provider, version } => (
-                "using_installed",
-                json!({ "provider": provider.to_string(), "version": version.to_string() }),
-            ),
-            InstallEvent::CacheHit { provider, version } => (
-                "cache_hit",
-                json!({ "provider": provider.to_string(), "version": version.to_string() }),
-            ),
-            InstallEvent::WaitingForCache { provider, version } => (
-                "cache_wait",
-                json!({ "provider": provider.to_string(), "version": version.to_string() }),
-            ),
-            InstallEvent::Installing { provider, version } => (
-                "installing",
-                json!({ "provider": provider.to_string(), "version": version.to_string() }),
+                }),
             ),
             InstallEvent::Verified {
                 provider,
                 version,
                 auth,
-            } => {
-                let text = format!("Verified {} v{version} ({auth})", provider.for_display());
-                let fields = json!({
-                    "provider": provider.to_string(),
-                    "version": version.to_string(),
-                    "authentication": authentication(auth),
-                });
-                return self.emit("info", &text, "verified", fields);
-            }
-            InstallEvent::Installed {
-                provider,
-                version,
-                auth,
-            } => (
-                "installed",
+            } => self.emit(
+                "info",
+                &format!("Verified {} v{version} ({auth})", provider.for_display()),
+                "verified",
                 json!({
                     "provider": provider.to_string(),
                     "version": version.to_string(),
@@ -220,19 +289,28 @@ impl JsonLines {
                         progress.received
                     ),
                 };
-                let fields = json!({
-                    "provider": provider.to_string(),
-                    "version": version.to_string(),
-                    "received_bytes": progress.received,
-                    "total_bytes": progress.total,
-                });
-                return self.emit("info", &text, "download_progress", fields);
+                self.emit(
+                    "info",
+                    &text,
+                    "download_progress",
+                    json!({
+                        "provider": provider.to_string(),
+                        "version": version.to_string(),
+                        "received_bytes": progress.received,
+                        "total_bytes": progress.total,
+                    }),
+                )
             }
             // Unpacking and completion only drive the terminal display; the
             // `verified` and `installed` messages say the same for machines.
-            InstallEvent::Progress { .. } => return,
-        };
-        self.emit("info", &line(), kind, fields);
+            InstallEvent::Progress { .. } => {}
+        }
+    }
+
+    /// Terraform's note after installing packages signed by a partner or
+    /// their own author, as a `log` line.
+    pub fn third_party_signed(&self, text: &str) {
+        self.log(text, "partner_and_community_providers", json!({}));
     }
 
     pub fn emit(&self, level: &str, message: &str, kind: &str, fields: Value) {
@@ -255,6 +333,20 @@ impl JsonLines {
         let mut out = std::io::stdout().lock();
         let _ = out.write_all(line.as_bytes());
         let _ = out.flush();
+    }
+}
+
+/// What Terraform's JSON view appends to the authentication result of a
+/// package signed by a partner or its author: `key_id: ID`, with no
+/// separator (Terraform 1.11 writes `(self-signedkey_id: …)`), which readers
+/// matching Terraform's text expect verbatim. The key ID is also in
+/// `authentication.key_id`.
+fn terraform_key_id(auth: &AuthResult) -> String {
+    match auth {
+        AuthResult::Signed(check) if auth.is_third_party_signed() => {
+            format!("key_id: {}", check.key_id)
+        }
+        _ => String::new(),
     }
 }
 

@@ -175,12 +175,41 @@ impl Output {
         }
     }
 
-    /// A message with a stable `code` for machines; `render` gives the text
-    /// (styled when the [`Ui`] has colour, which it never has for `-json`).
+    /// A message of tfinstall's own with a stable `code` for machines;
+    /// `render` gives the text (styled when the [`Ui`] has colour, which it
+    /// never has for `-json`).
     pub fn message(&self, code: &str, render: impl Fn(&Ui) -> String) {
         match &self.view {
             View::Json(lines) => lines.message(code, &render(&Ui { color: false })),
             View::Human { .. } => self.print(&render(&self.ui)),
+        }
+    }
+
+    /// A paragraph Terraform's `init -json` writes as `init_output` with
+    /// this `message_code`. The `-json` line carries `terraform_text` where
+    /// given (Terraform's words, for readers that match them, where the text
+    /// output speaks as tfinstall), else the text output's words.
+    pub fn init_output(
+        &self,
+        code: &str,
+        terraform_text: Option<&str>,
+        render: impl Fn(&Ui) -> String,
+    ) {
+        match &self.view {
+            View::Json(lines) => match terraform_text {
+                Some(text) => lines.init_output(code, text),
+                None => lines.init_output(code, &render(&Ui { color: false })),
+            },
+            View::Human { .. } => self.print(&render(&self.ui)),
+        }
+    }
+
+    /// Terraform's note on packages signed by a partner or their author,
+    /// which its `init -json` writes as a `log` line.
+    pub fn third_party_signed(&self, text: &str) {
+        match &self.view {
+            View::Json(lines) => lines.third_party_signed(text),
+            View::Human { .. } => self.print(text),
         }
     }
 
@@ -246,7 +275,7 @@ impl Output {
 
     /// The last `-json` message: how the run ended and what it changed.
     /// People have already read the banner or the errors.
-    pub fn summary(&self, success: bool, lock_file: LockFileChange) {
+    pub fn summary(&self, success: bool, lock_file: LockFileChange, empty_directory: bool) {
         let View::Json(lines) = &self.view else {
             return;
         };
@@ -256,7 +285,9 @@ impl Output {
         } else {
             (0, tally.installed)
         };
-        let text = if success {
+        let text = if empty_directory {
+            "Nothing to install: the directory has no configuration files".to_owned()
+        } else if success {
             format!(
                 "Providers installed: {installed} new, {} already installed",
                 tally.reused
@@ -277,6 +308,7 @@ impl Output {
                     "built_in": tally.built_in,
                 },
                 "lock_file": lock_file.as_str(),
+                "empty_directory": empty_directory,
                 "warnings": tally.warnings,
                 "errors": tally.errors,
             }),
