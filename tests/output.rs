@@ -159,7 +159,7 @@ fn the_schema_rejects_what_it_does_not_describe() {
     let validator = schema();
     let valid = serde_json::json!({
         "@level": "info", "@message": "Installing provider version: hashicorp/aws v5.0.0...",
-        "@module": "tfinstall", "@timestamp": "2026-05-01T09:30:00.123456Z", "type": "log",
+        "@module": "terraform.ui", "@timestamp": "2026-05-01T09:30:00.123456Z", "type": "log",
         "event": "installing", "provider": "registry.terraform.io/hashicorp/aws", "version": "5.0.0",
     });
     assert!(validator.is_valid(&valid));

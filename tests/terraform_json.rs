@@ -7,7 +7,7 @@
 //!
 //! * every event of the provider half of Terraform's `init` has a
 //!   counterpart with the same `type`, `message_code`, `@message` and
-//!   `@level`, and tfinstall adds no other event of those types;
+//!   `@level` and `@module`, and tfinstall adds no other event of those types;
 //! * the events that are about no one provider (headings, lock-file notes,
 //!   diagnostics, the result) come in Terraform's order;
 //! * each provider's events come in Terraform's order, and between the same
@@ -437,6 +437,7 @@ struct Key {
     kind: String,
     code: String,
     level: String,
+    module: String,
     message: String,
 }
 
@@ -446,6 +447,7 @@ fn key(message: &Value) -> Key {
         kind: text("type"),
         code: text("message_code"),
         level: text("@level"),
+        module: text("@module"),
         message: text("@message"),
     }
 }

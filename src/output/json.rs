@@ -317,7 +317,13 @@ impl JsonLines {
         let mut object = Map::new();
         object.insert("@level".into(), level.into());
         object.insert("@message".into(), message.into());
-        object.insert("@module".into(), "tfinstall".into());
+        // Terraform's own types carry its module name, so a reader that
+        // filters on it sees them; tfinstall's additions carry its name.
+        let module = match kind {
+            "version" | "init_output" | "log" | "diagnostic" => "terraform.ui",
+            _ => "tfinstall",
+        };
+        object.insert("@module".into(), module.into());
         object.insert("@timestamp".into(), timestamp(SystemTime::now()).into());
         object.insert("type".into(), kind.into());
         if let Some(directory) = &self.directory {
