@@ -7,7 +7,7 @@
 //!
 //! * every event of the provider half of Terraform's `init` has a
 //!   counterpart with the same `type`, `message_code`, `@message` and
-//!   `@level` and `@module`, and tfinstall adds no other event of those types;
+//!   `@level` and `@module`; tfinstall adds no other event of those types;
 //! * the events that are about no one provider (headings, lock-file notes,
 //!   diagnostics, the result) come in Terraform's order;
 //! * each provider's events come in Terraform's order, and between the same
