@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use url::Url;
 
 use crate::addr::{Platform, ProviderAddr};
+use crate::cliconfig::netrc::Netrc;
 use crate::cliconfig::{CliConfig, CliEnv, Credentials, InstallMethod, MethodLocation};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::http::ApiClient;
@@ -57,6 +58,7 @@ impl SourceOptions<'_> {
 pub struct NetworkSources {
     api: ApiClient,
     tokens: TokenLookup,
+    netrc: Option<Arc<Netrc>>,
     registry: Arc<dyn Source>,
     mirrors: Mutex<HashMap<Url, Arc<dyn Source>>>,
     /// OCI registries (`oci_mirror`), with the credentials the CLI
@@ -78,11 +80,12 @@ impl NetworkSources {
             cli_config.hosts.clone(),
             discovery_memory(env),
         ));
-        let registry = RegistrySource::new(discovery, api.clone());
+        let registry = RegistrySource::new(discovery, api.clone(), cli_config.netrc.clone());
         NetworkSources {
             registry: Arc::new(SharedQueries::new(Arc::new(registry))),
             api,
             tokens,
+            netrc: cli_config.netrc.clone(),
             mirrors: Mutex::new(HashMap::new()),
             oci: Arc::new(oci),
         }
@@ -102,7 +105,12 @@ impl NetworkSources {
         mirrors
             .entry(url.clone())
             .or_insert_with(|| {
-                let mirror = NetworkMirror::new(url, self.api.clone(), self.tokens.clone());
+                let mirror = NetworkMirror::new(
+                    url,
+                    self.api.clone(),
+                    self.tokens.clone(),
+                    self.netrc.clone(),
+                );
                 Arc::new(SharedQueries::new(Arc::new(mirror)))
             })
             .clone()

@@ -3,6 +3,7 @@
 //! A static web server can serve it, which is what `providers mirror` writes.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde::Deserialize;
@@ -10,6 +11,7 @@ use serde::de::DeserializeOwned;
 use url::Url;
 
 use crate::addr::{Hostname, Platform, ProviderAddr};
+use crate::cliconfig::netrc::Netrc;
 use crate::go_json;
 use crate::http::{ApiClient, ApiResponse, TERRAFORM_COMPAT_VERSION};
 use crate::source::discovery::TokenLookup;
@@ -41,13 +43,20 @@ pub struct NetworkMirror {
     base: Url,
     api: ApiClient,
     tokens: TokenLookup,
+    /// Basic credentials for the mirror's documents; see [`Self::get_json`].
+    netrc: Option<Arc<Netrc>>,
 }
 
 impl NetworkMirror {
     /// `base` must be an `https:` URL; the caller has checked that with
     /// Terraform's message.
-    pub fn new(base: Url, api: ApiClient, tokens: TokenLookup) -> Self {
-        NetworkMirror { base, api, tokens }
+    pub fn new(base: Url, api: ApiClient, tokens: TokenLookup, netrc: Option<Arc<Netrc>>) -> Self {
+        NetworkMirror {
+            base,
+            api,
+            tokens,
+            netrc,
+        }
     }
 
     async fn token(&self, provider: &ProviderAddr) -> Result<Option<String>, SourceError> {
@@ -84,19 +93,29 @@ impl NetworkMirror {
     }
 
     /// Fetches a JSON document; `None` means 404.
+    ///
+    /// Terraform 1.11 sends `.netrc` credentials with the archives only, so
+    /// a mirror whose whole tree sits behind Basic auth (nginx `auth_basic`,
+    /// Artifactory) answers its `index.json` with 401 and cannot be used.
+    /// tfinstall sends them with these documents too, unless the CLI
+    /// configuration gives the host a token, which then goes instead.
     async fn get_json(
         &self,
         provider: &ProviderAddr,
         url: &Url,
     ) -> Result<Option<ApiResponse>, SourceError> {
         let token = self.token(provider).await?;
+        let basic = match &token {
+            Some(_) => None,
+            None => self.netrc.as_ref().and_then(|n| n.authorization_for(url)),
+        };
+        let mut headers = vec![("X-Terraform-Version", TERRAFORM_COMPAT_VERSION)];
+        if let Some(basic) = &basic {
+            headers.push(("Authorization", basic.as_str()));
+        }
         let response = self
             .api
-            .get(
-                url,
-                token.as_deref(),
-                &[("X-Terraform-Version", TERRAFORM_COMPAT_VERSION)],
-            )
+            .get(url, token.as_deref(), &headers)
             .await
             .map_err(|err| self.failed(provider, err))?;
         match response.status.as_u16() {

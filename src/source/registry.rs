@@ -12,6 +12,7 @@ use tokio::sync::OnceCell;
 use url::Url;
 
 use crate::addr::{Platform, ProviderAddr};
+use crate::cliconfig::netrc::Netrc;
 use crate::cliconfig::token_variable;
 use crate::go_json;
 use crate::http::{ApiClient, ApiResponse, TERRAFORM_COMPAT_VERSION, status_line};
@@ -120,16 +121,19 @@ type VersionsResult = Result<VersionList, SourceError>;
 pub struct RegistrySource {
     discovery: Arc<Discovery>,
     api: ApiClient,
+    /// Basic credentials for checksum documents on the archives' host.
+    netrc: Option<Arc<Netrc>>,
     /// Terraform memoizes the direct source for the whole run, errors
     /// included; the protocol suggestion reuses the list too.
     versions: Mutex<HashMap<ProviderAddr, Arc<OnceCell<VersionsResult>>>>,
 }
 
 impl RegistrySource {
-    pub fn new(discovery: Arc<Discovery>, api: ApiClient) -> Self {
+    pub fn new(discovery: Arc<Discovery>, api: ApiClient, netrc: Option<Arc<Netrc>>) -> Self {
         RegistrySource {
             discovery,
             api,
+            netrc,
             versions: Mutex::new(HashMap::new()),
         }
     }
@@ -409,10 +413,35 @@ impl Source for RegistrySource {
                 )
             })?;
         let (api, owner) = (self.api.clone(), provider.clone());
+        // Unlike Terraform, which sends `.netrc` credentials with the archive
+        // only: a mirror behind Basic auth guards its checksum files too.
+        // Only documents on the archive's own host get them, never the
+        // registry's API host for being named by it.
+        let netrc_for = |url: &Url| {
+            let same_host = url.host_str() == download_url.host_str()
+                && url.port_or_known_default() == download_url.port_or_known_default();
+            self.netrc
+                .as_ref()
+                .filter(|_| same_host)
+                .and_then(|netrc| netrc.authorization_for(url))
+        };
+        let (sums_auth, signature_auth) = (netrc_for(&shasums_url), netrc_for(&signature_url));
         let documents = ChecksumDocuments::fetch(async move {
             let (sha256sums, signature) = futures_util::future::try_join(
-                fetch_document(&api, &owner, &shasums_url, "authentication checksums"),
-                fetch_document(&api, &owner, &signature_url, "cryptographic signature"),
+                fetch_document(
+                    &api,
+                    &owner,
+                    &shasums_url,
+                    sums_auth.as_deref(),
+                    "authentication checksums",
+                ),
+                fetch_document(
+                    &api,
+                    &owner,
+                    &signature_url,
+                    signature_auth.as_deref(),
+                    "cryptographic signature",
+                ),
             )
             .await?;
             Ok(SignedDocuments {
@@ -447,15 +476,21 @@ impl Source for RegistrySource {
     }
 }
 
-/// Checksums and signatures are public release artefacts: no token and no
-/// Terraform headers go with them, as with Terraform.
+/// Checksums and signatures are release artefacts: no token and no
+/// Terraform headers go with them, as with Terraform; `authorization` is
+/// the `.netrc` credentials of the archive's host, when they are its too.
 async fn fetch_document(
     api: &ApiClient,
     provider: &ProviderAddr,
     url: &Url,
+    authorization: Option<&str>,
     what: &str,
 ) -> Result<Vec<u8>, SourceError> {
-    let response = api.get(url, None, &[]).await.map_err(|err| {
+    let headers: Vec<(&str, &str)> = authorization
+        .map(|value| ("Authorization", value))
+        .into_iter()
+        .collect();
+    let response = api.get(url, None, &headers).await.map_err(|err| {
         query_failed(
             provider,
             &format!("failed to retrieve {what} for provider: {err}"),

@@ -195,7 +195,8 @@ async fn mirror(
     let run = Run {
         dir: dir.clone(),
         source,
-        downloader: Downloader::new(client, DownloadSettings::from_env()),
+        downloader: Downloader::new(client, DownloadSettings::from_env())
+            .with_netrc(cli_config.netrc.clone()),
         permits: Semaphore::new(args.parallelism.max(1)),
         staging,
         counter: AtomicUsize::new(0),
