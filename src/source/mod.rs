@@ -14,6 +14,7 @@ pub mod registry;
 pub mod selector;
 pub mod shared;
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
 use std::path::PathBuf;
@@ -124,8 +125,30 @@ pub enum PackageAuthentication {
 pub struct SignedChecksums {
     /// The registry's `shasum` for the archive.
     pub shasum: [u8; 32],
+    /// OpenTofu's per-platform hashes and sizes, when the registry sends
+    /// them and OpenTofu's rules apply.
+    pub packages: Option<RegistryPackages>,
     pub keys: Vec<SigningKey>,
     pub documents: ChecksumDocuments,
+}
+
+/// What an OpenTofu registry says of every platform's package of a release
+/// (`packages` in the download document, OpenTofu 1.12): checked against
+/// the one package downloaded, then recorded for all platforms, so a lock
+/// file made on one platform is complete for the others.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegistryPackages {
+    /// The document's `shasum` as sent, which OpenTofu compares as text
+    /// with the current platform's `zh:`.
+    pub shasum: String,
+    pub platforms: BTreeMap<Platform, PlatformPackage>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlatformPackage {
+    pub hashes: Vec<PackageHash>,
+    /// `package_size`: signed, as OpenTofu reads it, to report a negative one.
+    pub size: i64,
 }
 
 /// The checksum list and its signature, which may still be on their way:

@@ -3,7 +3,7 @@
 //! checksum list is fetched alongside the archive; the installer checks the
 //! signature before it unpacks anything.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -14,14 +14,16 @@ use url::Url;
 use crate::addr::{Platform, ProviderAddr};
 use crate::cliconfig::netrc::Netrc;
 use crate::cliconfig::token_variable;
+use crate::engine::Engine;
 use crate::go_json;
 use crate::http::{ApiClient, ApiResponse, TERRAFORM_COMPAT_VERSION, status_line};
 use crate::source::discovery::{Discovery, ServiceLookup};
 use crate::source::{
     AvailableVersions, ChecksumDocuments, IncompatibleProtocol, InvalidVersion, MissingPlatform,
-    PackageAuthentication, PackageLocation, PackageMeta, SignedChecksums, SignedDocuments, Source,
-    SourceError,
+    PackageAuthentication, PackageLocation, PackageMeta, PlatformPackage, RegistryPackages,
+    SignedChecksums, SignedDocuments, Source, SourceError,
 };
+use crate::verify::hash::PackageHash;
 use crate::verify::signature::SigningKey;
 use crate::version::Version;
 
@@ -94,6 +96,22 @@ struct DownloadDoc {
     shasums_url: String,
     shasums_signature_url: String,
     signing_keys: SigningKeysDoc,
+}
+
+/// OpenTofu 1.12's addition to the download document: each platform's
+/// hashes and archive size (opentofu/opentofu
+/// `rfc/20251027-provider-registry-hashes.md`). Decoded apart from
+/// [`DownloadDoc`] and only for OpenTofu, since Terraform's decoder has no
+/// such field and never looks at it, whatever its shape.
+#[derive(Deserialize)]
+struct PackagesDoc {
+    packages: Option<BTreeMap<String, PackageDoc>>,
+}
+
+#[derive(Deserialize)]
+struct PackageDoc {
+    hashes: Vec<String>,
+    package_size: i64,
 }
 
 #[derive(Deserialize)]
@@ -397,6 +415,11 @@ impl Source for RegistrySource {
                 )),
             }
         };
+        let packages = match Engine::current() {
+            Engine::OpenTofu => registry_packages(&response, &doc.shasum)
+                .map_err(|err| query_failed(provider, &err))?,
+            Engine::Terraform => None,
+        };
         let download_url = resolve("download", &doc.download_url)?;
         let shasums_url = resolve("SHASUMS", &doc.shasums_url)?;
         let signature_url = resolve("SHASUMS signature", &doc.shasums_signature_url)?;
@@ -457,6 +480,7 @@ impl Source for RegistrySource {
             location: PackageLocation::Http(download_url),
             authentication: PackageAuthentication::Signed(Box::new(SignedChecksums {
                 shasum,
+                packages,
                 documents,
                 keys: doc
                     .signing_keys
@@ -507,6 +531,45 @@ async fn fetch_document(
         ));
     }
     Ok(response.body)
+}
+
+/// The `packages` of an OpenTofu download document, parsed with OpenTofu's
+/// messages; `None` when it is absent, `null` or empty, which OpenTofu
+/// treats as a registry that does not send it.
+fn registry_packages(
+    response: &ApiResponse,
+    shasum: &str,
+) -> Result<Option<RegistryPackages>, String> {
+    let doc: PackagesDoc = decode(response)?;
+    let Some(listed) = doc.packages.filter(|p| !p.is_empty()) else {
+        return Ok(None);
+    };
+    let mut platforms = BTreeMap::new();
+    for (name, package) in listed {
+        let platform = Platform::parse(&name).map_err(|err| {
+            format!("registry response includes invalid package platform {name:?}: {err}")
+        })?;
+        let hashes = package
+            .hashes
+            .iter()
+            .map(|raw| {
+                PackageHash::parse(raw).map_err(|err| {
+                    format!("registry response includes invalid package hash {raw:?}: {err}")
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        platforms.insert(
+            platform,
+            PlatformPackage {
+                hashes,
+                size: package.package_size,
+            },
+        );
+    }
+    Ok(Some(RegistryPackages {
+        shasum: shasum.to_owned(),
+        platforms,
+    }))
 }
 
 fn query_failed(provider: &ProviderAddr, err: &str) -> SourceError {

@@ -660,7 +660,11 @@ async fn verify(
     digest: &[u8; 32],
 ) -> Result<AuthResult, String> {
     let zh = PackageHash::zh_of_digest(digest);
-    let (auth, _) = authenticate_archive(meta, digest, &zh).await?;
+    let size = tokio::fs::metadata(archive)
+        .await
+        .map_err(|err| format!("failed to read {}: {err}", archive.display()))?
+        .len();
+    let (auth, _) = authenticate_archive(meta, digest, &zh, size).await?;
     if let PackageAuthentication::Hashes(listed) = &meta.authentication
         && !listed.contains(&zh)
     {
