@@ -614,7 +614,8 @@ fn the_network_mirror_decoder_survives_arbitrary_documents() {
                 let dir = "/registry.terraform.io/hashicorp/null/";
                 protocol.serve(&format!("{dir}index.json"), &index);
                 protocol.serve(&format!("{dir}1.0.0.json"), &version_doc);
-                let mirror = NetworkMirror::new(base.clone(), protocol.api(), no_tokens(), None);
+                let mirror =
+                    NetworkMirror::new(base.clone(), protocol.api(), no_tokens(), None, false);
                 protocol.runtime.block_on(async {
                     let _ = mirror.available_versions(&provider).await;
                     let _ = mirror.package_meta(&provider, &version, &platform).await;

@@ -607,3 +607,85 @@ fn a_wrong_packages_fails_as_opentofu_fails() {
         project.assert_unchanged(&before);
     }
 }
+
+/// A network mirror whose every hash OpenTofu's `trust_all_hashes` takes.
+fn trusted_mirror_config(url: &str) -> String {
+    format!(
+        "provider_installation {{\n  network_mirror {{\n    url              = \"{url}\"\n    trust_all_hashes = true\n  }}\n}}\n"
+    )
+}
+
+/// `providers mirror` writes each platform's verified `h1:` and `zh:` into
+/// `VERSION.json`; a consumer that trusts the mirror locks all of them,
+/// as `tofu init` 1.12 does, where OpenTofu takes unsigned hashes at all.
+#[test]
+fn a_mirror_with_every_hash_and_trust_all_hashes_completes_the_lock() {
+    let hosted = widget_registry();
+    serve_packages(&hosted, "1.1.0", |_| {});
+    let platforms = [current_platform(), "darwin_arm64".to_owned()];
+    hosted.project.write(
+        "main.tofu",
+        &required_providers(&[("widget", "acme/widget", "1.1.0")]),
+    );
+    let out = hosted.project.dir("out");
+    let mut args = vec!["providers".to_owned(), "mirror".to_owned()];
+    args.extend(platforms.iter().map(|p| format!("-platform={p}")));
+    args.push(out.display().to_string());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    hosted.project.run(&args).assert_success();
+    let doc: serde_json::Value = serde_json::from_str(&read_text(
+        &out.join(TOFU_REGISTRY).join("acme/widget/1.1.0.json"),
+    ))
+    .unwrap();
+    for platform in &platforms {
+        let package = hosted.tree.package("widget", "1.1.0", platform);
+        assert_eq!(
+            doc["archives"][platform]["hashes"],
+            serde_json::json!([package.h1, package.zh]),
+            "{platform}"
+        );
+    }
+
+    let server = TestServer::https(&hosted.ca);
+    server.serve_dir(&out);
+    let here_package = hosted.tree.package("widget", "1.1.0", &current_platform());
+    let (here, here_zh) = (here_package.h1.clone(), here_package.zh.clone().unwrap());
+    let consumer = |file: &str, config: String, enforce: &str| {
+        let mut project = Project::new();
+        project
+            .trust(&hosted.ca)
+            .env("OPENTOFU_ENFORCE_GPG_VALIDATION", enforce)
+            .cli_config(&config);
+        project.write(
+            file,
+            &required_providers(&[("widget", "registry.opentofu.org/acme/widget", "1.1.0")]),
+        );
+        let run = project.init(&[]);
+        run.assert_success();
+        (project.lock(), run)
+    };
+    let entry = |hashes: &[String]| {
+        lock_block(
+            &format!("{TOFU_REGISTRY}/acme/widget"),
+            "1.1.0",
+            "1.1.0",
+            hashes,
+        )
+    };
+
+    let (lock, run) = consumer("main.tofu", trusted_mirror_config(&server.url()), "false");
+    assert_eq!(
+        lock,
+        tofu_lock(&[entry(&all_platform_hashes(&hosted, "1.1.0"))])
+    );
+    run.assert_not_contains("Incomplete lock file");
+    // Not trusted, or trusted where OpenTofu enforces signatures: the
+    // hashes the package matched, its own h1: and zh:.
+    let (lock, _) = consumer("main.tofu", network_mirror_config(&server.url()), "false");
+    assert_eq!(lock, tofu_lock(&[entry(&[here.clone(), here_zh.clone()])]));
+    let (lock, _) = consumer("main.tofu", trusted_mirror_config(&server.url()), "true");
+    assert_eq!(lock, tofu_lock(&[entry(&[here.clone(), here_zh])]));
+    // Terraform has no such setting and ignores it, and locks the h1: alone.
+    let (lock, _) = consumer("main.tf", trusted_mirror_config(&server.url()), "false");
+    assert_eq!(lock, lock_file(&[entry(&[here])]));
+}

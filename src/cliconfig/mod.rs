@@ -236,6 +236,9 @@ pub struct InstallMethod {
     pub location: MethodLocation,
     pub include: Vec<String>,
     pub exclude: Vec<String>,
+    /// OpenTofu's `trust_all_hashes` on a `network_mirror`; always false
+    /// with Terraform's rules, whose decoder ignores the argument.
+    pub trust_all_hashes: bool,
     pub pos: SourcePos,
 }
 

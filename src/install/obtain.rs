@@ -353,7 +353,7 @@ impl Installer {
             files.iter().map(|f| (f.name.clone(), f.sha256)).collect();
         let h1 = PackageHash::h1_of_files(&entries).map_err(|err| err.to_string())?;
 
-        if let PackageAuthentication::Hashes(listed) = &meta.authentication
+        if let PackageAuthentication::Hashes { listed, .. } = &meta.authentication
             && !listed.contains(&zh)
             && !listed.contains(&h1)
         {
@@ -469,7 +469,7 @@ pub async fn authenticate_archive(
 ) -> Result<(AuthResult, Vec<PackageHash>), String> {
     match &meta.authentication {
         PackageAuthentication::None => Ok((AuthResult::Unauthenticated, Vec::new())),
-        PackageAuthentication::Hashes(listed) => {
+        PackageAuthentication::Hashes { listed, trusted } => {
             if !listed.iter().any(PackageHash::is_preferred) {
                 return Err("this version of Terraform does not support any of the checksum formats given for this provider".to_string());
             }
@@ -478,7 +478,13 @@ pub async fn authenticate_archive(
             if zh_listed && !h1_listed && !listed.contains(zh) {
                 return Err(mirror_mismatch(listed));
             }
-            Ok((AuthResult::VerifiedChecksum, Vec::new()))
+            // OpenTofu records each listed hash the package matched, the
+            // archive's `zh:` among them; Terraform only the `h1:`.
+            let mut recorded = trusted.clone();
+            if Engine::current() == Engine::OpenTofu && listed.contains(zh) {
+                recorded.push(zh.clone());
+            }
+            Ok((AuthResult::VerifiedChecksum, recorded))
         }
         PackageAuthentication::ContentAddressed(address) if address == zh => {
             Ok((AuthResult::VerifiedChecksum, vec![zh.clone()]))

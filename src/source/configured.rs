@@ -60,7 +60,8 @@ pub struct NetworkSources {
     tokens: TokenLookup,
     netrc: Option<Arc<Netrc>>,
     registry: Arc<dyn Source>,
-    mirrors: Mutex<HashMap<Url, Arc<dyn Source>>>,
+    /// By base URL and `trust_all_hashes`.
+    mirrors: Mutex<HashMap<(Url, bool), Arc<dyn Source>>>,
     /// OCI registries (`oci_mirror`), with the credentials the CLI
     /// configuration and the Docker-style files give.
     oci: Arc<Registries>,
@@ -100,16 +101,17 @@ impl NetworkSources {
         self.registry.clone()
     }
 
-    pub fn network_mirror(&self, url: Url) -> Arc<dyn Source> {
+    pub fn network_mirror(&self, url: Url, trust_all_hashes: bool) -> Arc<dyn Source> {
         let mut mirrors = self.mirrors.lock().unwrap_or_else(|e| e.into_inner());
         mirrors
-            .entry(url.clone())
+            .entry((url.clone(), trust_all_hashes))
             .or_insert_with(|| {
                 let mirror = NetworkMirror::new(
                     url,
                     self.api.clone(),
                     self.tokens.clone(),
                     self.netrc.clone(),
+                    trust_all_hashes,
                 );
                 Arc::new(SharedQueries::new(Arc::new(mirror)))
             })
@@ -195,7 +197,7 @@ pub fn build_source_excluding(
             }
             MethodLocation::NetworkMirror(raw) => match Url::parse(raw) {
                 Ok(url) if url.scheme() == "https" && url.host_str().is_some() => {
-                    opts.network.network_mirror(url)
+                    opts.network.network_mirror(url, method.trust_all_hashes)
                 }
                 _ => {
                     diags.push(

@@ -110,8 +110,15 @@ impl fmt::Display for PackageLocation {
 pub enum PackageAuthentication {
     /// Filesystem mirrors and hash-less network mirrors vouch for nothing.
     None,
-    /// A network mirror's listed `h1:`/`zh:` hashes (§7.4).
-    Hashes(Vec<PackageHash>),
+    /// A network mirror's listed `h1:`/`zh:` hashes for this platform
+    /// (§7.4), which the package must match.
+    Hashes {
+        listed: Vec<PackageHash>,
+        /// With OpenTofu's `trust_all_hashes`, what the mirror lists for
+        /// every platform: recorded in the lock entry once the package
+        /// matched `listed`, as `tofu init` records them.
+        trusted: Vec<PackageHash>,
+    },
     /// A registry's signed checksum list (§7.1–§7.3).
     Signed(Box<SignedChecksums>),
     /// The archive's `zh:`, which is also its address (an OCI blob's

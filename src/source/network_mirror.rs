@@ -20,6 +20,7 @@ use crate::source::{
     SourceError,
 };
 use crate::verify::hash::PackageHash;
+use crate::verify::signature_may_be_skipped;
 use crate::version::Version;
 
 /// Read with [`go_json`], as Terraform reads them with Go's decoder.
@@ -45,17 +46,26 @@ pub struct NetworkMirror {
     tokens: TokenLookup,
     /// Basic credentials for the mirror's documents; see [`Self::get_json`].
     netrc: Option<Arc<Netrc>>,
+    /// OpenTofu's `trust_all_hashes`.
+    trust_all_hashes: bool,
 }
 
 impl NetworkMirror {
     /// `base` must be an `https:` URL; the caller has checked that with
     /// Terraform's message.
-    pub fn new(base: Url, api: ApiClient, tokens: TokenLookup, netrc: Option<Arc<Netrc>>) -> Self {
+    pub fn new(
+        base: Url,
+        api: ApiClient,
+        tokens: TokenLookup,
+        netrc: Option<Arc<Netrc>>,
+        trust_all_hashes: bool,
+    ) -> Self {
         NetworkMirror {
             base,
             api,
             tokens,
             netrc,
+            trust_all_hashes,
         }
     }
 
@@ -234,14 +244,32 @@ impl Source for NetworkMirror {
                 format!("invalid archive URL {:?}: {err}", archive.url),
             )
         })?;
-        let mut hashes = Vec::new();
-        for h in &archive.hashes {
-            hashes.push(PackageHash::parse(h).map_err(|err| {
-                self.failed(
-                    provider,
-                    format!("provider mirror returned invalid provider hash {h:?}: {err}"),
-                )
-            })?);
+        let parse = |listed: &[String]| {
+            listed
+                .iter()
+                .map(|h| {
+                    PackageHash::parse(h).map_err(|err| {
+                        self.failed(
+                            provider,
+                            format!("provider mirror returned invalid provider hash {h:?}: {err}"),
+                        )
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()
+        };
+        let hashes = parse(&archive.hashes)?;
+        // OpenTofu lets a trusted mirror's hashes into the lock file only
+        // where it would take its registry's unsigned ones: for providers
+        // of registry.opentofu.org without OPENTOFU_ENFORCE_GPG_VALIDATION.
+        let mut trusted = Vec::new();
+        if self.trust_all_hashes && signature_may_be_skipped(provider) && !hashes.is_empty() {
+            for listed in doc.archives.values() {
+                trusted.extend(
+                    parse(&listed.hashes)?
+                        .into_iter()
+                        .filter(PackageHash::is_preferred),
+                );
+            }
         }
         let filename = location
             .path_segments()
@@ -256,7 +284,10 @@ impl Source for NetworkMirror {
             authentication: if hashes.is_empty() {
                 PackageAuthentication::None
             } else {
-                PackageAuthentication::Hashes(hashes)
+                PackageAuthentication::Hashes {
+                    listed: hashes,
+                    trusted,
+                }
             },
         })
     }

@@ -98,7 +98,7 @@ async fn lock(args: &ProvidersLockArgs, ui: &Ui) -> Result<(Diagnostics, bool), 
         (Some(dir), _) => Arc::new(FilesystemMirror::new(dir)),
         (None, Some(raw)) => match Url::parse(raw) {
             Ok(url) if url.scheme() == "https" && url.host_str().is_some() => {
-                network.network_mirror(url)
+                network.network_mirror(url, false)
             }
             _ => {
                 return Err(Diagnostic::error(

@@ -665,7 +665,7 @@ async fn verify(
         .map_err(|err| format!("failed to read {}: {err}", archive.display()))?
         .len();
     let (auth, _) = authenticate_archive(meta, digest, &zh, size).await?;
-    if let PackageAuthentication::Hashes(listed) = &meta.authentication
+    if let PackageAuthentication::Hashes { listed, .. } = &meta.authentication
         && !listed.contains(&zh)
     {
         let path = archive.to_path_buf();
