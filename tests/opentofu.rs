@@ -590,6 +590,14 @@ fn a_wrong_packages_fails_as_opentofu_fails() {
                 )
             }),
         ),
+        (
+            Box::new(|p, _| p["darwin"] = serde_json::json!({"hashes": [], "package_size": 1})),
+            Box::new(|_| {
+                format!(
+                    "could not query provider registry for {TOFU_REGISTRY}/acme/widget: registry response includes invalid package platform \"darwin\": must be two words separated by an underscore"
+                )
+            }),
+        ),
     ];
     for (edit, message) in cases {
         let hosted = widget_registry();
