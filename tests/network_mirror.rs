@@ -896,3 +896,40 @@ fn a_malformed_netrc_is_a_warning_naming_file_and_line() {
     let archive = &served.server.requests_to(&served.zip_path("3.2.2"))[0];
     assert_eq!(archive.header("authorization"), None);
 }
+
+/// A mirror configured with userinfo (`https://user:pass@host/…`) sends it
+/// with its relative archive URLs too, as Terraform's resolution keeps it,
+/// and before `.netrc`; the password is never shown.
+#[test]
+fn userinfo_in_the_mirror_url_reaches_its_archives() {
+    let served = Served::new(null_mirror());
+    served.server.require_basic("", "url-user", "url-pass");
+    let project = null_project();
+    let base = served
+        .base
+        .replacen("https://", "https://url-user:url-pass@", 1);
+    project.write_home(".terraformrc", &network_mirror_config(&base));
+    project.write_home(
+        ".netrc",
+        &format!("default login {LOGIN} password {PASSWORD}\n"),
+    );
+
+    let run = served.init(&project);
+    assert_installed_from_mirror(&project, &served, &run, "verified checksum");
+    std::fs::remove_dir_all(project.data()).unwrap();
+    std::fs::remove_file(project.lock_path()).unwrap();
+    let json = served.run(&project, &["-json"]);
+    json.assert_success()
+        .assert_contains(&format!("url-user:xxxxx@{}", served.server.host()));
+    for run in [&run, &json] {
+        run.assert_not_contains("url-pass");
+    }
+    for request in served.server.requests() {
+        assert_eq!(
+            request.header("authorization"),
+            Some(basic_auth("url-user", "url-pass").as_str()),
+            "{}",
+            request.path
+        );
+    }
+}

@@ -98,6 +98,14 @@ impl fmt::Display for PackageLocation {
             PackageLocation::LocalArchive(p) | PackageLocation::LocalDir(p) => {
                 write!(f, "{}", p.display())
             }
+            // A password in the URL (userinfo) stays out of messages, `-json`
+            // events and the plugin cache's record of where an entry came
+            // from, as Go's `URL.Redacted` keeps it out.
+            PackageLocation::Http(u) if u.password().is_some() => {
+                let mut shown = u.clone();
+                let _ = shown.set_password(Some("xxxxx"));
+                write!(f, "{shown}")
+            }
             PackageLocation::Http(u) => write!(f, "{u}"),
             PackageLocation::OciBlob(blob) => write!(f, "{blob}"),
         }

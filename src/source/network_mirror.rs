@@ -176,6 +176,29 @@ impl NetworkMirror {
     }
 }
 
+/// A mirror configured as `https://user:pass@host/` authenticates its
+/// archives with that userinfo too: Go resolves a relative reference
+/// against the request URL, userinfo included, so Terraform's archive URL
+/// keeps it, while reqwest moves it into a header and reports the URL
+/// without it. Restored only for a relative `url` and when no redirect
+/// left the requested origin.
+fn keep_userinfo(requested: &Url, answered: &Url, listed: &str, location: &mut Url) {
+    let relative = matches!(
+        Url::parse(listed),
+        Err(url::ParseError::RelativeUrlWithoutBase)
+    );
+    if !relative
+        || requested.username().is_empty() && requested.password().is_none()
+        || requested.origin() != answered.origin()
+    {
+        return;
+    }
+    // Both setters fail only for URLs that cannot have userinfo, which an
+    // https: URL with a host always can.
+    let _ = location.set_username(requested.username());
+    let _ = location.set_password(requested.password());
+}
+
 /// `host[:port]` of a URL, the form credentials are configured under.
 fn host_and_port(url: &Url) -> Option<String> {
     let host = url.host_str()?;
@@ -238,12 +261,13 @@ impl Source for NetworkMirror {
                 Some(self.base.to_string()),
             ));
         };
-        let location = response.url.join(&archive.url).map_err(|err| {
+        let mut location = response.url.join(&archive.url).map_err(|err| {
             self.failed(
                 provider,
                 format!("invalid archive URL {:?}: {err}", archive.url),
             )
         })?;
+        keep_userinfo(&url, &response.url, &archive.url, &mut location);
         let parse = |listed: &[String]| {
             listed
                 .iter()
