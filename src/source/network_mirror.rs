@@ -180,8 +180,8 @@ impl NetworkMirror {
 /// archives with that userinfo too: Go resolves a relative reference
 /// against the request URL, userinfo included, so Terraform's archive URL
 /// keeps it, while reqwest moves it into a header and reports the URL
-/// without it. Restored only for a relative `url` and when no redirect
-/// left the requested origin.
+/// without it. Restored only for a relative `url` that stays on the
+/// requested origin, and when no redirect left it: never to another host.
 fn keep_userinfo(requested: &Url, answered: &Url, listed: &str, location: &mut Url) {
     let relative = matches!(
         Url::parse(listed),
@@ -190,6 +190,7 @@ fn keep_userinfo(requested: &Url, answered: &Url, listed: &str, location: &mut U
     if !relative
         || requested.username().is_empty() && requested.password().is_none()
         || requested.origin() != answered.origin()
+        || location.origin() != requested.origin()
     {
         return;
     }
@@ -318,5 +319,46 @@ impl Source for NetworkMirror {
 
     fn for_display(&self, _provider: &ProviderAddr) -> String {
         format!("provider mirror at {}", self.base)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolved(requested: &str, answered: &str, listed: &str) -> String {
+        let (requested, answered) = (
+            Url::parse(requested).unwrap(),
+            Url::parse(answered).unwrap(),
+        );
+        let mut location = answered.join(listed).unwrap();
+        keep_userinfo(&requested, &answered, listed, &mut location);
+        location.to_string()
+    }
+
+    #[test]
+    fn a_mirrors_userinfo_reaches_relative_archive_urls_on_its_own_origin_only() {
+        let requested = "https://u:p@m.example/h/n/t/1.0.0.json";
+        let answered = "https://m.example/h/n/t/1.0.0.json";
+        assert_eq!(
+            resolved(requested, answered, "x.zip"),
+            "https://u:p@m.example/h/n/t/x.zip"
+        );
+        assert_eq!(
+            resolved(requested, answered, "/files/x.zip"),
+            "https://u:p@m.example/files/x.zip"
+        );
+        // Another host, named absolutely or scheme-relatively, or reached
+        // through a redirect, never gets it.
+        for (answered, listed) in [
+            (answered, "https://cdn.example/x.zip"),
+            (answered, "//cdn.example/x.zip"),
+            ("https://cdn.example/h/n/t/1.0.0.json", "x.zip"),
+        ] {
+            assert!(
+                !resolved(requested, answered, listed).contains("u:p@"),
+                "{answered} {listed}"
+            );
+        }
     }
 }
