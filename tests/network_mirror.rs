@@ -889,7 +889,7 @@ fn a_malformed_netrc_is_a_warning_naming_file_and_line() {
     run.assert_success()
         .assert_contains("Warning: Invalid .netrc file")
         .assert_contains(&format!(
-            "{}, line 3: expected machine, default, login, password, account or macdef, found \"passwd\"",
+            "{}, line 3: expected machine, default, login, password, account or macdef (the word found is not shown, since it may be a secret)",
             netrc.display()
         ))
         .assert_not_contains(PASSWORD);

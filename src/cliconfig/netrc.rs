@@ -174,10 +174,13 @@ impl Netrc {
                     value(&mut tokens, "a macro name")?;
                     tokens.skip_macro_body();
                 }
-                other => {
-                    return fail(format!(
-                        "expected machine, default, login, password, account or macdef, found {other:?}"
-                    ));
+                // The word itself is left out: a stray word in a
+                // credentials file is often a password.
+                _ => {
+                    return fail(
+                        "expected machine, default, login, password, account or macdef (the word found is not shown, since it may be a secret)"
+                            .to_owned(),
+                    );
                 }
             }
         }
@@ -358,13 +361,12 @@ mod tests {
     #[test]
     fn malformed_files_name_the_line() {
         let err = |text: &str| parse(text).unwrap_err();
+        assert!(!err("machine a login x s3cret").message.contains("s3cret"));
         assert_eq!(
             err("machine a login x\n\nlogn y\n"),
             ParseError {
                 line: 3,
-                message:
-                    "expected machine, default, login, password, account or macdef, found \"logn\""
-                        .into()
+                message: "expected machine, default, login, password, account or macdef (the word found is not shown, since it may be a secret)".into()
             }
         );
         assert_eq!(err("\nlogin x").line, 2);
