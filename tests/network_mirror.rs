@@ -738,7 +738,7 @@ fn a_mirror_behind_basic_auth_is_opened_by_netrc_credentials() {
             .init(&project)
             .assert_failure()
             .assert_contains(&format!(
-                "host {} rejected the given authentication credentials",
+                "host {0} rejected the given authentication credentials (none were sent: add a credentials block for {0} to the CLI configuration, or, for a mirror behind HTTP Basic auth, a \"machine {0}\" entry with login and password to .netrc)",
                 served.server.host()
             ));
         project.assert_unchanged(&before);

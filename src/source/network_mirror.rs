@@ -134,9 +134,15 @@ impl NetworkMirror {
             401 | 403 => {
                 // Terraform names the host that refused, port included.
                 let host = host_and_port(&response.url).unwrap_or_default();
-                return Err(SourceError::Unauthorized {
-                    message: format!("host {host} rejected the given authentication credentials"),
-                });
+                let mut message =
+                    format!("host {host} rejected the given authentication credentials");
+                let userinfo = !url.username().is_empty() || url.password().is_some();
+                if token.is_none() && basic.is_none() && !userinfo {
+                    message.push_str(&format!(
+                        " (none were sent: add a credentials block for {host} to the CLI configuration, or, for a mirror behind HTTP Basic auth, a \"machine {host}\" entry with login and password to .netrc)"
+                    ));
+                }
+                return Err(SourceError::Unauthorized { message });
             }
             code => {
                 return Err(self.failed(
