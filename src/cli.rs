@@ -69,7 +69,10 @@ the provider_installation block of the CLI configuration ($TF_CLI_CONFIG_FILE \
 or ~/.terraformrc); else from terraform.d/plugins, ~/.terraform.d/plugins and \
 the XDG data directories, then from each provider's registry.\n\n\
 A directory with no configuration files is reported as empty, as Terraform \
-reports it, and nothing is written there.",
+reports it, and nothing is written there.\n\n\
+Package downloads (and a network mirror's index documents) carry HTTP Basic \
+credentials from .netrc ($NETRC or ~/.netrc) for their host, as Terraform 1.11 \
+sends them; registry API calls never do.",
         after_long_help = "Examples:\n  \
 tfinstall init\n  \
 tfinstall init -plugin-dir=/srv/terraform-mirror -lockfile=readonly\n  \
@@ -217,6 +220,10 @@ pub enum ProvidersCommand {
     /// Copy the configuration's providers into DIR as a filesystem mirror
     /// that any static web server can also serve as a network mirror, or
     /// publish them to an OCI registry (oci://…) for oci_mirror.
+    ///
+    /// Each platform's entry in the network mirror's VERSION.json lists the
+    /// h1: and zh: hashes verified for its archive, so an OpenTofu client
+    /// with trust_all_hashes can lock every platform from one install.
     Mirror(ProvidersMirrorArgs),
 }
 

@@ -9,6 +9,7 @@
 
 use std::io::{IoSlice, Seek, Write};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -18,6 +19,7 @@ use reqwest::header::{ACCEPT_RANGES, CONTENT_RANGE, CONTENT_TYPE, RANGE};
 use sha2::{Digest, Sha256};
 use url::Url;
 
+use crate::cliconfig::netrc::Netrc;
 use crate::source::PackageLocation;
 
 #[derive(Clone, Debug)]
@@ -162,6 +164,8 @@ pub struct DownloadProgress {
 pub struct Downloader {
     client: reqwest::Client,
     settings: DownloadSettings,
+    /// Basic credentials for package URLs, as Terraform 1.11 sends them.
+    netrc: Option<Arc<Netrc>>,
 }
 
 /// Network chunks (16 KiB on HTTP/2) go to the writer in batches of about
@@ -249,11 +253,23 @@ impl Sink {
 
 impl Downloader {
     pub fn new(client: reqwest::Client, settings: DownloadSettings) -> Self {
-        Downloader { client, settings }
+        Downloader {
+            client,
+            settings,
+            netrc: None,
+        }
+    }
+
+    /// Sends `.netrc` credentials with package downloads from the hosts
+    /// the file names.
+    pub fn with_netrc(mut self, netrc: Option<Arc<Netrc>>) -> Self {
+        self.netrc = netrc;
+        self
     }
 
     /// Downloads `url` to `dest` (created new) and returns its SHA-256.
-    /// No Terraform credentials are ever sent with an archive request.
+    /// No Terraform credentials (tokens) are ever sent with an archive
+    /// request; `.netrc` credentials for its host are.
     pub async fn download(&self, url: &Url, dest: &Path) -> Result<[u8; 32], DownloadError> {
         self.download_with_progress(url, dest, &|_| {}).await
     }
@@ -267,7 +283,9 @@ impl Downloader {
         dest: &Path,
         progress: &(dyn Fn(DownloadProgress) + Sync),
     ) -> Result<[u8; 32], DownloadError> {
-        self.download_authorized(url, None, dest, progress).await
+        let netrc = self.netrc.as_ref().and_then(|n| n.authorization_for(url));
+        self.download_authorized(url, netrc.as_deref(), dest, progress)
+            .await
     }
 
     /// Downloads a package from wherever `location` says: a URL, or a blob

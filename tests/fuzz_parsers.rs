@@ -614,7 +614,8 @@ fn the_network_mirror_decoder_survives_arbitrary_documents() {
                 let dir = "/registry.terraform.io/hashicorp/null/";
                 protocol.serve(&format!("{dir}index.json"), &index);
                 protocol.serve(&format!("{dir}1.0.0.json"), &version_doc);
-                let mirror = NetworkMirror::new(base.clone(), protocol.api(), no_tokens());
+                let mirror =
+                    NetworkMirror::new(base.clone(), protocol.api(), no_tokens(), None, false);
                 protocol.runtime.block_on(async {
                     let _ = mirror.available_versions(&provider).await;
                     let _ = mirror.package_meta(&provider, &version, &platform).await;
@@ -651,7 +652,7 @@ fn the_registry_decoder_survives_arbitrary_documents() {
             protocol.serve("/SHA256SUMS.sig", &sums);
             let api = protocol.api();
             let discovery = Arc::new(Discovery::new(&api, no_tokens(), BTreeMap::new(), None));
-            let registry = RegistrySource::new(discovery, api);
+            let registry = RegistrySource::new(discovery, api, None);
             protocol.runtime.block_on(async {
                 let _ = registry.available_versions(&provider).await;
                 let _ = registry.package_meta(&provider, &version, &platform).await;

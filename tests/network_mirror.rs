@@ -717,3 +717,219 @@ fn a_refused_upgrade_leaves_the_previous_install_and_lock_alone() {
         .assert_contains("provider package doesn't match the expected checksum");
     project.assert_unchanged(&installed);
 }
+
+const LOGIN: &str = "mirror-user";
+const PASSWORD: &str = "b4sic-s3cret";
+
+/// A mirror whose whole tree is behind Basic auth, as an nginx with
+/// `auth_basic` serves it: `.netrc` credentials for its host open every
+/// document and archive, under the host with its port (Terraform's match)
+/// or the bare host (curl's); without them the mirror refuses.
+#[test]
+fn a_mirror_behind_basic_auth_is_opened_by_netrc_credentials() {
+    for machine in ["127.0.0.1:PORT", "127.0.0.1"] {
+        let served = Served::new(null_mirror());
+        served.server.require_basic("", LOGIN, PASSWORD);
+        let project = null_project();
+        project.write_home(".terraformrc", &network_mirror_config(&served.base));
+
+        let before = project.snapshot();
+        served
+            .init(&project)
+            .assert_failure()
+            .assert_contains(&format!(
+                "host {0} rejected the given authentication credentials (none were sent: add a credentials block for {0} to the CLI configuration, or, for a mirror behind HTTP Basic auth, a \"machine {0}\" entry with login and password to .netrc)",
+                served.server.host()
+            ));
+        project.assert_unchanged(&before);
+
+        let machine = machine.replace("PORT", &served.server.port().to_string());
+        project.write_home(
+            ".netrc",
+            &format!("machine other.example login x password y\nmachine {machine}\n  login {LOGIN}\n  password {PASSWORD}\n"),
+        );
+        served.server.clear_log();
+        let run = served.init(&project);
+        assert_installed_from_mirror(&project, &served, &run, "verified checksum");
+        run.assert_not_contains(PASSWORD);
+        let requests = served.server.requests();
+        assert_eq!(requests.len(), 3, "{machine}: {requests:?}");
+        for request in requests {
+            assert_eq!(
+                request.header("authorization"),
+                Some(basic_auth(LOGIN, PASSWORD).as_str()),
+                "{machine}: {}",
+                request.path
+            );
+        }
+    }
+}
+
+/// A token from the CLI configuration is the mirror's own credential for
+/// its documents and wins over `.netrc` there; the archive, which never
+/// gets the token, gets the `.netrc` credentials.
+#[test]
+fn a_configured_token_beats_netrc_on_the_documents() {
+    let served = Served::new(null_mirror());
+    served.server.require_bearer(".json", TOKEN);
+    served.server.require_basic(".zip", LOGIN, PASSWORD);
+    let project = null_project();
+    let host = served.server.host();
+    project.write_home(
+        ".terraformrc",
+        &format!(
+            "credentials \"{host}\" {{\n  token = \"{TOKEN}\"\n}}\n\n{}",
+            network_mirror_config(&served.base)
+        ),
+    );
+    project.write_home(
+        ".netrc",
+        &format!("machine {host} login {LOGIN} password {PASSWORD}\n"),
+    );
+    let run = served.init(&project);
+    assert_installed_from_mirror(&project, &served, &run, "verified checksum");
+    let archive = &served.server.requests_to(&served.zip_path("3.2.2"))[0];
+    assert_eq!(
+        archive.header("authorization"),
+        Some(basic_auth(LOGIN, PASSWORD).as_str())
+    );
+}
+
+/// Userinfo in an archive URL is that URL's own credential and wins over
+/// `.netrc`, as in Terraform (go-getter leaves such a URL alone).
+#[test]
+fn userinfo_in_the_archive_url_wins_over_netrc() {
+    let served = Served::new(null_mirror());
+    served.server.require_basic(".zip", "url-user", "url-pass");
+    let doc = served
+        .root
+        .path()
+        .join(served.doc_path("3.2.2.json").trim_start_matches('/'));
+    let zip = served.zip_path("3.2.2");
+    let with_userinfo = format!("https://url-user:url-pass@{}{zip}", served.server.host());
+    edit_json(&doc, |doc| {
+        doc["archives"][current_platform()]["url"] = serde_json::Value::String(with_userinfo)
+    });
+    let project = null_project();
+    project.write_home(".terraformrc", &network_mirror_config(&served.base));
+    project.write_home(
+        ".netrc",
+        &format!("default login {LOGIN} password {PASSWORD}\n"),
+    );
+
+    let run = served.init(&project);
+    assert_installed_from_mirror(&project, &served, &run, "verified checksum");
+    run.assert_not_contains("url-pass");
+    let archive = &served.server.requests_to(&zip)[0];
+    assert_eq!(
+        archive.header("authorization"),
+        Some(basic_auth("url-user", "url-pass").as_str())
+    );
+}
+
+/// An archive that redirects to another host (here the same server as
+/// `localhost`, a different origin) gets there without the credentials,
+/// even with a `default` entry that would match any host.
+#[test]
+fn netrc_credentials_do_not_follow_a_redirect_to_another_host() {
+    let served = Served::new(null_mirror());
+    let zip = served.zip_path("3.2.2");
+    let bytes = std::fs::read(served.root.path().join(zip.trim_start_matches('/'))).unwrap();
+    served.server.route(
+        "/elsewhere/null.zip",
+        Response::bytes("application/zip", bytes),
+    );
+    served.server.fault(
+        &zip,
+        Fault::Redirect {
+            status: 302,
+            location: format!(
+                "https://{}/elsewhere/null.zip",
+                served.server.localhost_host()
+            ),
+        },
+    );
+    let project = null_project();
+    project.write_home(".terraformrc", &network_mirror_config(&served.base));
+    project.write_home(
+        ".netrc",
+        &format!("default login {LOGIN} password {PASSWORD}\n"),
+    );
+
+    let run = served.init(&project);
+    run.assert_success()
+        .assert_contains("- Installed hashicorp/null v3.2.2 (verified checksum)");
+    let first = &served.server.requests_to(&zip)[0];
+    assert_eq!(
+        first.header("authorization"),
+        Some(basic_auth(LOGIN, PASSWORD).as_str())
+    );
+    let redirected = served.server.requests_to("/elsewhere/null.zip");
+    assert_eq!(redirected.len(), 1);
+    assert_eq!(redirected[0].header("authorization"), None);
+}
+
+/// A `.netrc` that does not parse is reported by file and line, and the
+/// run goes on without its credentials.
+#[test]
+fn a_malformed_netrc_is_a_warning_naming_file_and_line() {
+    let served = Served::new(null_mirror());
+    let mut project = null_project();
+    project.write_home(".terraformrc", &network_mirror_config(&served.base));
+    let netrc = project.write_home(
+        "creds/netrc",
+        &format!(
+            "machine {}\n  login {LOGIN}\n  passwd {PASSWORD}\n",
+            served.server.host()
+        ),
+    );
+    project.env("NETRC", &netrc);
+
+    let run = served.init(&project);
+    run.assert_success()
+        .assert_contains("Warning: Invalid .netrc file")
+        .assert_contains(&format!(
+            "{}, line 3: expected machine, default, login, password, account or macdef (the word found is not shown, since it may be a secret)",
+            netrc.display()
+        ))
+        .assert_not_contains(PASSWORD);
+    let archive = &served.server.requests_to(&served.zip_path("3.2.2"))[0];
+    assert_eq!(archive.header("authorization"), None);
+}
+
+/// A mirror configured with userinfo (`https://user:pass@host/…`) sends it
+/// with its relative archive URLs too, as Terraform's resolution keeps it,
+/// and before `.netrc`; the password is never shown.
+#[test]
+fn userinfo_in_the_mirror_url_reaches_its_archives() {
+    let served = Served::new(null_mirror());
+    served.server.require_basic("", "url-user", "url-pass");
+    let project = null_project();
+    let base = served
+        .base
+        .replacen("https://", "https://url-user:url-pass@", 1);
+    project.write_home(".terraformrc", &network_mirror_config(&base));
+    project.write_home(
+        ".netrc",
+        &format!("default login {LOGIN} password {PASSWORD}\n"),
+    );
+
+    let run = served.init(&project);
+    assert_installed_from_mirror(&project, &served, &run, "verified checksum");
+    std::fs::remove_dir_all(project.data()).unwrap();
+    std::fs::remove_file(project.lock_path()).unwrap();
+    let json = served.run(&project, &["-json"]);
+    json.assert_success()
+        .assert_contains(&format!("url-user:xxxxx@{}", served.server.host()));
+    for run in [&run, &json] {
+        run.assert_not_contains("url-pass");
+    }
+    for request in served.server.requests() {
+        assert_eq!(
+            request.header("authorization"),
+            Some(basic_auth("url-user", "url-pass").as_str()),
+            "{}",
+            request.path
+        );
+    }
+}

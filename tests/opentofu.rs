@@ -398,3 +398,302 @@ fn providers_lock_and_cache_warm_follow_opentofu() {
             .is_dir()
     );
 }
+
+/// Adds OpenTofu 1.12's `packages` to every download document of `version`:
+/// each platform's `h1:` and `zh:` and its archive's size, as
+/// registry.opentofu.org serves them; `edit` then reshapes the object.
+fn serve_packages(hosted: &HostedRegistry, version: &str, edit: impl Fn(&mut serde_json::Value)) {
+    let mut packages = serde_json::Map::new();
+    for package in hosted.tree.packages.iter().filter(|p| p.version == version) {
+        let size = std::fs::metadata(&package.path).unwrap().len();
+        packages.insert(
+            package.platform.clone(),
+            serde_json::json!({
+                "hashes": [package.h1, package.zh.clone().unwrap()],
+                "package_size": size,
+            }),
+        );
+    }
+    let mut packages = serde_json::Value::Object(packages);
+    edit(&mut packages);
+    for platform in [current_platform(), "darwin_arm64".to_owned()] {
+        let doc = hosted.site_path(&Registry::download_path(
+            "acme", "widget", version, &platform,
+        ));
+        edit_json(&doc, |doc| doc["packages"] = packages.clone());
+    }
+}
+
+/// Every platform's `h1:` and `zh:`: the lock entry `tofu init` 1.12 writes
+/// from a registry that serves `packages`.
+fn all_platform_hashes(hosted: &HostedRegistry, version: &str) -> Vec<String> {
+    hosted
+        .tree
+        .packages
+        .iter()
+        .filter(|p| p.version == version)
+        .flat_map(|p| [p.h1.clone(), p.zh.clone().unwrap()])
+        .collect()
+}
+
+#[test]
+fn opentofus_registry_hashes_complete_the_lock_for_every_platform() {
+    let hosted = widget_registry();
+    serve_packages(&hosted, "1.1.0", |_| {});
+    let project = &hosted.project;
+    project.write(
+        "main.tofu",
+        &required_providers(&[("widget", "acme/widget", "1.1.0")]),
+    );
+    project.init(&[]).assert_success();
+    assert_eq!(
+        project.lock(),
+        tofu_lock(&[lock_block(
+            &format!("{TOFU_REGISTRY}/acme/widget"),
+            "1.1.0",
+            "1.1.0",
+            &all_platform_hashes(&hosted, "1.1.0")
+        )])
+    );
+    // The next run finds the lock complete and changes nothing.
+    let before = std::fs::read(project.lock_path()).unwrap();
+    project.init(&[]).assert_success();
+    assert_eq!(std::fs::read(project.lock_path()).unwrap(), before);
+}
+
+/// Where OpenTofu enforces signatures (another registry, or
+/// `OPENTOFU_ENFORCE_GPG_VALIDATION=true`), the unsigned `h1:` hashes of
+/// other platforms stay out: the signed checksum list's remain.
+#[test]
+fn under_enforced_signatures_only_signed_registry_hashes_are_kept() {
+    let mut hosted = widget_registry();
+    serve_packages(&hosted, "1.1.0", |_| {});
+    let other_registry = format!("{}/acme/widget", hosted.server.host());
+    for (address, enforce) in [("acme/widget", "true"), (other_registry.as_str(), "false")] {
+        hosted
+            .project
+            .env("OPENTOFU_ENFORCE_GPG_VALIDATION", enforce);
+        hosted.project.write(
+            "main.tofu",
+            &required_providers(&[("widget", address, "1.1.0")]),
+        );
+        hosted.project.init(&[]).assert_success();
+        let lock = hosted.project.lock();
+        let expected = release_hashes(&hosted, "1.1.0");
+        for hash in all_platform_hashes(&hosted, "1.1.0") {
+            assert_eq!(
+                lock.contains(&hash),
+                expected.contains(&hash),
+                "{address}: {hash}\n{lock}"
+            );
+        }
+        start_over(&hosted.project);
+    }
+}
+
+/// Terraform's registry client has no `packages`: even a malformed one
+/// leaves the install and the lock bytes as Terraform's.
+#[test]
+fn the_terraform_engine_ignores_packages() {
+    let hosted = widget_registry();
+    serve_packages(&hosted, "1.1.0", |packages| {
+        *packages = serde_json::json!("not an object")
+    });
+    hosted
+        .project
+        .require(&[("widget", "acme/widget", "1.1.0")]);
+    hosted.project.init(&[]).assert_success();
+    assert_eq!(
+        hosted.project.lock(),
+        lock_file(&[lock_block(
+            &format!("{TERRAFORM_REGISTRY}/acme/widget"),
+            "1.1.0",
+            "1.1.0",
+            &release_hashes(&hosted, "1.1.0")
+        )])
+    );
+}
+
+/// A `null` or empty `packages` is a registry that does not send it.
+#[test]
+fn a_null_packages_installs_as_before() {
+    let hosted = widget_registry();
+    serve_packages(&hosted, "1.1.0", |packages| {
+        *packages = serde_json::Value::Null
+    });
+    let project = &hosted.project;
+    project.write(
+        "main.tofu",
+        &required_providers(&[("widget", "acme/widget", "1.1.0")]),
+    );
+    project.init(&[]).assert_success();
+    assert_eq!(
+        project.lock(),
+        tofu_lock(&[lock_block(
+            &format!("{TOFU_REGISTRY}/acme/widget"),
+            "1.1.0",
+            "1.1.0",
+            &release_hashes(&hosted, "1.1.0")
+        )])
+    );
+}
+
+/// A `packages` that does not describe the archive fails the install with
+/// OpenTofu's words, and nothing is installed or locked.
+#[test]
+fn a_wrong_packages_fails_as_opentofu_fails() {
+    let size = |hosted: &HostedRegistry| {
+        std::fs::metadata(
+            &hosted
+                .tree
+                .package("widget", "1.1.0", &current_platform())
+                .path,
+        )
+        .unwrap()
+        .len()
+    };
+    type Edit = Box<dyn Fn(&mut serde_json::Value, &HostedRegistry)>;
+    type Message = Box<dyn Fn(&HostedRegistry) -> String>;
+    let cases: Vec<(Edit, Message)> = vec![
+        (
+            Box::new(|p, _| {
+                p.as_object_mut().unwrap().remove(&current_platform());
+            }),
+            Box::new(|_| {
+                format!(
+                    "registry response missing package with platform \"{}\"",
+                    current_platform()
+                )
+            }),
+        ),
+        (
+            Box::new(|p, _| p[current_platform()]["package_size"] = serde_json::json!(12)),
+            Box::new(move |hosted| {
+                format!(
+                    "registry response indicates a package of size 12, but received a package of size {}",
+                    size(hosted)
+                )
+            }),
+        ),
+        (
+            Box::new(|p, hosted| {
+                let other = hosted.tree.package("widget", "1.1.0", "darwin_arm64");
+                p[current_platform()]["hashes"] = serde_json::json!([other.zh]);
+            }),
+            Box::new(|hosted| {
+                let here = hosted.tree.package("widget", "1.1.0", &current_platform());
+                let other = hosted.tree.package("widget", "1.1.0", "darwin_arm64");
+                format!(
+                    "registry response expected sha256sum is \"{}\", which does not match the platform's value of \"{}\"",
+                    here.sha256_hex.clone().unwrap(),
+                    other.sha256_hex.clone().unwrap()
+                )
+            }),
+        ),
+        (
+            Box::new(|p, _| p["darwin"] = serde_json::json!({"hashes": [], "package_size": 1})),
+            Box::new(|_| {
+                format!(
+                    "could not query provider registry for {TOFU_REGISTRY}/acme/widget: registry response includes invalid package platform \"darwin\": must be two words separated by an underscore"
+                )
+            }),
+        ),
+    ];
+    for (edit, message) in cases {
+        let hosted = widget_registry();
+        serve_packages(&hosted, "1.1.0", |p| edit(p, &hosted));
+        let project = &hosted.project;
+        project.write(
+            "main.tofu",
+            &required_providers(&[("widget", "acme/widget", "1.1.0")]),
+        );
+        let before = project.snapshot();
+        project
+            .init_failing(&[])
+            .assert_says("Error while installing acme/widget v1.1.0:")
+            .assert_says(&message(&hosted));
+        project.assert_unchanged(&before);
+    }
+}
+
+/// A network mirror whose every hash OpenTofu's `trust_all_hashes` takes.
+fn trusted_mirror_config(url: &str) -> String {
+    format!(
+        "provider_installation {{\n  network_mirror {{\n    url              = \"{url}\"\n    trust_all_hashes = true\n  }}\n}}\n"
+    )
+}
+
+/// `providers mirror` writes each platform's verified `h1:` and `zh:` into
+/// `VERSION.json`; a consumer that trusts the mirror locks all of them,
+/// as `tofu init` 1.12 does, where OpenTofu takes unsigned hashes at all.
+#[test]
+fn a_mirror_with_every_hash_and_trust_all_hashes_completes_the_lock() {
+    let hosted = widget_registry();
+    serve_packages(&hosted, "1.1.0", |_| {});
+    let platforms = [current_platform(), "darwin_arm64".to_owned()];
+    hosted.project.write(
+        "main.tofu",
+        &required_providers(&[("widget", "acme/widget", "1.1.0")]),
+    );
+    let out = hosted.project.dir("out");
+    let mut args = vec!["providers".to_owned(), "mirror".to_owned()];
+    args.extend(platforms.iter().map(|p| format!("-platform={p}")));
+    args.push(out.display().to_string());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    hosted.project.run(&args).assert_success();
+    let doc: serde_json::Value = serde_json::from_str(&read_text(
+        &out.join(TOFU_REGISTRY).join("acme/widget/1.1.0.json"),
+    ))
+    .unwrap();
+    for platform in &platforms {
+        let package = hosted.tree.package("widget", "1.1.0", platform);
+        assert_eq!(
+            doc["archives"][platform]["hashes"],
+            serde_json::json!([package.h1, package.zh]),
+            "{platform}"
+        );
+    }
+
+    let server = TestServer::https(&hosted.ca);
+    server.serve_dir(&out);
+    let here_package = hosted.tree.package("widget", "1.1.0", &current_platform());
+    let (here, here_zh) = (here_package.h1.clone(), here_package.zh.clone().unwrap());
+    let consumer = |file: &str, config: String, enforce: &str| {
+        let mut project = Project::new();
+        project
+            .trust(&hosted.ca)
+            .env("OPENTOFU_ENFORCE_GPG_VALIDATION", enforce)
+            .cli_config(&config);
+        project.write(
+            file,
+            &required_providers(&[("widget", "registry.opentofu.org/acme/widget", "1.1.0")]),
+        );
+        let run = project.init(&[]);
+        run.assert_success();
+        (project.lock(), run)
+    };
+    let entry = |hashes: &[String]| {
+        lock_block(
+            &format!("{TOFU_REGISTRY}/acme/widget"),
+            "1.1.0",
+            "1.1.0",
+            hashes,
+        )
+    };
+
+    let (lock, run) = consumer("main.tofu", trusted_mirror_config(&server.url()), "false");
+    assert_eq!(
+        lock,
+        tofu_lock(&[entry(&all_platform_hashes(&hosted, "1.1.0"))])
+    );
+    run.assert_not_contains("Incomplete lock file");
+    // Not trusted, or trusted where OpenTofu enforces signatures: the
+    // hashes the package matched, its own h1: and zh:.
+    let (lock, _) = consumer("main.tofu", network_mirror_config(&server.url()), "false");
+    assert_eq!(lock, tofu_lock(&[entry(&[here.clone(), here_zh.clone()])]));
+    let (lock, _) = consumer("main.tofu", trusted_mirror_config(&server.url()), "true");
+    assert_eq!(lock, tofu_lock(&[entry(&[here.clone(), here_zh])]));
+    // Terraform has no such setting and ignores it, and locks the h1: alone.
+    let (lock, _) = consumer("main.tf", trusted_mirror_config(&server.url()), "false");
+    assert_eq!(lock, lock_file(&[entry(&[here])]));
+}

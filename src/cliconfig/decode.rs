@@ -348,7 +348,7 @@ pub fn string_list_arg(item: &Item) -> Result<Vec<String>, ArgError> {
     }
 }
 
-fn bool_arg(item: &Item) -> Result<bool, ArgError> {
+pub fn bool_arg(item: &Item) -> Result<bool, ArgError> {
     match item.value.kind {
         ValueKind::Bool(on) => Ok(on),
         _ => Err(ArgError {

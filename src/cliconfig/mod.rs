@@ -13,6 +13,7 @@ mod credentials;
 mod credentials_helper;
 mod decode;
 mod expand;
+pub mod netrc;
 mod provider_installation;
 mod syntax;
 
@@ -20,6 +21,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::addr::{Hostname, ProviderAddr};
 use crate::diag::{Diagnostic, Diagnostics, SourcePos};
@@ -183,6 +185,8 @@ pub struct CliConfig {
     pub oci_credentials: BTreeMap<String, OciCredentials>,
     /// OpenTofu's `oci_default_credentials` block; its defaults when absent.
     pub oci_default_credentials: OciDefaultCredentials,
+    /// HTTP Basic credentials for package downloads, from `.netrc`.
+    pub netrc: Option<Arc<netrc::Netrc>>,
 }
 
 /// What one `oci_credentials` block gives for the registries it matches.
@@ -232,6 +236,9 @@ pub struct InstallMethod {
     pub location: MethodLocation,
     pub include: Vec<String>,
     pub exclude: Vec<String>,
+    /// OpenTofu's `trust_all_hashes` on a `network_mirror`; always false
+    /// with Terraform's rules, whose decoder ignores the argument.
+    pub trust_all_hashes: bool,
     pub pos: SourcePos,
 }
 
@@ -373,6 +380,7 @@ impl RawConfig {
                 .into_iter()
                 .next()
                 .unwrap_or_default(),
+            netrc: None,
         }
     }
 }
@@ -420,7 +428,12 @@ pub fn load(env: &CliEnv) -> (CliConfig, Diagnostics) {
     }
     merged = RawConfig::from_env(env).merge(merged);
     diags.extend(merged.validate());
-    let config = merged.into_config();
+    let mut config = merged.into_config();
+    let (netrc, netrc_warning) = netrc::Netrc::load(env);
+    config.netrc = netrc.map(Arc::new);
+    if let Some(warning) = netrc_warning {
+        diags.push(warning);
+    }
     (config, diags)
 }
 

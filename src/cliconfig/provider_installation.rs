@@ -9,12 +9,13 @@
 
 use std::path::{Path, PathBuf};
 
-use super::decode::{ArgError, body_of, find_arg, string_arg, string_list_arg};
+use super::decode::{ArgError, body_of, bool_arg, find_arg, string_arg, string_list_arg};
 use super::expand::{clean_path, expand_vars};
 use super::syntax::{Document, Item, Pos, Syntax, ValueKind};
 use super::{CliEnv, InstallMethod, MethodLocation, ProviderInstallation};
 use crate::addr::ProviderAddr;
 use crate::diag::{Diagnostic, Diagnostics, SourcePos};
+use crate::engine::Engine;
 
 const BLOCK_SUMMARY: &str = "Invalid provider_installation block";
 const METHOD_SUMMARY: &str = "Invalid provider_installation method block";
@@ -186,7 +187,7 @@ impl Decoder<'_> {
                 return;
             }
         };
-        let args = match MethodArgs::decode(body, location_arg) {
+        let args = match MethodArgs::decode(body, location_arg, self.env.engine) {
             Ok(args) => args,
             Err(err) => {
                 self.error(
@@ -215,6 +216,7 @@ impl Decoder<'_> {
             location,
             include: args.include,
             exclude: args.exclude,
+            trust_all_hashes: args.trust_all_hashes,
             pos: self.source_pos(method.pos),
         });
     }
@@ -304,11 +306,13 @@ struct MethodArgs {
     location: String,
     include: Vec<String>,
     exclude: Vec<String>,
+    trust_all_hashes: bool,
 }
 
 impl MethodArgs {
-    /// Unknown arguments are ignored, as HCL 1's decoder does.
-    fn decode(body: &[Item], location_arg: Option<&str>) -> Result<Self, ArgError> {
+    /// Unknown arguments are ignored, as HCL 1's decoder does; OpenTofu's
+    /// `trust_all_hashes` is one for Terraform.
+    fn decode(body: &[Item], location_arg: Option<&str>, engine: Engine) -> Result<Self, ArgError> {
         let location = match location_arg.and_then(|name| find_arg(body, name)) {
             Some(item) => string_arg(item)?,
             None => String::new(),
@@ -316,10 +320,17 @@ impl MethodArgs {
         let list = |name: &str| -> Result<Vec<String>, ArgError> {
             find_arg(body, name).map_or(Ok(Vec::new()), string_list_arg)
         };
+        let trust_all_hashes = match find_arg(body, "trust_all_hashes") {
+            Some(item) if engine == Engine::OpenTofu && location_arg == Some("url") => {
+                bool_arg(item)?
+            }
+            _ => false,
+        };
         Ok(MethodArgs {
             location,
             include: list("include")?,
             exclude: list("exclude")?,
+            trust_all_hashes,
         })
     }
 }
@@ -605,6 +616,40 @@ mod tests {
         assert_eq!(
             diags.0[0].detail,
             "The provider_installation block at 1:2 must not be introduced with an equals sign."
+        );
+    }
+
+    #[test]
+    fn trust_all_hashes_is_opentofus_and_only_on_network_mirrors() {
+        let src = "provider_installation {\n  network_mirror {\n    url = \"https://m.example/\"\n    trust_all_hashes = true\n  }\n  direct {\n    trust_all_hashes = true\n  }\n}\n";
+        let trusted = |engine| {
+            let env = CliEnv {
+                engine,
+                ..CliEnv::default()
+            };
+            let (blocks, diags) = decode_src(src, &env);
+            assert!(diags.is_empty(), "{diags}");
+            blocks[0]
+                .methods
+                .iter()
+                .map(|m| m.trust_all_hashes)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(trusted(Engine::OpenTofu), [true, false]);
+        assert_eq!(trusted(Engine::Terraform), [false, false]);
+
+        let env = CliEnv {
+            engine: Engine::OpenTofu,
+            ..CliEnv::default()
+        };
+        let (blocks, diags) = decode_src(
+            "provider_installation {\n  network_mirror {\n    url = \"https://m.example/\"\n    trust_all_hashes = \"yes\"\n  }\n}\n",
+            &env,
+        );
+        assert!(blocks[0].methods.is_empty());
+        assert_eq!(
+            diags.0[0].detail,
+            "Invalid network_mirror block at 1:1: At 4:5: \"trust_all_hashes\" must be true or false."
         );
     }
 }

@@ -127,7 +127,9 @@ async fn run_warm(
         return Err(source_diags);
     }
     let mut warnings = source_diags;
-    let downloader = Arc::new(Downloader::new(client, DownloadSettings::from_env()));
+    let downloader = Arc::new(
+        Downloader::new(client, DownloadSettings::from_env()).with_netrc(cli_config.netrc.clone()),
+    );
     let dirs = if args.dirs.is_empty() {
         vec![PathBuf::from(".")]
     } else {

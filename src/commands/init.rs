@@ -255,15 +255,18 @@ impl<'a> Run<'a> {
             .collect();
         let client = crate::http::build_client()?;
         let network = NetworkSources::new(&cli_config, &env, client.clone());
-        let downloader = Arc::new(Downloader::new(
-            client,
-            DownloadSettings {
-                retries: args.download_retries,
-                stall_timeout: args.download_stall_timeout,
-                backoff: args.download_retry_delay,
-                max_bytes: args.max_package_size,
-            },
-        ));
+        let downloader = Arc::new(
+            Downloader::new(
+                client,
+                DownloadSettings {
+                    retries: args.download_retries,
+                    stall_timeout: args.download_stall_timeout,
+                    backoff: args.download_retry_delay,
+                    max_bytes: args.max_package_size,
+                },
+            )
+            .with_netrc(cli_config.netrc.clone()),
+        );
         let mut cache = cli_config.plugin_cache_dir.as_ref().map(|dir| {
             CacheUse::new(
                 PluginCache::new(dir),

@@ -25,8 +25,8 @@ use crate::install::link::{LinkMode, link_package};
 use crate::install::select::{CachedPackage, Selected};
 use crate::install::staging::Staging;
 use crate::source::{
-    IncompatibleProtocol, PackageAuthentication, PackageLocation, PackageMeta, SignedChecksums,
-    SignedDocuments, SourceError,
+    IncompatibleProtocol, PackageAuthentication, PackageLocation, PackageMeta, RegistryPackages,
+    SignedChecksums, SignedDocuments, SourceError,
 };
 use crate::verify::hash::PackageHash;
 use crate::verify::signature::verify_sums_signature;
@@ -334,7 +334,11 @@ impl Installer {
             }
         };
         let zh = PackageHash::zh_of_digest(&digest);
-        let (auth, signed_hashes) = authenticate_archive(meta, &digest, &zh).await?;
+        let size = tokio::fs::metadata(&archive)
+            .await
+            .map_err(|err| format!("failed to read {}: {err}", archive.display()))?
+            .len();
+        let (auth, signed_hashes) = authenticate_archive(meta, &digest, &zh, size).await?;
         if let AuthResult::Signed(check) = &auth
             && check.key_expired
             && Engine::current() == Engine::OpenTofu
@@ -380,7 +384,7 @@ impl Installer {
             files.iter().map(|f| (f.name.clone(), f.sha256)).collect();
         let h1 = PackageHash::h1_of_files(&entries).map_err(|err| err.to_string())?;
 
-        if let PackageAuthentication::Hashes(listed) = &meta.authentication
+        if let PackageAuthentication::Hashes { listed, .. } = &meta.authentication
             && !listed.contains(&zh)
             && !listed.contains(&h1)
         {
@@ -485,16 +489,18 @@ async fn stage_unpacked(
     .map_err(|err| err.to_string())
 }
 
-/// Runs the source's authentication for an archive whose SHA-256 is known
-/// (§7.1, §7.4). Registry signatures are checked before anything is unpacked.
+/// Runs the source's authentication for an archive whose SHA-256 and size
+/// are known (§7.1, §7.4). Registry signatures are checked before anything
+/// is unpacked.
 pub async fn authenticate_archive(
     meta: &PackageMeta,
     digest: &[u8; 32],
     zh: &PackageHash,
+    size: u64,
 ) -> Result<(AuthResult, Vec<PackageHash>), String> {
     match &meta.authentication {
         PackageAuthentication::None => Ok((AuthResult::Unauthenticated, Vec::new())),
-        PackageAuthentication::Hashes(listed) => {
+        PackageAuthentication::Hashes { listed, trusted } => {
             if !listed.iter().any(PackageHash::is_preferred) {
                 return Err("this version of Terraform does not support any of the checksum formats given for this provider".to_string());
             }
@@ -503,7 +509,13 @@ pub async fn authenticate_archive(
             if zh_listed && !h1_listed && !listed.contains(zh) {
                 return Err(mirror_mismatch(listed));
             }
-            Ok((AuthResult::VerifiedChecksum, Vec::new()))
+            // OpenTofu records each listed hash the package matched, the
+            // archive's `zh:` among them; Terraform only the `h1:`.
+            let mut recorded = trusted.clone();
+            if Engine::current() == Engine::OpenTofu && listed.contains(zh) {
+                recorded.push(zh.clone());
+            }
+            Ok((AuthResult::VerifiedChecksum, recorded))
         }
         PackageAuthentication::ContentAddressed(address) if address == zh => {
             Ok((AuthResult::VerifiedChecksum, vec![zh.clone()]))
@@ -513,7 +525,22 @@ pub async fn authenticate_archive(
         }
         PackageAuthentication::Signed(signed) => {
             let documents = signed.documents.get().await.map_err(|e| e.to_string())?;
-            let release = acceptable_hashes(&documents.sha256sums, &meta.filename, &meta.platform);
+            let mut release =
+                acceptable_hashes(&documents.sha256sums, &meta.filename, &meta.platform);
+            if let Some(packages) = &signed.packages {
+                check_registry_packages(&meta.platform, packages, size)?;
+                // OpenTofu records what its registry reports, unsigned, only
+                // where it would install without a signature; elsewhere it
+                // keeps signed hashes alone, which the checksum list gives.
+                if signature_may_be_skipped(&meta.provider) {
+                    release.extend(
+                        packages
+                            .platforms
+                            .values()
+                            .flat_map(|p| p.hashes.iter().filter(|h| h.is_preferred()).cloned()),
+                    );
+                }
+            }
             if signed.keys.is_empty() && signature_may_be_skipped(&meta.provider) {
                 verify_checksums(meta, signed, &documents, digest).map_err(|e| e.to_string())?;
                 return Ok((AuthResult::SigningSkipped, release));
@@ -526,6 +553,52 @@ pub async fn authenticate_archive(
             Ok((AuthResult::Signed(check), release))
         }
     }
+}
+
+/// OpenTofu's checks of a registry's `packages` against the one archive
+/// downloaded, in its order and words: this platform is listed with the
+/// archive's size, and each `zh:` it lists is the document's `shasum`
+/// (which the signed checksum list then vouches for).
+fn check_registry_packages(
+    platform: &Platform,
+    packages: &RegistryPackages,
+    size: u64,
+) -> Result<(), String> {
+    let Some(package) = packages.platforms.get(platform) else {
+        return Err(format!(
+            "registry response missing package with platform \"{platform}\""
+        ));
+    };
+    if package.size <= 0 {
+        return Err(format!(
+            "registry response has invalid package size {}",
+            package.size
+        ));
+    }
+    if u64::try_from(package.size) != Ok(size) {
+        return Err(format!(
+            "registry response indicates a package of size {}, but received a package of size {size}",
+            package.size
+        ));
+    }
+    let mut listed = false;
+    for zh in package.hashes.iter().filter(|h| h.scheme() == "zh") {
+        if zh.value() != packages.shasum {
+            return Err(format!(
+                "registry response expected sha256sum is {:?}, which does not match the platform's value of {:?}",
+                packages.shasum,
+                zh.value()
+            ));
+        }
+        listed = true;
+    }
+    if !listed {
+        return Err(
+            "registry response does not contain matching sha256sum package entry and is invalid"
+                .to_owned(),
+        );
+    }
+    Ok(())
 }
 
 fn verify_signed(
@@ -718,6 +791,7 @@ mod tests {
             location: PackageLocation::Http("https://releases.example/null.zip".parse().unwrap()),
             authentication: PackageAuthentication::Signed(Box::new(SignedChecksums {
                 shasum,
+                packages: None,
                 documents: ChecksumDocuments::fetch(std::future::ready(Ok(SignedDocuments {
                     sha256sums: vector("terraform-provider-null_3.1.0_SHA256SUMS"),
                     signature: vector("terraform-provider-null_3.1.0_SHA256SUMS.sig"),
@@ -737,7 +811,7 @@ mod tests {
         let meta = null_310(LINUX_AMD64);
         let digest: [u8; 32] = hex::decode(LINUX_AMD64).unwrap().try_into().unwrap();
         let (auth, hashes) =
-            authenticate_archive(&meta, &digest, &PackageHash::zh_of_digest(&digest))
+            authenticate_archive(&meta, &digest, &PackageHash::zh_of_digest(&digest), 0)
                 .await
                 .unwrap();
         let AuthResult::Signed(check) = &auth else {
@@ -756,7 +830,7 @@ mod tests {
     async fn the_real_checksum_list_still_catches_a_wrong_archive() {
         let meta = null_310(LINUX_AMD64);
         let digest = [7u8; 32];
-        let err = authenticate_archive(&meta, &digest, &PackageHash::zh_of_digest(&digest))
+        let err = authenticate_archive(&meta, &digest, &PackageHash::zh_of_digest(&digest), 0)
             .await
             .unwrap_err();
         assert_eq!(
@@ -772,6 +846,7 @@ mod tests {
             &null_310(other_platform),
             &digest,
             &PackageHash::zh_of_digest(&digest),
+            0,
         )
         .await
         .unwrap_err();
@@ -780,6 +855,63 @@ mod tests {
             format!(
                 "checksum list has unexpected SHA-256 hash {LINUX_AMD64} (expected {other_platform})"
             )
+        );
+    }
+
+    /// OpenTofu's `registryPackageAuthentication` cases
+    /// (internal/getproviders/package_authentication_test.go), with its
+    /// messages.
+    #[test]
+    fn registry_packages_are_checked_as_opentofu_checks_them() {
+        let shasum = LINUX_AMD64.to_owned();
+        let here = Platform::parse("linux_amd64").unwrap();
+        let packages = |size: i64, hashes: &[&str]| RegistryPackages {
+            shasum: shasum.clone(),
+            platforms: [(
+                here.clone(),
+                crate::source::PlatformPackage {
+                    hashes: hashes
+                        .iter()
+                        .map(|h| PackageHash::parse(h).unwrap())
+                        .collect(),
+                    size,
+                },
+            )]
+            .into(),
+        };
+        let zh = format!("zh:{LINUX_AMD64}");
+        let h1 = "h1:6FG2Xh7Bfp8mN3qvEnNTy39m5ZqtzEQ/BhYhOyyyjn0=";
+        assert_eq!(
+            check_registry_packages(&here, &packages(294, &[h1, &zh]), 294),
+            Ok(())
+        );
+        let err = |platform: &str, packages: RegistryPackages, size| {
+            check_registry_packages(&Platform::parse(platform).unwrap(), &packages, size)
+                .unwrap_err()
+        };
+        assert_eq!(
+            err("darwin_arm64", packages(294, &[&zh]), 294),
+            "registry response missing package with platform \"darwin_arm64\""
+        );
+        assert_eq!(
+            err("linux_amd64", packages(-200, &[&zh]), 294),
+            "registry response has invalid package size -200"
+        );
+        assert_eq!(
+            err("linux_amd64", packages(295, &[&zh]), 294),
+            "registry response indicates a package of size 295, but received a package of size 294"
+        );
+        let other = "zh:02a1675fd8de126a00460942aaae242e65ca3380b5bb192e8773ef3da9073fd2";
+        assert_eq!(
+            err("linux_amd64", packages(294, &[&zh, other]), 294),
+            format!(
+                "registry response expected sha256sum is \"{LINUX_AMD64}\", which does not match the platform's value of \"{}\"",
+                &other[3..]
+            )
+        );
+        assert_eq!(
+            err("linux_amd64", packages(294, &[h1]), 294),
+            "registry response does not contain matching sha256sum package entry and is invalid"
         );
     }
 

@@ -251,9 +251,16 @@ fn lock_hashes(
     let mut hashes = preferred.clone();
     hashes.insert(package.h1.clone());
     let signed = package.auth.vouches_for_release();
+    // OpenTofu counts a trusted mirror's hashes of other platforms
+    // (`trust_all_hashes`) as it counts its registry's unsigned ones.
+    let other_platforms = package
+        .signed_hashes
+        .iter()
+        .any(|h| *h != package.h1 && Some(h) != package.zh.as_ref());
     // Terraform's test: nothing signed this run, and the lock had no
     // hashes for this version or exactly the one just computed.
     let incomplete = (!signed || package.signed_hashes.is_empty())
+        && !other_platforms
         && (preferred.is_empty() || *preferred == BTreeSet::from([package.h1.clone()]));
     hashes.extend(package.signed_hashes.iter().cloned());
     (hashes, incomplete)
@@ -323,5 +330,15 @@ mod tests {
         );
         assert_eq!(hashes, set(&[H1, ZH_HERE]));
         assert!(incomplete, "a mirror vouches for no other platform");
+    }
+
+    #[test]
+    fn a_trusted_mirrors_hashes_of_other_platforms_complete_the_entry() {
+        let (hashes, incomplete) = lock_hashes(
+            &BTreeSet::new(),
+            &package(AuthResult::VerifiedChecksum, &[H1, ZH_HERE, ZH_THERE]),
+        );
+        assert_eq!(hashes, set(&[H1, ZH_HERE, ZH_THERE]));
+        assert!(!incomplete);
     }
 }

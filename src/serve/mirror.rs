@@ -443,7 +443,7 @@ impl Mirror {
                 }
             };
             let listed = match meta.authentication {
-                PackageAuthentication::Hashes(listed) => listed,
+                PackageAuthentication::Hashes { listed, .. } => listed,
                 PackageAuthentication::ContentAddressed(zh) => vec![zh],
                 PackageAuthentication::None | PackageAuthentication::Signed(_) => Vec::new(),
             };

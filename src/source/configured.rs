@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use url::Url;
 
 use crate::addr::{Platform, ProviderAddr};
+use crate::cliconfig::netrc::Netrc;
 use crate::cliconfig::{CliConfig, CliEnv, Credentials, InstallMethod, MethodLocation};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::http::ApiClient;
@@ -57,8 +58,10 @@ impl SourceOptions<'_> {
 pub struct NetworkSources {
     api: ApiClient,
     tokens: TokenLookup,
+    netrc: Option<Arc<Netrc>>,
     registry: Arc<dyn Source>,
-    mirrors: Mutex<HashMap<Url, Arc<dyn Source>>>,
+    /// By base URL and `trust_all_hashes`.
+    mirrors: Mutex<HashMap<(Url, bool), Arc<dyn Source>>>,
     /// OCI registries (`oci_mirror`), with the credentials the CLI
     /// configuration and the Docker-style files give.
     oci: Arc<Registries>,
@@ -78,11 +81,12 @@ impl NetworkSources {
             cli_config.hosts.clone(),
             discovery_memory(env),
         ));
-        let registry = RegistrySource::new(discovery, api.clone());
+        let registry = RegistrySource::new(discovery, api.clone(), cli_config.netrc.clone());
         NetworkSources {
             registry: Arc::new(SharedQueries::new(Arc::new(registry))),
             api,
             tokens,
+            netrc: cli_config.netrc.clone(),
             mirrors: Mutex::new(HashMap::new()),
             oci: Arc::new(oci),
         }
@@ -97,12 +101,18 @@ impl NetworkSources {
         self.registry.clone()
     }
 
-    pub fn network_mirror(&self, url: Url) -> Arc<dyn Source> {
+    pub fn network_mirror(&self, url: Url, trust_all_hashes: bool) -> Arc<dyn Source> {
         let mut mirrors = self.mirrors.lock().unwrap_or_else(|e| e.into_inner());
         mirrors
-            .entry(url.clone())
+            .entry((url.clone(), trust_all_hashes))
             .or_insert_with(|| {
-                let mirror = NetworkMirror::new(url, self.api.clone(), self.tokens.clone());
+                let mirror = NetworkMirror::new(
+                    url,
+                    self.api.clone(),
+                    self.tokens.clone(),
+                    self.netrc.clone(),
+                    trust_all_hashes,
+                );
                 Arc::new(SharedQueries::new(Arc::new(mirror)))
             })
             .clone()
@@ -187,7 +197,7 @@ pub fn build_source_excluding(
             }
             MethodLocation::NetworkMirror(raw) => match Url::parse(raw) {
                 Ok(url) if url.scheme() == "https" && url.host_str().is_some() => {
-                    opts.network.network_mirror(url)
+                    opts.network.network_mirror(url, method.trust_all_hashes)
                 }
                 _ => {
                     diags.push(

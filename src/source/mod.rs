@@ -14,6 +14,7 @@ pub mod registry;
 pub mod selector;
 pub mod shared;
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
 use std::path::PathBuf;
@@ -108,6 +109,14 @@ impl fmt::Display for PackageLocation {
             PackageLocation::LocalArchive(p) | PackageLocation::LocalDir(p) => {
                 write!(f, "{}", p.display())
             }
+            // A password in the URL (userinfo) stays out of messages, `-json`
+            // events and the plugin cache's record of where an entry came
+            // from, as Go's `URL.Redacted` keeps it out.
+            PackageLocation::Http(u) if u.password().is_some() => {
+                let mut shown = u.clone();
+                let _ = shown.set_password(Some("xxxxx"));
+                write!(f, "{shown}")
+            }
             PackageLocation::Http(u) => write!(f, "{u}"),
             PackageLocation::OciBlob(blob) => write!(f, "{blob}"),
         }
@@ -120,8 +129,15 @@ impl fmt::Display for PackageLocation {
 pub enum PackageAuthentication {
     /// Filesystem mirrors and hash-less network mirrors vouch for nothing.
     None,
-    /// A network mirror's listed `h1:`/`zh:` hashes (§7.4).
-    Hashes(Vec<PackageHash>),
+    /// A network mirror's listed `h1:`/`zh:` hashes for this platform
+    /// (§7.4), which the package must match.
+    Hashes {
+        listed: Vec<PackageHash>,
+        /// With OpenTofu's `trust_all_hashes`, what the mirror lists for
+        /// every platform: recorded in the lock entry once the package
+        /// matched `listed`, as `tofu init` records them.
+        trusted: Vec<PackageHash>,
+    },
     /// A registry's signed checksum list (§7.1–§7.3).
     Signed(Box<SignedChecksums>),
     /// The archive's `zh:`, which is also its address (an OCI blob's
@@ -135,8 +151,30 @@ pub enum PackageAuthentication {
 pub struct SignedChecksums {
     /// The registry's `shasum` for the archive.
     pub shasum: [u8; 32],
+    /// OpenTofu's per-platform hashes and sizes, when the registry sends
+    /// them and OpenTofu's rules apply.
+    pub packages: Option<RegistryPackages>,
     pub keys: Vec<SigningKey>,
     pub documents: ChecksumDocuments,
+}
+
+/// What an OpenTofu registry says of every platform's package of a release
+/// (`packages` in the download document, OpenTofu 1.12): checked against
+/// the one package downloaded, then recorded for all platforms, so a lock
+/// file made on one platform is complete for the others.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegistryPackages {
+    /// The document's `shasum` as sent, which OpenTofu compares as text
+    /// with the current platform's `zh:`.
+    pub shasum: String,
+    pub platforms: BTreeMap<Platform, PlatformPackage>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlatformPackage {
+    pub hashes: Vec<PackageHash>,
+    /// `package_size`: signed, as OpenTofu reads it, to report a negative one.
+    pub size: i64,
 }
 
 /// The checksum list and its signature, which may still be on their way:

@@ -3,7 +3,7 @@
 //! checksum list is fetched alongside the archive; the installer checks the
 //! signature before it unpacks anything.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -12,15 +12,18 @@ use tokio::sync::OnceCell;
 use url::Url;
 
 use crate::addr::{Platform, ProviderAddr};
+use crate::cliconfig::netrc::Netrc;
 use crate::cliconfig::token_variable;
+use crate::engine::Engine;
 use crate::go_json;
 use crate::http::{ApiClient, ApiResponse, TERRAFORM_COMPAT_VERSION, status_line};
 use crate::source::discovery::{Discovery, ServiceLookup};
 use crate::source::{
     AvailableVersions, ChecksumDocuments, IncompatibleProtocol, InvalidVersion, MissingPlatform,
-    PackageAuthentication, PackageLocation, PackageMeta, SignedChecksums, SignedDocuments, Source,
-    SourceError,
+    PackageAuthentication, PackageLocation, PackageMeta, PlatformPackage, RegistryPackages,
+    SignedChecksums, SignedDocuments, Source, SourceError,
 };
+use crate::verify::hash::PackageHash;
 use crate::verify::signature::SigningKey;
 use crate::version::Version;
 
@@ -95,6 +98,22 @@ struct DownloadDoc {
     signing_keys: SigningKeysDoc,
 }
 
+/// OpenTofu 1.12's addition to the download document: each platform's
+/// hashes and archive size (opentofu/opentofu
+/// `rfc/20251027-provider-registry-hashes.md`). Decoded apart from
+/// [`DownloadDoc`] and only for OpenTofu, since Terraform's decoder has no
+/// such field and never looks at it, whatever its shape.
+#[derive(Deserialize)]
+struct PackagesDoc {
+    packages: Option<BTreeMap<String, PackageDoc>>,
+}
+
+#[derive(Deserialize)]
+struct PackageDoc {
+    hashes: Vec<String>,
+    package_size: i64,
+}
+
 #[derive(Deserialize)]
 struct SigningKeysDoc {
     gpg_public_keys: Vec<GpgKeyDoc>,
@@ -120,16 +139,19 @@ type VersionsResult = Result<VersionList, SourceError>;
 pub struct RegistrySource {
     discovery: Arc<Discovery>,
     api: ApiClient,
+    /// Basic credentials for checksum documents on the archives' host.
+    netrc: Option<Arc<Netrc>>,
     /// Terraform memoizes the direct source for the whole run, errors
     /// included; the protocol suggestion reuses the list too.
     versions: Mutex<HashMap<ProviderAddr, Arc<OnceCell<VersionsResult>>>>,
 }
 
 impl RegistrySource {
-    pub fn new(discovery: Arc<Discovery>, api: ApiClient) -> Self {
+    pub fn new(discovery: Arc<Discovery>, api: ApiClient, netrc: Option<Arc<Netrc>>) -> Self {
         RegistrySource {
             discovery,
             api,
+            netrc,
             versions: Mutex::new(HashMap::new()),
         }
     }
@@ -393,6 +415,11 @@ impl Source for RegistrySource {
                 )),
             }
         };
+        let packages = match Engine::current() {
+            Engine::OpenTofu => registry_packages(&response, &doc.shasum)
+                .map_err(|err| query_failed(provider, &err))?,
+            Engine::Terraform => None,
+        };
         let download_url = resolve("download", &doc.download_url)?;
         let shasums_url = resolve("SHASUMS", &doc.shasums_url)?;
         let signature_url = resolve("SHASUMS signature", &doc.shasums_signature_url)?;
@@ -409,10 +436,35 @@ impl Source for RegistrySource {
                 )
             })?;
         let (api, owner) = (self.api.clone(), provider.clone());
+        // Unlike Terraform, which sends `.netrc` credentials with the archive
+        // only: a mirror behind Basic auth guards its checksum files too.
+        // Only documents on the archive's own host get them, never the
+        // registry's API host for being named by it.
+        let netrc_for = |url: &Url| {
+            let same_host = url.host_str() == download_url.host_str()
+                && url.port_or_known_default() == download_url.port_or_known_default();
+            self.netrc
+                .as_ref()
+                .filter(|_| same_host)
+                .and_then(|netrc| netrc.authorization_for(url))
+        };
+        let (sums_auth, signature_auth) = (netrc_for(&shasums_url), netrc_for(&signature_url));
         let documents = ChecksumDocuments::fetch(async move {
             let (sha256sums, signature) = futures_util::future::try_join(
-                fetch_document(&api, &owner, &shasums_url, "authentication checksums"),
-                fetch_document(&api, &owner, &signature_url, "cryptographic signature"),
+                fetch_document(
+                    &api,
+                    &owner,
+                    &shasums_url,
+                    sums_auth.as_deref(),
+                    "authentication checksums",
+                ),
+                fetch_document(
+                    &api,
+                    &owner,
+                    &signature_url,
+                    signature_auth.as_deref(),
+                    "cryptographic signature",
+                ),
             )
             .await?;
             Ok(SignedDocuments {
@@ -428,6 +480,7 @@ impl Source for RegistrySource {
             location: PackageLocation::Http(download_url),
             authentication: PackageAuthentication::Signed(Box::new(SignedChecksums {
                 shasum,
+                packages,
                 documents,
                 keys: doc
                     .signing_keys
@@ -457,15 +510,21 @@ impl Source for RegistrySource {
     }
 }
 
-/// Checksums and signatures are public release artefacts: no token and no
-/// Terraform headers go with them, as with Terraform.
+/// Checksums and signatures are release artefacts: no token and no
+/// Terraform headers go with them, as with Terraform; `authorization` is
+/// the `.netrc` credentials of the archive's host, when they are its too.
 async fn fetch_document(
     api: &ApiClient,
     provider: &ProviderAddr,
     url: &Url,
+    authorization: Option<&str>,
     what: &str,
 ) -> Result<Vec<u8>, SourceError> {
-    let response = api.get(url, None, &[]).await.map_err(|err| {
+    let headers: Vec<(&str, &str)> = authorization
+        .map(|value| ("Authorization", value))
+        .into_iter()
+        .collect();
+    let response = api.get(url, None, &headers).await.map_err(|err| {
         query_failed(
             provider,
             &format!("failed to retrieve {what} for provider: {err}"),
@@ -482,6 +541,45 @@ async fn fetch_document(
         ));
     }
     Ok(response.body)
+}
+
+/// The `packages` of an OpenTofu download document, parsed with OpenTofu's
+/// messages; `None` when it is absent, `null` or empty, which OpenTofu
+/// treats as a registry that does not send it.
+fn registry_packages(
+    response: &ApiResponse,
+    shasum: &str,
+) -> Result<Option<RegistryPackages>, String> {
+    let doc: PackagesDoc = decode(response)?;
+    let Some(listed) = doc.packages.filter(|p| !p.is_empty()) else {
+        return Ok(None);
+    };
+    let mut platforms = BTreeMap::new();
+    for (name, package) in listed {
+        let platform = Platform::parse(&name).map_err(|err| {
+            format!("registry response includes invalid package platform {name:?}: {err}")
+        })?;
+        let hashes = package
+            .hashes
+            .iter()
+            .map(|raw| {
+                PackageHash::parse(raw).map_err(|err| {
+                    format!("registry response includes invalid package hash {raw:?}: {err}")
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        platforms.insert(
+            platform,
+            PlatformPackage {
+                hashes,
+                size: package.package_size,
+            },
+        );
+    }
+    Ok(Some(RegistryPackages {
+        shasum: shasum.to_owned(),
+        platforms,
+    }))
 }
 
 fn query_failed(provider: &ProviderAddr, err: &str) -> SourceError {

@@ -18,7 +18,7 @@ pub fn publish_widget(scenario: &Scenario) -> PublishedTree {
 }
 
 /// The paths of one install of `acme/widget` 1.0.0: (API calls, downloads).
-fn widget_paths(tree: &PublishedTree) -> (Vec<String>, Vec<String>) {
+pub fn widget_paths(tree: &PublishedTree) -> (Vec<String>, Vec<String>) {
     let platform = support::current_platform();
     let spec = ProviderSpec::new("acme", "widget", "1.0.0");
     let files = Registry::files_path("acme", "widget", "1.0.0");

@@ -13,3 +13,4 @@ mod failures;
 mod happy;
 mod harness;
 mod memo;
+mod netrc;

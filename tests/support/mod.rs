@@ -52,6 +52,14 @@ pub use self::{
     zips::{Compression, RawZip, ZipEntry, build_zip},
 };
 
+/// The `Authorization` value of HTTP Basic credentials `login:password`.
+pub fn basic_auth(login: &str, password: &str) -> String {
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{login}:{password}"))
+    )
+}
+
 /// The platform the binary under test installs for, spelled the way Go (and so
 /// Terraform's package names) spells it, so fixtures can publish a package the
 /// installer will actually pick.
@@ -164,6 +172,7 @@ fn clean_environment(mut command: assert_cmd::Command, home: &Path) -> assert_cm
             || upper.starts_with("RUST_")
             || upper.starts_with("OPENTOFU_")
             || upper == "TFINSTALL_ENGINE"
+            || upper == "NETRC"
         {
             command.env_remove(name);
         }

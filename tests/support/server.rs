@@ -170,6 +170,13 @@ impl LoggedRequest {
     }
 }
 
+struct Guard {
+    suffix: String,
+    authorization: String,
+    /// The `WWW-Authenticate` challenge of the 401.
+    challenge: &'static str,
+}
+
 enum FaultPlan {
     Always(Fault),
     Sequence(VecDeque<Fault>),
@@ -181,8 +188,9 @@ struct State {
     root: Option<PathBuf>,
     faults: HashMap<String, FaultPlan>,
     ranges: bool,
-    /// (path suffix, token): such paths answer 401 without that bearer token.
-    bearer: Vec<(String, String)>,
+    /// Paths ending in a guard's suffix answer 401 unless the request's
+    /// `Authorization` is exactly the guard's.
+    guards: Vec<Guard>,
     link: Option<Arc<Link>>,
     log: Vec<LoggedRequest>,
     /// Requests whose handler has not produced response headers yet, by id.
@@ -349,9 +357,22 @@ impl TestServer {
     /// unless they carry `Authorization: Bearer TOKEN`, as a private mirror
     /// or registry does; other paths stay open.
     pub fn require_bearer(&self, suffix: &str, token: &str) {
-        self.state()
-            .bearer
-            .push((suffix.to_owned(), token.to_owned()));
+        self.state().guards.push(Guard {
+            suffix: suffix.to_owned(),
+            authorization: format!("Bearer {token}"),
+            challenge: "Bearer",
+        });
+    }
+
+    /// Answers 401 to requests for paths ending in `suffix` (`""`: every
+    /// path) unless they carry HTTP Basic credentials `login:password`, as
+    /// an nginx with `auth_basic` or an Artifactory does.
+    pub fn require_basic(&self, suffix: &str, login: &str, password: &str) {
+        self.state().guards.push(Guard {
+            suffix: suffix.to_owned(),
+            authorization: super::basic_auth(login, password),
+            challenge: "Basic realm=\"mirror\"",
+        });
     }
 
     pub fn clear_faults(&self) {
@@ -491,14 +512,14 @@ async fn handle(
             .headers()
             .get(hyper::header::AUTHORIZATION)
             .and_then(|value| value.to_str().ok());
-        let refused = current.bearer.iter().any(|(suffix, token)| {
-            path.ends_with(suffix.as_str())
-                && authorization.and_then(|value| value.strip_prefix("Bearer ")) != Some(token)
+        let refused = current.guards.iter().find(|guard| {
+            path.ends_with(guard.suffix.as_str())
+                && authorization != Some(guard.authorization.as_str())
         });
-        if refused {
+        if let Some(guard) = refused {
             let response = Response::text("unauthorized\n")
                 .status(401)
-                .header("www-authenticate", "Bearer");
+                .header("www-authenticate", guard.challenge);
             return Ok(finish(response, None, head_only));
         }
         let id = current.next_id;

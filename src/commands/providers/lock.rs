@@ -98,7 +98,7 @@ async fn lock(args: &ProvidersLockArgs, ui: &Ui) -> Result<(Diagnostics, bool), 
         (Some(dir), _) => Arc::new(FilesystemMirror::new(dir)),
         (None, Some(raw)) => match Url::parse(raw) {
             Ok(url) if url.scheme() == "https" && url.host_str().is_some() => {
-                network.network_mirror(url)
+                network.network_mirror(url, false)
             }
             _ => {
                 return Err(Diagnostic::error(
@@ -125,7 +125,7 @@ async fn lock(args: &ProvidersLockArgs, ui: &Ui) -> Result<(Diagnostics, bool), 
         &requirements,
         &previous,
         source,
-        client,
+        Downloader::new(client, DownloadSettings::from_env()).with_netrc(cli_config.netrc.clone()),
         &data_dir,
         args.parallelism,
         ui,
@@ -185,7 +185,7 @@ async fn install_platforms(
     requirements: &BTreeMap<ProviderAddr, VersionConstraints>,
     previous: &Locks,
     source: Arc<dyn Source>,
-    client: reqwest::Client,
+    downloader: Downloader,
     data_dir: &Path,
     parallelism: usize,
     ui: &Ui,
@@ -201,7 +201,7 @@ async fn install_platforms(
                 ),
             ))
         })?;
-    let downloader = Arc::new(Downloader::new(client, DownloadSettings::from_env()));
+    let downloader = Arc::new(downloader);
     let output = Arc::new(OrderedOutput::new(platforms.len()));
     let installs = platforms.iter().enumerate().map(|(slot, platform)| {
         let layout = InstallLayout::new(

@@ -195,7 +195,8 @@ async fn mirror(
     let run = Run {
         dir: dir.clone(),
         source,
-        downloader: Downloader::new(client, DownloadSettings::from_env()),
+        downloader: Downloader::new(client, DownloadSettings::from_env())
+            .with_netrc(cli_config.netrc.clone()),
         permits: Semaphore::new(args.parallelism.max(1)),
         staging,
         counter: AtomicUsize::new(0),
@@ -659,8 +660,12 @@ async fn verify(
     digest: &[u8; 32],
 ) -> Result<AuthResult, String> {
     let zh = PackageHash::zh_of_digest(digest);
-    let (auth, _) = authenticate_archive(meta, digest, &zh).await?;
-    if let PackageAuthentication::Hashes(listed) = &meta.authentication
+    let size = tokio::fs::metadata(archive)
+        .await
+        .map_err(|err| format!("failed to read {}: {err}", archive.display()))?
+        .len();
+    let (auth, _) = authenticate_archive(meta, digest, &zh, size).await?;
+    if let PackageAuthentication::Hashes { listed, .. } = &meta.authentication
         && !listed.contains(&zh)
     {
         let path = archive.to_path_buf();
