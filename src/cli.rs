@@ -178,7 +178,9 @@ pub struct ServeArgs {
 
     /// Directory to keep packages in; default: the plugin cache directory
     /// if one is configured, else tfinstall's directory in the user's
-    /// cache directory.
+    /// cache directory. `oci://HOST[:PORT]/TEMPLATE` shares packages with
+    /// other servers through an OCI registry (the layout of `providers
+    /// mirror oci://`), beside the default directory.
     #[arg(long, value_name = "DIR")]
     pub store: Option<PathBuf>,
 

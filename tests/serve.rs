@@ -13,6 +13,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use support::oci_registry::{OciRegistry, PASSWORD, USER};
 use support::terraform::Terraform;
 use support::*;
 
@@ -100,22 +101,31 @@ impl Upstream {
 
     /// Starts `tfinstall serve` on a free port with the store `store`.
     fn serve(&self, store: &Path, extra: &[&str]) -> Serve {
-        let dir = self.path("serve");
-        std::fs::create_dir_all(&dir).unwrap();
-        let (cert, key) = self.ca.write_leaf_pem(&dir);
-        let config = dir.join("upstream.tfrc");
-        std::fs::write(&config, self.registry_config()).unwrap();
-        let home = self.path("serve-home/x");
-        let mut command = tfinstall_command(home.parent().unwrap());
+        let store = format!("-store={}", store.display());
+        let mut args = vec![store.as_str()];
+        args.extend(extra);
+        self.serve_as("serve", "", &args)
+    }
+
+    /// Starts `tfinstall serve` with a home and CLI configuration of its own
+    /// (`name`), the configuration adding `config` to the upstream's.
+    fn serve_as(&self, name: &str, config: &str, args: &[&str]) -> Serve {
+        let dir = self.path(&format!("{name}/x"));
+        let dir = dir.parent().unwrap();
+        let (cert, key) = self.ca.write_leaf_pem(dir);
+        let config_path = dir.join("upstream.tfrc");
+        std::fs::write(&config_path, format!("{}{config}", self.registry_config())).unwrap();
+        let home = dir.join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        let mut command = tfinstall_command(&home);
         self.ca.configure(&mut command);
-        command.env("TF_CLI_CONFIG_FILE", &config).args([
+        command.env("TF_CLI_CONFIG_FILE", &config_path).args([
             "serve",
             "-listen=127.0.0.1:0",
             &format!("-tls-cert={}", cert.display()),
             &format!("-tls-key={}", key.display()),
-            &format!("-store={}", store.display()),
         ]);
-        command.args(extra);
+        command.args(args);
         Serve::start(command)
     }
 
@@ -553,6 +563,45 @@ fn paths_hosts_and_tokens_are_checked() {
     assert_eq!(filled["platform"], current_platform());
     assert_eq!(filled["status"], 200);
     assert!(filled["bytes"].as_u64().unwrap() > 0);
+}
+
+/// Two servers share one OCI registry as their store (`-store=oci://…`),
+/// each with a local store of its own: a package the first fetched from
+/// upstream reaches the second's clients from the registry, so upstream
+/// serves it once; both clients install.
+#[test]
+fn two_servers_sharing_an_oci_store_fetch_from_upstream_once() {
+    let upstream = Upstream::new(&["alpha"]);
+    let registry = OciRegistry::start(&upstream.ca);
+    let credentials = format!(
+        "oci_credentials \"{}\" {{\n  username = \"{USER}\"\n  password = \"{PASSWORD}\"\n}}\n",
+        registry.host
+    );
+    let store = format!(
+        "-store=oci://{}/tf/${{hostname}}/${{namespace}}/${{type}}",
+        registry.host
+    );
+    let first = upstream.serve_as("first", &credentials, &[&store]);
+    let second = upstream.serve_as("second", &credentials, &[&store]);
+    let dir = upstream.workdir("via-first");
+    succeeded(
+        "terraform init through the first server",
+        &upstream.terraform_init(Terraform::V1_0_3, &dir, &first.mirror_config()),
+    );
+    let dir = upstream.workdir("via-second");
+    succeeded(
+        "terraform init through the second server",
+        &upstream.terraform_init(Terraform::V1_0_3, &dir, &second.mirror_config()),
+    );
+    assert_eq!(
+        upstream.downloads("alpha"),
+        1,
+        "first:\n{}\nsecond:\n{}",
+        first.log(),
+        second.log()
+    );
+    assert!(second.stop());
+    assert!(first.stop());
 }
 
 /// A blocking HTTPS client trusting only the test CA.

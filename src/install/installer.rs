@@ -245,12 +245,15 @@ impl Installer {
     /// `serve`: the store's entry for exactly this package, filled from the
     /// source when it is missing or nothing vouches for it; once however
     /// many ask at the same moment (the run's turns and the entry lock).
-    /// Returns the entry's directory.
+    /// `prefetched` is the source's answer for the package when the caller
+    /// already has it. Returns the entry's directory, and whether this call
+    /// filled it.
     pub async fn fill_entry(
         &self,
         provider: &ProviderAddr,
         version: &Version,
-    ) -> Result<PathBuf, Diagnostic> {
+        prefetched: Option<crate::source::PackageMeta>,
+    ) -> Result<(PathBuf, bool), Diagnostic> {
         let Some(cache) = &self.cache else {
             return Err(Diagnostic::error(
                 "No store",
@@ -262,7 +265,7 @@ impl Installer {
             .cached_matching(provider, version, none.clone(), None)
             .await
         {
-            return Ok(cached.dir);
+            return Ok((cached.dir, false));
         }
         let staging = Staging::create(cache.cache.root()).map_err(|err| {
             Diagnostic::error(
@@ -279,12 +282,12 @@ impl Installer {
             constraints: VersionConstraints::default(),
             already_installed: None,
             cached: None,
-            prefetched: None,
+            prefetched: prefetched.map(Ok),
         };
         let emit = |event: InstallEvent| (self.events)(event);
-        let (cached, _) = self
+        let (cached, filled) = self
             .fill_cache(cache, &selected, &none, &none, false, &staging, &emit)
             .await?;
-        Ok(cached.dir)
+        Ok((cached.dir, filled))
     }
 }

@@ -19,12 +19,15 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
 use crate::addr::{Platform, ProviderAddr};
+use crate::commands::providers::mirror_oci::{Staged, push};
 use crate::fetch::Downloader;
 use crate::install::extract::ExtractLimits;
 use crate::install::installer::{CacheUse, Installer};
 use crate::install::layout::{InstallLayout, LayoutKind};
 use crate::install::link::LinkMode;
 use crate::serve::policy::AccessTokens;
+use crate::source::oci::template::RepositoryTemplate;
+use crate::source::oci::{OciMirror, Registries};
 use crate::source::{PackageAuthentication, Source};
 use crate::verify::hash::PackageHash;
 use crate::verify::signature::verify_sums_signature;
@@ -89,6 +92,16 @@ struct VersionFacts {
 
 type Fill = Shared<BoxFuture<'static, Result<PathBuf, String>>>;
 
+/// `-store=oci://HOST/TEMPLATE`: an OCI registry that several servers share,
+/// in the layout `providers mirror oci://` writes. A server looks there
+/// before going upstream and publishes there what it fetched from upstream,
+/// so a package crosses from upstream once for all of them. Each server
+/// still keeps a local store to stream from.
+pub struct SharedStore {
+    pub template: RepositoryTemplate,
+    pub registries: Arc<Registries>,
+}
+
 pub struct Mirror {
     source: Arc<dyn Source>,
     store: CacheUse,
@@ -99,6 +112,7 @@ pub struct Mirror {
     fill_slots: Arc<Semaphore>,
     /// With `-auth-token-file`: archive URLs carry a grant.
     grants: Option<AccessTokens>,
+    shared: Option<SharedStore>,
     indexes: Mutex<HashMap<ProviderAddr, (Instant, Vec<Version>)>>,
     /// Archives hashed and found to be their records', by file identity.
     verified: Mutex<HashMap<PathBuf, FileIdentity>>,
@@ -137,6 +151,7 @@ impl Mirror {
         platforms: Option<Vec<Platform>>,
         max_fills: usize,
         grants: Option<AccessTokens>,
+        shared: Option<SharedStore>,
         log: Arc<dyn Fn(String) + Send + Sync>,
     ) -> Self {
         Mirror {
@@ -147,6 +162,7 @@ impl Mirror {
             fills: Mutex::default(),
             fill_slots: Arc::new(Semaphore::new(max_fills.max(1))),
             grants,
+            shared,
             indexes: Mutex::default(),
             verified: Mutex::default(),
             log,
@@ -538,11 +554,7 @@ impl Mirror {
         let (p, v, plat) = key.clone();
         let task = tokio::spawn(async move {
             let _slot = mirror.fill_slots.acquire().await;
-            let installer = mirror.installer(&plat);
-            let result = installer
-                .fill_entry(&p, &v)
-                .await
-                .map_err(|diag| diag.detail.clone());
+            let result = mirror.fill_now(&p, &v, &plat).await;
             mirror
                 .fills
                 .lock()
@@ -560,10 +572,114 @@ impl Mirror {
         fill
     }
 
-    fn installer(&self, platform: &Platform) -> Installer {
+    /// Fills the store's entry: from the shared store when it has the
+    /// package upstream signed, else from upstream (then publishing it to
+    /// the shared store).
+    async fn fill_now(
+        &self,
+        provider: &ProviderAddr,
+        version: &Version,
+        platform: &Platform,
+    ) -> Result<PathBuf, String> {
+        if let Some(shared) = &self.shared {
+            match self
+                .fill_from_shared(shared, provider, version, platform)
+                .await
+            {
+                Ok(Some(dir)) => return Ok(dir),
+                Ok(None) => {}
+                Err(message) => (self.log)(format!(
+                    "not taking {} v{version} for {platform} from the shared store: {message}",
+                    provider.for_display()
+                )),
+            }
+        }
+        let (dir, filled) = self
+            .installer(Arc::clone(&self.source), platform)
+            .fill_entry(provider, version, None)
+            .await
+            .map_err(|diag| diag.detail.clone())?;
+        if let Some(shared) = &self.shared
+            && filled
+        {
+            self.publish(shared, provider, version, platform, &dir)
+                .await;
+        }
+        Ok(dir)
+    }
+
+    /// The package from the shared store, accepted only when its archive
+    /// is the one upstream's signed checksums name for this platform.
+    async fn fill_from_shared(
+        &self,
+        shared: &SharedStore,
+        provider: &ProviderAddr,
+        version: &Version,
+        platform: &Platform,
+    ) -> Result<Option<PathBuf>, String> {
+        let source = Arc::new(OciMirror::new(
+            shared.template.clone(),
+            Arc::clone(&shared.registries),
+        ));
+        let Ok(meta) = source.package_meta(provider, version, platform).await else {
+            return Ok(None);
+        };
+        let PackageAuthentication::ContentAddressed(zh) = &meta.authentication else {
+            return Err("its package is not addressed by its hash".to_owned());
+        };
+        let (facts, _) = self.version_facts(provider, version).await?;
+        let signed = facts
+            .hashes
+            .get(&platform.to_string())
+            .is_some_and(|hashes| hashes.contains(&zh.to_string()));
+        if !signed {
+            return Err(format!(
+                "its archive {zh} is not one upstream's signed checksums name"
+            ));
+        }
+        let (dir, _) = self
+            .installer(source, platform)
+            .fill_entry(provider, version, Some(meta))
+            .await
+            .map_err(|diag| diag.detail.clone())?;
+        Ok(Some(dir))
+    }
+
+    /// Publishes a package fetched from upstream to the shared store; a
+    /// failure is logged, and the package is served all the same.
+    async fn publish(
+        &self,
+        shared: &SharedStore,
+        provider: &ProviderAddr,
+        version: &Version,
+        platform: &Platform,
+        dir: &Path,
+    ) {
+        let entry = crate::cache::CacheEntry {
+            dir: dir.to_path_buf(),
+            meta: None,
+        };
+        let Some(archive) = self.store.cache.archive(&entry) else {
+            return;
+        };
+        let staged = vec![Staged {
+            provider: provider.clone(),
+            version: version.clone(),
+            platform: platform.clone(),
+            archive,
+        }];
+        if let Err(diags) = push(&shared.template, &shared.registries, staged, &|_| {}).await {
+            (self.log)(format!(
+                "could not publish {} v{version} for {platform} to the shared store: {diags}",
+                provider.for_display()
+            ));
+        }
+    }
+
+    fn installer(&self, source: Arc<dyn Source>, platform: &Platform) -> Installer {
         let root: &Path = self.store.cache.root();
         Installer {
-            source: Arc::clone(&self.source),
+            source,
             // Nothing is installed: a layout in a directory that does not
             // exist keeps every "already installed" check false.
             layout: InstallLayout::new(root.join(".none"), LayoutKind::Providers),

@@ -40,7 +40,8 @@ use crate::fetch::{DownloadSettings, Downloader};
 use crate::install::installer::CacheUse;
 use crate::output::Output;
 use crate::source::configured::{NetworkSources, SourceOptions, build_source};
-use mirror::{Mirror, Outcome, Reply};
+use crate::source::oci::template::RepositoryTemplate;
+use mirror::{Mirror, Outcome, Reply, SharedStore};
 use policy::{AccessTokens, AllowedProviders};
 use route::Route;
 
@@ -83,7 +84,12 @@ async fn serve(args: &ServeArgs, launch_dir: &Path, out: &Arc<Output>) -> Result
         .as_deref()
         .map(AccessTokens::load)
         .transpose()?;
-    let store_dir = store_dir(args, &cli_config)?;
+    let shared_target = args
+        .store
+        .as_deref()
+        .and_then(crate::commands::providers::mirror_oci::is_oci_target)
+        .map(str::to_owned);
+    let store_dir = store_dir(args, shared_target.is_none(), &cli_config)?;
     std::fs::create_dir_all(&store_dir).map_err(|err| {
         Diagnostic::error(
             "Cannot create the store",
@@ -108,6 +114,20 @@ async fn serve(args: &ServeArgs, launch_dir: &Path, out: &Arc<Output>) -> Result
         return Err(source_diags);
     }
     out.diagnostics(&source_diags);
+    let shared = match &shared_target {
+        Some(target) => Some(SharedStore {
+            template: RepositoryTemplate::parse(target, allowed.patterns()).map_err(|err| {
+                Diagnostic::error(
+                    "Invalid shared store",
+                    format!(
+                        "Cannot keep packages in oci://{target}: {err}. Write -store=oci://HOST[:PORT]/REPOSITORY, where REPOSITORY uses ${{hostname}}, ${{namespace}} and ${{type}} to tell the allowed providers apart, e.g. 'oci://registry.example.com/tf-providers/${{hostname}}/${{namespace}}/${{type}}'."
+                    ),
+                )
+            })?,
+            registries: network.oci_registries(),
+        }),
+        None => None,
+    };
     let mut store = CacheUse::new(PluginCache::new(&store_dir), false);
     store.keep_archives = true;
     let log = RequestLog { json: args.json };
@@ -119,6 +139,7 @@ async fn serve(args: &ServeArgs, launch_dir: &Path, out: &Arc<Output>) -> Result
         platforms,
         args.max_fills,
         tokens.clone(),
+        shared,
         Arc::new(move |message| log.message(&message)),
     ));
     let listener = TcpListener::bind(args.listen).await.map_err(|err| {
@@ -151,10 +172,15 @@ async fn serve(args: &ServeArgs, launch_dir: &Path, out: &Arc<Output>) -> Result
     Ok(())
 }
 
-/// `-store`, else the plugin cache, else `tfinstall/store` in the user's
-/// cache directory.
-fn store_dir(args: &ServeArgs, cli_config: &cliconfig::CliConfig) -> Result<PathBuf, Diagnostic> {
-    if let Some(dir) = args.store.as_ref().or(cli_config.plugin_cache_dir.as_ref()) {
+/// `-store=DIR`, else (also beside a shared OCI store) the plugin cache,
+/// else `tfinstall/store` in the user's cache directory.
+fn store_dir(
+    args: &ServeArgs,
+    store_is_dir: bool,
+    cli_config: &cliconfig::CliConfig,
+) -> Result<PathBuf, Diagnostic> {
+    let given = args.store.as_ref().filter(|_| store_is_dir);
+    if let Some(dir) = given.or(cli_config.plugin_cache_dir.as_ref()) {
         return Ok(dir.clone());
     }
     dirs::cache_dir()

@@ -63,6 +63,12 @@ impl AllowedProviders {
         Ok(AllowedProviders { patterns })
     }
 
+    /// The patterns themselves, which a shared OCI store's repository
+    /// template must tell apart.
+    pub fn patterns(&self) -> &[ProviderPattern] {
+        &self.patterns
+    }
+
     pub fn allows(&self, provider: &ProviderAddr) -> bool {
         self.patterns.iter().any(|p| p.matches(provider))
     }
