@@ -102,6 +102,18 @@ pub struct SharedStore {
     pub registries: Arc<Registries>,
 }
 
+/// What the command line decides about the mirror.
+pub struct MirrorOptions {
+    /// `-platform`: the only platforms served; `None` for every one.
+    pub platforms: Option<Vec<Platform>>,
+    /// `-max-fills`: fetches from upstream at once.
+    pub max_fills: usize,
+    /// `-auth-token-file`: archive URLs carry grants.
+    pub grants: Option<AccessTokens>,
+    /// `-store=oci://…`.
+    pub shared: Option<SharedStore>,
+}
+
 pub struct Mirror {
     source: Arc<dyn Source>,
     store: CacheUse,
@@ -148,21 +160,18 @@ impl Mirror {
         source: Arc<dyn Source>,
         store: CacheUse,
         downloader: Arc<Downloader>,
-        platforms: Option<Vec<Platform>>,
-        max_fills: usize,
-        grants: Option<AccessTokens>,
-        shared: Option<SharedStore>,
+        options: MirrorOptions,
         log: Arc<dyn Fn(String) + Send + Sync>,
     ) -> Self {
         Mirror {
             source,
             store,
             downloader,
-            platforms,
+            platforms: options.platforms,
             fills: Mutex::default(),
-            fill_slots: Arc::new(Semaphore::new(max_fills.max(1))),
-            grants,
-            shared,
+            fill_slots: Arc::new(Semaphore::new(options.max_fills.max(1))),
+            grants: options.grants,
+            shared: options.shared,
             indexes: Mutex::default(),
             verified: Mutex::default(),
             log,

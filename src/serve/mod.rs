@@ -41,7 +41,7 @@ use crate::install::installer::CacheUse;
 use crate::output::Output;
 use crate::source::configured::{NetworkSources, SourceOptions, build_source};
 use crate::source::oci::template::RepositoryTemplate;
-use mirror::{Mirror, Outcome, Reply, SharedStore};
+use mirror::{Mirror, MirrorOptions, Outcome, Reply, SharedStore};
 use policy::{AccessTokens, AllowedProviders};
 use route::Route;
 
@@ -136,11 +136,13 @@ async fn serve(args: &ServeArgs, launch_dir: &Path, out: &Arc<Output>) -> Result
         source,
         store,
         downloader,
-        platforms,
-        args.max_fills,
-        tokens.clone(),
-        shared,
-        Arc::new(move |message| log.message(&message)),
+        MirrorOptions {
+            platforms,
+            max_fills: args.max_fills,
+            grants: tokens.clone(),
+            shared,
+        },
+        Arc::new(move |message: String| log.message(&message)),
     ));
     let listener = TcpListener::bind(args.listen).await.map_err(|err| {
         Diagnostic::error(
