@@ -202,6 +202,12 @@ pub struct ServeArgs {
     #[arg(long = "max-fills", default_value_t = 8, value_name = "N")]
     pub max_fills: usize,
 
+    /// Largest archive fetched from upstream, and largest size a package
+    /// may unpack to (bytes, or with a unit: 512MiB, 4GiB).
+    #[arg(long, value_name = "BYTES", env = "TFINSTALL_MAX_PACKAGE_SIZE",
+          default_value = "2GiB", value_parser = crate::units::parse_size)]
+    pub max_package_size: u64,
+
     /// One JSON object per line for each request and event.
     #[arg(long)]
     pub json: bool,

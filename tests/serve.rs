@@ -38,6 +38,10 @@ struct Upstream {
 
 impl Upstream {
     fn new(types: &[&str]) -> Self {
+        Self::with_payload(types, Payload::Small)
+    }
+
+    fn with_payload(types: &[&str], payload: Payload) -> Self {
         let ca = TestCa::new();
         let server = TestServer::https(&ca);
         let tmp = tempfile::tempdir().unwrap();
@@ -52,7 +56,8 @@ impl Upstream {
                 r.provider(
                     ProviderSpec::new(NS, t, VERSION)
                         .hostname(HOST)
-                        .platforms(&platforms),
+                        .platforms(&platforms)
+                        .payload(payload.clone()),
                 )
             });
         let tree = registry.write(&site, &server.url());
@@ -604,6 +609,59 @@ fn two_servers_sharing_an_oci_store_fetch_from_upstream_once() {
     assert!(first.stop());
 }
 
+/// A fill runs on a task of its own: a client that goes away while its
+/// package is being fetched cancels nothing (the package lands in the
+/// store, fetched once), and a client that stops reading an archive holds
+/// up no other client of it.
+#[test]
+fn a_departing_or_stalled_client_holds_up_neither_the_fill_nor_others() {
+    let upstream = Upstream::with_payload(&["alpha"], Payload::Random(8 << 20));
+    let platform = current_platform();
+    upstream.server().fault(
+        &upstream.archive("alpha", &platform),
+        Fault::Latency(Duration::from_millis(500)),
+    );
+    let store = upstream.path("store/x").parent().unwrap().to_path_buf();
+    let serve = upstream.serve(&store, &[]);
+    let url = format!(
+        "{}{HOST}/{NS}/alpha/terraform-provider-alpha_{VERSION}_{platform}.zip",
+        serve.url
+    );
+    let departing = Client::new(&upstream.ca);
+    assert!(
+        departing
+            .get_within(&url, Duration::from_millis(100))
+            .is_err()
+    );
+    drop(departing);
+    let entry = store
+        .join(HOST)
+        .join(NS)
+        .join("alpha")
+        .join(VERSION)
+        .join(&platform);
+    let deadline = Instant::now() + TIMEOUT;
+    while !entry.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the fill stopped with its client:\n{}",
+            serve.log()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    let stalled = Client::new(&upstream.ca);
+    let held = stalled.open(&url);
+    assert_eq!(held.status(), 200);
+    let reader = Client::new(&upstream.ca);
+    let (status, bytes) = reader.get_bytes(&url, None);
+    assert_eq!(status, 200);
+    let package = upstream.tree.package("alpha", VERSION, &platform);
+    assert_eq!(bytes, std::fs::read(&package.path).unwrap());
+    assert_eq!(upstream.downloads("alpha"), 1, "{}", serve.log());
+    drop(held);
+}
+
 /// A blocking HTTPS client trusting only the test CA.
 struct Client {
     client: reqwest::Client,
@@ -634,6 +692,21 @@ impl Client {
             let status = response.status().as_u16();
             (status, response.bytes().await.unwrap().to_vec())
         })
+    }
+
+    /// A GET abandoned after `limit`.
+    fn get_within(&self, url: &str, limit: Duration) -> Result<(), reqwest::Error> {
+        self.runtime.block_on(async {
+            let response = self.client.get(url).timeout(limit).send().await?;
+            response.bytes().await.map(drop)
+        })
+    }
+
+    /// A GET whose headers have arrived and whose body is left unread: the
+    /// connection is driven only while this client runs something else.
+    fn open(&self, url: &str) -> reqwest::Response {
+        self.runtime
+            .block_on(async { self.client.get(url).send().await.unwrap() })
     }
 
     fn get(&self, url: &str, token: Option<&str>) -> (u16, String) {

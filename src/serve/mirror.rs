@@ -108,6 +108,8 @@ pub struct MirrorOptions {
     pub platforms: Option<Vec<Platform>>,
     /// `-max-fills`: fetches from upstream at once.
     pub max_fills: usize,
+    /// `-max-package-size`: the largest a package may unpack to.
+    pub max_package_size: u64,
     /// `-auth-token-file`: archive URLs carry grants.
     pub grants: Option<AccessTokens>,
     /// `-store=oci://…`.
@@ -122,6 +124,7 @@ pub struct Mirror {
     platforms: Option<Vec<Platform>>,
     fills: Mutex<HashMap<(ProviderAddr, Version, Platform), Fill>>,
     fill_slots: Arc<Semaphore>,
+    limits: ExtractLimits,
     /// With `-auth-token-file`: archive URLs carry a grant.
     grants: Option<AccessTokens>,
     shared: Option<SharedStore>,
@@ -170,6 +173,10 @@ impl Mirror {
             platforms: options.platforms,
             fills: Mutex::default(),
             fill_slots: Arc::new(Semaphore::new(options.max_fills.max(1))),
+            limits: ExtractLimits {
+                max_total_bytes: options.max_package_size,
+                ..ExtractLimits::default()
+            },
             grants: options.grants,
             shared: options.shared,
             indexes: Mutex::default(),
@@ -693,7 +700,7 @@ impl Mirror {
             // exist keeps every "already installed" check false.
             layout: InstallLayout::new(root.join(".none"), LayoutKind::Providers),
             platform: platform.clone(),
-            limits: ExtractLimits::default(),
+            limits: self.limits.clone(),
             parallelism: 1,
             downloader: Arc::clone(&self.downloader),
             dev_overrides: Default::default(),

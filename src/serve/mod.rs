@@ -131,13 +131,23 @@ async fn serve(args: &ServeArgs, launch_dir: &Path, out: &Arc<Output>) -> Result
     let mut store = CacheUse::new(PluginCache::new(&store_dir), false);
     store.keep_archives = true;
     let log = RequestLog { json: args.json };
-    let downloader = Arc::new(Downloader::new(client, DownloadSettings::from_env()));
+    let downloader = Arc::new(
+        Downloader::new(
+            client,
+            DownloadSettings {
+                max_bytes: args.max_package_size,
+                ..DownloadSettings::from_env()
+            },
+        )
+        .with_netrc(cli_config.netrc.clone()),
+    );
     let mirror = Arc::new(Mirror::new(
         source,
         store,
         downloader,
         MirrorOptions {
             platforms,
+            max_package_size: args.max_package_size,
             max_fills: args.max_fills,
             grants: tokens.clone(),
             shared,
