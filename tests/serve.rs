@@ -57,7 +57,7 @@ impl Upstream {
                     ProviderSpec::new(NS, t, VERSION)
                         .hostname(HOST)
                         .platforms(&platforms)
-                        .payload(payload.clone()),
+                        .payload(payload),
                 )
             });
         let tree = registry.write(&site, &server.url());
