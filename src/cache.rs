@@ -499,6 +499,26 @@ impl PluginCache {
                     problem: format!("cannot be read: {err}"),
                 }),
             }
+            // The archive a `serve` store keeps beside the entry must still
+            // be the one its record names.
+            let archive = self.archive_of_dir(&dir);
+            if archive.is_file() {
+                match PackageHash::zh_of_file(&archive) {
+                    Ok(actual) if meta.zh.as_deref() == Some(actual.as_str()) => {}
+                    Ok(actual) => damage.push(Damage {
+                        dir: dir.clone(),
+                        problem: format!(
+                            "its archive {} changed: expected {}, found {actual}",
+                            archive.display(),
+                            meta.zh.as_deref().unwrap_or("no archive")
+                        ),
+                    }),
+                    Err(err) => damage.push(Damage {
+                        dir: dir.clone(),
+                        problem: format!("its archive {} cannot be read: {err}", archive.display()),
+                    }),
+                }
+            }
             drop(lock);
         }
         (checked, damage)
@@ -657,6 +677,37 @@ mod tests {
         assert_eq!(fs::read_dir(&work).unwrap().count(), 0);
         drop(lock);
         assert!(!work.exists());
+    }
+
+    /// A kept archive is published with its entry, and `cache verify`
+    /// checks it against the record's `zh:`.
+    #[tokio::test]
+    async fn kept_archives_are_published_with_the_entry_and_verified() {
+        let root = tempfile::tempdir().unwrap();
+        let cache = PluginCache::new(root.path());
+        let (p, v, plat) = key();
+        let lock = cache.lock_entry(&p, &v, &plat, || {}).await.unwrap();
+        let built = lock.build_dir().unwrap();
+        fs::create_dir(&built).unwrap();
+        fs::write(built.join("terraform-provider-null"), b"binary").unwrap();
+        fs::write(lock.archive_path(), b"the archive").unwrap();
+        let zh = PackageHash::zh_of_file(&lock.archive_path()).unwrap();
+        let record = EntryMeta {
+            zh: Some(zh.to_string()),
+            ..meta(PackageHash::h1_of_dir(&built).unwrap().as_str())
+        };
+        cache.insert(&lock, &record).unwrap();
+        drop(lock);
+        let entry = cache.lookup(&p, &v, &plat).unwrap();
+        let archive = cache.archive(&entry).unwrap();
+        assert_eq!(fs::read(&archive).unwrap(), b"the archive");
+        assert!(fs::metadata(&archive).unwrap().permissions().readonly());
+        assert_eq!(cache.verify(), (1, Vec::new()));
+        make_writable(root.path()).unwrap();
+        fs::write(&archive, b"another archive").unwrap();
+        let (_, damage) = cache.verify();
+        assert_eq!(damage.len(), 1, "{damage:?}");
+        assert!(damage[0].problem.contains("archive"), "{damage:?}");
     }
 
     #[tokio::test]
