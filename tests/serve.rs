@@ -662,6 +662,45 @@ fn a_departing_or_stalled_client_holds_up_neither_the_fill_nor_others() {
     drop(held);
 }
 
+/// SIGTERM while a package is being fetched: the server stops taking
+/// connections, lets the fill and the request waiting on it finish, and
+/// exits 0; the store keeps the package.
+#[test]
+fn sigterm_lets_the_requests_and_fills_in_flight_finish() {
+    let upstream = Upstream::new(&["alpha"]);
+    let platform = current_platform();
+    let archive = upstream.archive("alpha", &platform);
+    upstream
+        .server()
+        .fault(&archive, Fault::Latency(Duration::from_millis(800)));
+    let store = upstream.path("store/x").parent().unwrap().to_path_buf();
+    let serve = upstream.serve(&store, &[]);
+    let url = format!(
+        "{}{HOST}/{NS}/alpha/terraform-provider-alpha_{VERSION}_{platform}.zip",
+        serve.url
+    );
+    std::thread::scope(|scope| {
+        let waiting = scope.spawn(|| Client::new(&upstream.ca).get_bytes(&url, None));
+        let deadline = Instant::now() + TIMEOUT;
+        while upstream.server().count(&archive) == 0 {
+            assert!(Instant::now() < deadline, "the fill never started");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(serve.stop(), "serve did not exit cleanly");
+        let (status, bytes) = waiting.join().unwrap();
+        assert_eq!(status, 200);
+        let package = upstream.tree.package("alpha", VERSION, &platform);
+        assert_eq!(bytes, std::fs::read(&package.path).unwrap());
+    });
+    let entry = store
+        .join(HOST)
+        .join(NS)
+        .join("alpha")
+        .join(VERSION)
+        .join(&platform);
+    assert!(entry.is_dir(), "the fill did not finish");
+}
+
 /// A blocking HTTPS client trusting only the test CA.
 struct Client {
     client: reqwest::Client,
