@@ -391,6 +391,16 @@ impl PluginCache {
         let built = lock.work.join("package");
         let dir = &lock.entry;
         make_read_only(&built)?;
+        // Stamps taken now vouch for the files from the start when their
+        // times were pinned (`hash_memo::pin_mtimes`); renaming the entry
+        // into place changes none of them.
+        let meta = match &meta.stamps {
+            Some(_) => meta.clone(),
+            None => EntryMeta {
+                stamps: DirStamps::of(&built)?,
+                ..meta.clone()
+            },
+        };
         crate::failpoint::pause("insert-before-publish");
         let archive = self.archive_of_dir(dir);
         if fs::symlink_metadata(dir).is_ok() {
@@ -399,7 +409,7 @@ impl PluginCache {
         if fs::symlink_metadata(&archive).is_ok() {
             fs::rename(&archive, lock.work.join("replaced.zip"))?;
         }
-        let json = serde_json::to_vec_pretty(meta).map_err(io::Error::other)?;
+        let json = serde_json::to_vec_pretty(&meta).map_err(io::Error::other)?;
         crate::fsutil::write_atomic(&self.meta_path(dir), &json, 0o644)?;
         let kept = lock.archive_path();
         if kept.is_file() {
@@ -765,11 +775,7 @@ mod tests {
 
         let held = cache.lock_entry(&p, &v, &plat, || {}).await.unwrap();
         cache.remember_stamps(&dir, &first, stamps.clone(), None);
-        assert_eq!(
-            recorded().stamps,
-            None,
-            "written while another held the lock"
-        );
+        assert_eq!(recorded(), first, "written while another held the lock");
         cache.remember_stamps(&dir, &first, stamps.clone(), Some(&held));
         assert_eq!(recorded().stamps, Some(stamps.clone()));
         drop(held);

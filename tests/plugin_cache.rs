@@ -720,6 +720,54 @@ fn cache_entries_remember_their_stamps_so_later_runs_hash_nothing() {
     assert!(read(&third.join(LOCK)).contains(bogus));
 }
 
+/// With no pause between runs: the first no-op in a directory installed
+/// from the cache trusts the memo its install left (the files' times are
+/// pinned when the entry is filled, so stamps taken at once hold), and a
+/// run right after the one that filled an entry takes the entry's hash from
+/// the stamps recorded at filling.
+#[test]
+fn the_runs_right_after_a_fill_hash_nothing() {
+    let world = World::new(&["alpha"]);
+    let cache = world.new_cache("cache");
+    let config = world.config("cli", Some(&cache), "");
+    // The memo an install left, made to name another hash: a first no-op
+    // that trusts it believes the package changed and places it again; one
+    // that re-hashed the files would find it installed.
+    let first_no_op_trusts_the_memo = |dir: &Path| {
+        let memo = dir.join(".terraform/.tfinstall-hashes.json");
+        edit_json(&memo, |doc| {
+            for entry in doc.as_object_mut().unwrap().values_mut() {
+                entry["h1"] = "h1:BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB=".into();
+            }
+        });
+        let output = world.init_ok(dir, &config, &[]);
+        assert!(
+            !output.contains("Using previously-installed"),
+            "the first no-op in {} hashed the package: {output}",
+            dir.display()
+        );
+    };
+    let cold = world.workdir("cold");
+    world.init_ok(&cold, &config, &[]);
+    first_no_op_trusts_the_memo(&cold);
+    let warm = world.workdir("warm");
+    world.init_ok(&warm, &config, &[]);
+    first_no_op_trusts_the_memo(&warm);
+
+    // A recorded hash that matches nothing is taken as is only by a run
+    // that trusts the stamps instead of hashing the files.
+    let fresh = world.new_cache("fresh-cache");
+    let config = world.config("fresh", Some(&fresh), "");
+    world.init_ok(&world.workdir("fills"), &config, &[]);
+    let bogus = "h1:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
+    edit_json(&provenance(&fresh, "alpha"), |doc| doc["h1"] = bogus.into());
+    world.server().clear_log();
+    let next = world.workdir("next");
+    world.init_ok(&next, &config, &[]);
+    assert_eq!(world.archive_downloads(), Vec::<String>::new());
+    assert!(read(&next.join(LOCK)).contains(bogus));
+}
+
 /// `init -offline` in a fresh checkout with no lock file: not one request,
 /// the cached version chosen, and the same lock entry a download would have
 /// written, from the cache's provenance. What the cache cannot satisfy is

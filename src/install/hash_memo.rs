@@ -120,11 +120,39 @@ impl DirStamps {
                 .iter()
                 .zip(stamps)
                 .all(|(then, now)| then.unchanged_in(now))
-            && self
-                .files
-                .iter()
-                .all(|f| f.ctime < self.recorded_at - RACY_NS)
+            && self.files.iter().all(|f| {
+                // A read-only file's content last changed at its mtime (a
+                // write takes a chmod first, which its stamp would show);
+                // any other file's at its ctime.
+                let changed = if f.read_only() { f.mtime } else { f.ctime };
+                changed < self.recorded_at - RACY_NS
+            })
     }
+}
+
+/// The modification time given to every file of a plugin-cache entry once
+/// it is unpacked and hashed (2000-01-01T00:00:00Z). Stamps taken right
+/// after unpacking would otherwise be "racy" (a write in the same clock
+/// tick leaves the times equal) and the next run would hash the package
+/// again. With the time set back, any later write moves it forward, so
+/// the stamps an entry is published with can be trusted at once, by the
+/// run after the one that filled it and by every project that links it.
+pub const PINNED_MTIME_SECS: u64 = 946_684_800;
+
+/// Sets every file below `dir` to [`PINNED_MTIME_SECS`]. Only for files
+/// this process has just written and hashed and no one else can reach yet.
+pub fn pin_mtimes(dir: &Path) -> io::Result<()> {
+    let pinned = std::time::UNIX_EPOCH + std::time::Duration::from_secs(PINNED_MTIME_SECS);
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let path = entry.path();
+        if entry.file_type()?.is_dir() {
+            pin_mtimes(&path)?;
+        } else {
+            fs::File::open(&path)?.set_modified(pinned)?;
+        }
+    }
+    Ok(())
 }
 
 fn now_ns() -> i128 {
@@ -337,6 +365,35 @@ mod tests {
         chmod(&elsewhere, 0o755);
         fs::write(&elsewhere, b"two").unwrap();
         chmod(&elsewhere, 0o555);
+        assert_eq!(
+            memo.h1_of_dir(&pkg).unwrap(),
+            PackageHash::h1_of_dir(&pkg).unwrap()
+        );
+    }
+
+    /// A read-only file whose modification time was set back is trusted
+    /// from a stamp taken at once; a write through any link moves the time
+    /// forward and is caught.
+    #[cfg(unix)]
+    #[test]
+    fn pinned_read_only_files_are_trusted_at_once_and_writes_are_caught() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let data = tempfile::tempdir().unwrap();
+        let pkg = data.path().join("pkg");
+        fs::create_dir(&pkg).unwrap();
+        let file = pkg.join("terraform-provider-x");
+        fs::write(&file, b"one").unwrap();
+        pin_mtimes(&pkg).unwrap();
+        fs::set_permissions(&file, fs::Permissions::from_mode(0o555)).unwrap();
+        let memo = HashMemo::load(data.path());
+        memo.record(&pkg, &pkg, &PackageHash::parse("h1:remembered").unwrap());
+        assert_eq!(memo.h1_of_dir(&pkg).unwrap().as_str(), "h1:remembered");
+
+        let elsewhere = data.path().join("elsewhere");
+        fs::hard_link(&file, &elsewhere).unwrap();
+        fs::set_permissions(&elsewhere, fs::Permissions::from_mode(0o755)).unwrap();
+        fs::write(&elsewhere, b"two").unwrap();
+        fs::set_permissions(&elsewhere, fs::Permissions::from_mode(0o555)).unwrap();
         assert_eq!(
             memo.h1_of_dir(&pkg).unwrap(),
             PackageHash::h1_of_dir(&pkg).unwrap()

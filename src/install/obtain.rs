@@ -19,7 +19,7 @@ use crate::fetch::DownloadProgress;
 use crate::http::TERRAFORM_COMPAT_VERSION;
 use crate::install::events::{InstallEvent, PROGRESS_INTERVAL, ProgressStage};
 use crate::install::extract::{extract_package, find_executable};
-use crate::install::hash_memo::DirStamps;
+use crate::install::hash_memo::{DirStamps, pin_mtimes};
 use crate::install::installer::{CacheUse, Installer};
 use crate::install::link::{LinkMode, link_package};
 use crate::install::select::{CachedPackage, Selected};
@@ -138,6 +138,10 @@ impl Installer {
             )
             .await
             .map_err(|err| self.stage_failed(s, err))?;
+        let pinned = package_dir.clone();
+        blocking(move || pin_mtimes(&pinned))
+            .await
+            .map_err(cache_failed)?;
         let record = EntryMeta {
             format: crate::cache::META_FORMAT,
             provider: s.provider.to_string(),
