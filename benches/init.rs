@@ -1,5 +1,7 @@
-//! `tfinstall init` against real Terraform 1.0.3, end to end, on the same
-//! local HTTPS registry.
+//! `tfinstall init` against real Terraform 1.0.3 and, where the machine has
+//! one, the `terraform` on PATH (1.11.4 on these machines), end to end, on
+//! the same local HTTPS registry; each speed-up is against the faster
+//! Terraform.
 //!
 //! ```text
 //! cargo bench --bench init                      # the default run (10 × 20 MB, 50 ms)
@@ -13,7 +15,8 @@
 //! `--big-mb B` (the one big provider), `--latency-ms L` (added before every
 //! response's headers), `--bandwidth-mbps R` (one link of R MB/s shared by
 //! all connections; 0 = none), `--runs K` (median of K),
-//! `--scenarios cold,warm-nolock,noop-shared,warm,noop,one,big,many`, `--tools tfinstall,terraform`,
+//! `--scenarios cold,warm-nolock,noop-shared,warm,noop,one,big,many,sequence`,
+//! `--tools tfinstall,terraform,terraform-latest`,
 //! `--many-dirs D`, `--many-mb M` (the `many` scenario: D directories
 //! sharing three M MB providers),
 //! `--parallelism P` (passed to tfinstall), `--sweep P1,P2,…` (cold runs of
@@ -85,7 +88,11 @@ impl Default for Options {
             bandwidth_mbps: 0,
             runs: 3,
             scenarios: ScenarioKind::ALL.to_vec(),
-            tools: vec![Tool::Terraform, Tool::Tfinstall],
+            tools: if latest_terraform().is_some() {
+                vec![Tool::Terraform, Tool::TerraformLatest, Tool::Tfinstall]
+            } else {
+                vec![Tool::Terraform, Tool::Tfinstall]
+            },
             parallelism: None,
             sweep: Vec::new(),
             perf: false,
@@ -190,7 +197,11 @@ impl Options {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Tool {
+    /// Terraform 1.0.3 from PyPI.
     Terraform,
+    /// The `terraform` on PATH (1.11.4 on these machines), whose no-op is
+    /// twice as fast as 1.0.3's: each ratio is taken against the faster.
+    TerraformLatest,
     Tfinstall,
 }
 
@@ -198,17 +209,36 @@ impl Tool {
     fn parse(name: &str) -> Result<Tool, String> {
         match name {
             "terraform" => Ok(Tool::Terraform),
+            "terraform-latest" => Ok(Tool::TerraformLatest),
             "tfinstall" => Ok(Tool::Tfinstall),
-            other => Err(format!("unknown tool {other} (terraform, tfinstall)")),
+            other => Err(format!(
+                "unknown tool {other} (terraform, terraform-latest, tfinstall)"
+            )),
         }
     }
 
     fn name(self) -> &'static str {
         match self {
             Tool::Terraform => "terraform",
+            Tool::TerraformLatest => "terraform-latest",
             Tool::Tfinstall => "tfinstall",
         }
     }
+
+    fn is_terraform(self) -> bool {
+        self != Tool::Tfinstall
+    }
+}
+
+/// The `terraform` on PATH and its version line, if there is one.
+fn latest_terraform() -> Option<(PathBuf, String)> {
+    let output = Command::new("terraform").arg("version").output().ok()?;
+    let version = String::from_utf8(output.stdout).ok()?;
+    let version = version.lines().next()?.trim().to_owned();
+    let path = std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|dir| dir.join("terraform"))
+        .find(|path| path.is_file())?;
+    Some((path, version))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -235,10 +265,14 @@ enum ScenarioKind {
     /// lock files pinning the older versions; an empty shared plugin cache.
     /// Terraform runs in each directory in turn, tfinstall once for all.
     Many,
+    /// The order a user meets, each step timed: with a fresh plugin cache
+    /// per run, cold in one directory, warm in a second right after, then
+    /// the first no-op in the second.
+    Sequence,
 }
 
 impl ScenarioKind {
-    const ALL: [ScenarioKind; 8] = [
+    const ALL: [ScenarioKind; 9] = [
         ScenarioKind::Cold,
         ScenarioKind::WarmNoLock,
         ScenarioKind::NoopShared,
@@ -247,6 +281,7 @@ impl ScenarioKind {
         ScenarioKind::One,
         ScenarioKind::Big,
         ScenarioKind::Many,
+        ScenarioKind::Sequence,
     ];
 
     fn parse(name: &str) -> Result<ScenarioKind, String> {
@@ -255,7 +290,7 @@ impl ScenarioKind {
             .find(|kind| kind.name() == name)
             .ok_or_else(|| {
                 format!(
-                    "unknown scenario {name} (cold, warm-nolock, noop-shared, warm, noop, one, big, many)"
+                    "unknown scenario {name} (cold, warm-nolock, noop-shared, warm, noop, one, big, many, sequence)"
                 )
             })
     }
@@ -270,6 +305,7 @@ impl ScenarioKind {
             ScenarioKind::One => "one",
             ScenarioKind::Big => "big",
             ScenarioKind::Many => "many",
+            ScenarioKind::Sequence => "sequence",
         }
     }
 
@@ -302,13 +338,17 @@ impl ScenarioKind {
                 options.many_mb,
                 options.many_dirs / 4
             ),
+            ScenarioKind::Sequence => format!(
+                "in order, {} × {} MB, fresh plugin cache",
+                options.providers, options.size_mb
+            ),
         }
     }
 }
 
 /// The runs of one scenario, by tool, and what the reader should know.
 struct ScenarioResult {
-    kind: ScenarioKind,
+    title: String,
     samples: BTreeMap<Tool, Vec<Sample>>,
     notes: Vec<String>,
 }
@@ -328,6 +368,8 @@ struct Bench {
     ca: TestCa,
     server: TestServer,
     terraform: PathBuf,
+    /// The `terraform` on PATH and its version line, when benchmarked.
+    terraform_latest: Option<(PathBuf, String)>,
     tfinstall: PathBuf,
     /// Types of the N normal providers.
     small: Vec<String>,
@@ -420,10 +462,16 @@ impl Bench {
         if options.bandwidth_mbps > 0 {
             server.limit_bandwidth(options.bandwidth_mbps * MB);
         }
+        let terraform_latest = if options.tools.contains(&Tool::TerraformLatest) {
+            Some(latest_terraform().expect("--tools terraform-latest needs terraform on PATH"))
+        } else {
+            None
+        };
         Bench {
             options,
             ca,
             terraform,
+            terraform_latest,
             tfinstall: PathBuf::from(env!("CARGO_BIN_EXE_tfinstall")),
             server,
             work,
@@ -462,9 +510,13 @@ impl Bench {
         let mut results = Vec::new();
         for kind in self.options.scenarios.clone() {
             eprintln!("scenario: {}", kind.title(&self.options));
+            if kind == ScenarioKind::Sequence {
+                results.extend(self.sequence());
+                continue;
+            }
             let (samples, notes) = self.scenario(kind, self.options.parallelism);
             results.push(ScenarioResult {
-                kind,
+                title: kind.title(&self.options),
                 samples,
                 notes,
             });
@@ -566,7 +618,9 @@ impl Bench {
             | ScenarioKind::Noop => self.small.clone(),
             ScenarioKind::One => vec![self.small[0].clone()],
             ScenarioKind::Big => vec![self.big.clone()],
-            ScenarioKind::Many => unreachable!("many has its own preparation"),
+            ScenarioKind::Many | ScenarioKind::Sequence => {
+                unreachable!("{} has its own preparation", kind.name())
+            }
         };
         let main_tf = main_tf(&providers);
         let mut config = self.host_block();
@@ -587,7 +641,11 @@ impl Bench {
         fs::write(&config_path, &config).expect("write CLI config");
         let mut note = None;
         let reuse = match kind {
-            ScenarioKind::Cold | ScenarioKind::One | ScenarioKind::Big | ScenarioKind::Many => None,
+            ScenarioKind::Cold
+            | ScenarioKind::One
+            | ScenarioKind::Big
+            | ScenarioKind::Many
+            | ScenarioKind::Sequence => None,
             ScenarioKind::Noop | ScenarioKind::NoopShared => {
                 let dir = new_workdir(&base.join("noop"), &main_tf);
                 self.untimed(tool, &dir, &config_path, parallelism);
@@ -693,7 +751,7 @@ impl Bench {
                 };
                 let started = Instant::now();
                 match tool {
-                    Tool::Terraform => {
+                    Tool::Terraform | Tool::TerraformLatest => {
                         for dir in &dirs {
                             let output = self
                                 .command(tool, dir, &config, None)
@@ -728,6 +786,66 @@ impl Bench {
             }
         }
         (samples, Vec::new())
+    }
+
+    /// The `sequence` scenario: per run and tool, a fresh plugin cache;
+    /// cold in `a`, warm in `b` right after, then the first no-op in `b`,
+    /// each step timed as a process of its own. Three rows.
+    fn sequence(&mut self) -> Vec<ScenarioResult> {
+        const STEPS: [&str; 3] = [
+            "cold, then",
+            "warm in another directory right after, then",
+            "the first no-op there",
+        ];
+        let main_tf = main_tf(&self.small);
+        let mut samples: Vec<BTreeMap<Tool, Vec<Sample>>> = vec![BTreeMap::new(); 3];
+        for run in 0..self.options.runs {
+            for tool in self.options.tools.clone() {
+                let base = self
+                    .work
+                    .join("sequence")
+                    .join(tool.name())
+                    .join(format!("run{run}"));
+                let cache = base.join("plugin-cache");
+                fs::create_dir_all(&cache).expect("create plugin cache");
+                let config = base.join("cli.tfrc");
+                fs::write(
+                    &config,
+                    format!(
+                        "{}plugin_cache_dir = {:?}\n",
+                        self.host_block(),
+                        cache.display().to_string()
+                    ),
+                )
+                .expect("write CLI config");
+                let a = new_workdir(&base.join("a"), &main_tf);
+                let b = new_workdir(&base.join("b"), &main_tf);
+                for (step, dir) in [&a, &b, &b].into_iter().enumerate() {
+                    let sample = self.timed(tool, dir, &config, self.options.parallelism);
+                    eprintln!(
+                        "  {:<16} {:<46} {:>8.3} s  {} requests",
+                        tool.name(),
+                        STEPS[step],
+                        sample.wall.as_secs_f64(),
+                        sample.requests
+                    );
+                    samples[step].entry(tool).or_default().push(sample);
+                }
+                let _ = fs::remove_dir_all(&base);
+            }
+        }
+        STEPS
+            .iter()
+            .zip(samples)
+            .map(|(step, samples)| ScenarioResult {
+                title: format!(
+                    "{step} ({} × {} MB, fresh plugin cache)",
+                    self.options.providers, self.options.size_mb
+                ),
+                samples,
+                notes: Vec::new(),
+            })
+            .collect()
     }
 
     fn host_block(&self) -> String {
@@ -767,6 +885,12 @@ impl Bench {
             Tool::Terraform => {
                 command
                     .arg(&self.terraform)
+                    .args(["init", "-no-color", "-input=false"]);
+            }
+            Tool::TerraformLatest => {
+                let (path, _) = self.terraform_latest.as_ref().expect("checked at start");
+                command
+                    .arg(path)
                     .args(["init", "-no-color", "-input=false"]);
             }
             Tool::Tfinstall => {
@@ -823,7 +947,7 @@ impl Bench {
 
     fn report(&self, results: &[ScenarioResult], sweep: &[(usize, Vec<Sample>)]) -> String {
         let mut out = String::new();
-        let _ = writeln!(out, "## tfinstall vs Terraform 1.0.3\n");
+        let _ = writeln!(out, "## tfinstall vs Terraform\n");
         let _ = writeln!(out, "{}.", self.options.describe());
         let _ = writeln!(
             out,
@@ -837,56 +961,81 @@ impl Bench {
                 .map(|p| format!(", `-parallelism={p}`"))
                 .unwrap_or_default()
         );
-        let both = self.options.tools.len() == 2;
-        if both {
-            let _ = writeln!(
-                out,
-                "| scenario | Terraform 1.0.3 | tfinstall | speed-up | Terraform peak RSS | tfinstall peak RSS | requests (TF / tfinstall) |"
-            );
-            let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|");
-        } else {
-            let _ = writeln!(
-                out,
-                "| scenario | {} | peak RSS | requests |",
-                self.options.tools[0].name()
-            );
-            let _ = writeln!(out, "|---|---:|---:|---:|");
-        }
+        let tools = self.options.tools.clone();
+        let label = |tool: Tool| match tool {
+            Tool::Terraform => "Terraform 1.0.3".to_owned(),
+            Tool::TerraformLatest => self
+                .terraform_latest
+                .as_ref()
+                .map_or("Terraform (PATH)".to_owned(), |(_, v)| v.clone()),
+            Tool::Tfinstall => "tfinstall".to_owned(),
+        };
+        let compared = tools.contains(&Tool::Tfinstall) && tools.iter().any(|t| t.is_terraform());
+        let names: Vec<String> = tools.iter().map(|t| label(*t)).collect();
+        let _ = writeln!(
+            out,
+            "| scenario | {} |{} peak RSS ({}) | requests ({}) |",
+            names.join(" | "),
+            if compared { " speed-up vs the faster Terraform |" } else { "" },
+            names.join(" / "),
+            names.join(" / ")
+        );
+        let _ = writeln!(
+            out,
+            "|---|{}{}---:|---:|",
+            "---:|".repeat(tools.len()),
+            if compared { "---:|" } else { "" }
+        );
         let mut notes = Vec::new();
         for ScenarioResult {
-            kind,
+            title,
             samples,
             notes: scenario_notes,
         } in results
         {
             notes.extend(scenario_notes.iter().cloned());
-            let title = kind.title(&self.options);
-            let stats = |tool: Tool| samples.get(&tool).map(|runs| Stats::of(runs));
-            match (stats(Tool::Terraform), stats(Tool::Tfinstall)) {
-                (Some(tf), Some(ti)) => {
-                    let _ = writeln!(
-                        out,
-                        "| {title} | {} | {} | {:.1}× | {} | {} | {} / {} |",
-                        seconds(tf.wall),
-                        seconds(ti.wall),
-                        tf.wall.as_secs_f64() / ti.wall.as_secs_f64().max(1e-9),
-                        megabytes(tf.peak_rss_kib),
-                        megabytes(ti.peak_rss_kib),
-                        tf.requests,
-                        ti.requests
-                    );
-                }
-                (Some(one), None) | (None, Some(one)) => {
-                    let _ = writeln!(
-                        out,
-                        "| {title} | {} | {} | {} |",
-                        seconds(one.wall),
-                        megabytes(one.peak_rss_kib),
-                        one.requests
-                    );
-                }
-                (None, None) => {}
+            let stats: Vec<Option<Stats>> = tools
+                .iter()
+                .map(|tool| samples.get(tool).map(|runs| Stats::of(runs)))
+                .collect();
+            if stats.iter().all(Option::is_none) {
+                continue;
             }
+            let cell = |f: &dyn Fn(&Stats) -> String| -> Vec<String> {
+                stats
+                    .iter()
+                    .map(|s| s.as_ref().map_or("–".to_owned(), f))
+                    .collect()
+            };
+            let speed_up = if compared {
+                let fastest_terraform = tools
+                    .iter()
+                    .zip(&stats)
+                    .filter(|(tool, _)| tool.is_terraform())
+                    .filter_map(|(_, s)| s.as_ref().map(|s| s.wall))
+                    .min();
+                let ours = tools
+                    .iter()
+                    .zip(&stats)
+                    .find(|(tool, _)| **tool == Tool::Tfinstall)
+                    .and_then(|(_, s)| s.as_ref().map(|s| s.wall));
+                match (fastest_terraform, ours) {
+                    (Some(tf), Some(ti)) => format!(
+                        " {:.1}× |",
+                        tf.as_secs_f64() / ti.as_secs_f64().max(1e-9)
+                    ),
+                    _ => " – |".to_owned(),
+                }
+            } else {
+                String::new()
+            };
+            let _ = writeln!(
+                out,
+                "| {title} | {} |{speed_up} {} | {} |",
+                cell(&|s| seconds(s.wall)).join(" | "),
+                cell(&|s| megabytes(s.peak_rss_kib)).join(" / "),
+                cell(&|s| s.requests.to_string()).join(" / ")
+            );
         }
         let _ = writeln!(
             out,
