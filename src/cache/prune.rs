@@ -280,3 +280,186 @@ fn subdirs(dir: &Path) -> Vec<PathBuf> {
         })
         .unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::addr::Hostname;
+    use crate::cache::{AuthRecord, EntryMeta, META_FORMAT};
+
+    const DAY: Duration = Duration::from_secs(86_400);
+
+    fn null() -> ProviderAddr {
+        ProviderAddr::new(Hostname::default_registry(), "hashicorp", "null")
+    }
+
+    /// Fills the entry of null `version` for linux_amd64 and dates its
+    /// last use `age` ago.
+    async fn entry(cache: &PluginCache, version: &str, age: Duration) -> PathBuf {
+        let (p, v) = (null(), Version::parse(version).unwrap());
+        let plat = Platform::parse("linux_amd64").unwrap();
+        let lock = cache.lock_entry(&p, &v, &plat, || {}).await.unwrap();
+        let built = lock.build_dir().unwrap();
+        fs::create_dir(&built).unwrap();
+        fs::write(built.join("terraform-provider-null"), version).unwrap();
+        let meta = EntryMeta {
+            format: META_FORMAT,
+            provider: p.to_string(),
+            version: version.into(),
+            platform: plat.to_string(),
+            h1: "h1:x".into(),
+            zh: None,
+            signed_hashes: Vec::new(),
+            auth: AuthRecord::Unauthenticated,
+            origin: "test".into(),
+            stamps: None,
+        };
+        let dir = cache.insert(&lock, &meta).unwrap();
+        drop(lock);
+        cache.record_use(&dir);
+        let then = SystemTime::now() - age;
+        for path in [cache.used_path(&dir), cache.meta_path(&dir), dir.clone()] {
+            fs::File::options()
+                .write(!path.is_dir())
+                .read(path.is_dir())
+                .open(&path)
+                .unwrap()
+                .set_modified(then)
+                .unwrap();
+        }
+        dir
+    }
+
+    fn removed(report: &PruneReport) -> Vec<String> {
+        report
+            .removed
+            .iter()
+            .map(|p| p.entry.version.to_string())
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn an_entry_goes_only_when_it_matches_every_criterion() {
+        let root = tempfile::tempdir().unwrap();
+        let cache = PluginCache::new(root.path());
+        entry(&cache, "1.0.0", 40 * DAY).await;
+        entry(&cache, "2.0.0", 40 * DAY).await;
+        entry(&cache, "3.0.0", DAY).await;
+        let now = SystemTime::now();
+        let old = PruneCriteria {
+            unused_for: Some(30 * DAY),
+            ..Default::default()
+        };
+        let latest = PruneCriteria {
+            keep_latest: Some(2),
+            ..Default::default()
+        };
+        let locked = PruneCriteria {
+            keep_locked: Some([(null(), Version::new(1, 0, 0))].into()),
+            ..Default::default()
+        };
+        let both = PruneCriteria {
+            keep_latest: Some(2),
+            ..old.clone()
+        };
+        let all_three = PruneCriteria {
+            keep_locked: locked.keep_locked.clone(),
+            ..both.clone()
+        };
+        let dry = |criteria: &PruneCriteria| removed(&cache.prune(criteria, true, now));
+        assert_eq!(dry(&old), ["1.0.0", "2.0.0"]);
+        assert_eq!(dry(&latest), ["1.0.0"]);
+        assert_eq!(dry(&locked), ["2.0.0", "3.0.0"]);
+        assert_eq!(dry(&both), ["1.0.0"]);
+        assert_eq!(dry(&all_three), Vec::<String>::new());
+        assert_eq!(cache.usage().len(), 3, "a dry run removes nothing");
+
+        let report = cache.prune(&old, false, now);
+        assert_eq!(removed(&report), ["1.0.0", "2.0.0"]);
+        assert_eq!(report.kept, 1);
+        assert!(report.bytes_freed() > 0);
+        let left: Vec<String> = cache
+            .usage()
+            .iter()
+            .map(|e| e.version.to_string())
+            .collect();
+        assert_eq!(left, ["3.0.0"]);
+        // Nothing of the removed entries is left but their lock files.
+        let version_dir = root
+            .path()
+            .join("registry.terraform.io/hashicorp/null/1.0.0");
+        let names: Vec<String> = fs::read_dir(&version_dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(names, [".linux_amd64.lock"]);
+        assert_eq!(fs::read_dir(root.path().join(TMP_DIR)).unwrap().count(), 0);
+    }
+
+    #[tokio::test]
+    async fn an_entry_whose_lock_is_held_is_skipped_and_reported() {
+        let root = tempfile::tempdir().unwrap();
+        let cache = PluginCache::new(root.path());
+        let dir = entry(&cache, "1.0.0", 40 * DAY).await;
+        let criteria = PruneCriteria {
+            unused_for: Some(30 * DAY),
+            ..Default::default()
+        };
+        let held = cache.hold_for_use(&dir).await.unwrap();
+        for dry_run in [true, false] {
+            let report = cache.prune(&criteria, dry_run, SystemTime::now());
+            assert_eq!(report.in_use.len(), 1, "dry run: {dry_run}");
+            assert!(report.removed.is_empty());
+        }
+        drop(held);
+        assert!(dir.is_dir());
+        assert_eq!(
+            removed(&cache.prune(&criteria, false, SystemTime::now())),
+            ["1.0.0"]
+        );
+        assert!(!dir.exists());
+    }
+
+    #[tokio::test]
+    async fn a_use_recorded_after_the_listing_keeps_the_entry() {
+        let root = tempfile::tempdir().unwrap();
+        let cache = PluginCache::new(root.path());
+        let dir = entry(&cache, "1.0.0", 40 * DAY).await;
+        let criteria = PruneCriteria {
+            unused_for: Some(30 * DAY),
+            ..Default::default()
+        };
+        cache.record_use(&dir);
+        let report = cache.prune(&criteria, false, SystemTime::now());
+        assert!(report.removed.is_empty());
+        assert!(dir.is_dir());
+    }
+
+    /// What a prune killed between its renames leaves (the files in the
+    /// entry's work directory, the provenance beside no entry), and what a
+    /// fill killed after writing the provenance leaves: the next prune
+    /// removes it all.
+    #[tokio::test]
+    async fn the_next_prune_finishes_what_a_killed_one_left() {
+        let root = tempfile::tempdir().unwrap();
+        let cache = PluginCache::new(root.path());
+        let dir = entry(&cache, "1.0.0", DAY).await;
+        let work = cache.work_dir(&dir);
+        fs::create_dir_all(&work).unwrap();
+        fs::rename(&dir, work.join("entry")).unwrap();
+        let orphan = entry(&cache, "2.0.0", DAY).await;
+        super::remove_tree(&orphan).unwrap();
+        assert!(cache.usage().is_empty());
+        let criteria = PruneCriteria {
+            keep_latest: Some(1),
+            ..Default::default()
+        };
+        let report = cache.prune(&criteria, false, SystemTime::now());
+        // The work directory, and each entry's provenance and use record.
+        assert_eq!(report.leftovers, 5);
+        assert!(!work.exists());
+        assert!(!cache.meta_path(&orphan).exists());
+        assert!(!cache.used_path(&orphan).exists());
+    }
+}
