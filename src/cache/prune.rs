@@ -203,8 +203,8 @@ impl PluginCache {
         removed
     }
 
-    /// Entry directories named by a provenance or archive that has no entry
-    /// beside it any more.
+    /// Entry directories named by a provenance, archive or use record that
+    /// has no entry beside it any more.
     fn orphaned_entries(&self) -> Vec<PathBuf> {
         let mut orphans = Vec::new();
         for host in subdirs(&self.root) {
@@ -221,6 +221,7 @@ impl PluginCache {
                                 .and_then(|n| {
                                     n.strip_suffix(".tfinstall.json")
                                         .or_else(|| n.strip_suffix(".zip"))
+                                        .or_else(|| n.strip_suffix(".used"))
                                 })
                                 .filter(|p| Platform::parse(p).is_ok());
                             if let Some(platform) = platform {

@@ -90,6 +90,9 @@ impl PluginCache {
         let entries = self.usage();
         let mut seen = HashSet::new();
         let mut total = Blocks::default();
+        if let Ok(meta) = fs::symlink_metadata(&self.root) {
+            tally(&meta, &mut seen, &mut total);
+        }
         tally_tree(&self.root, &mut seen, &mut total);
         CacheStats {
             entries,
