@@ -248,7 +248,7 @@ impl Drop for EntryLock {
 /// hold it at once.
 #[derive(Debug)]
 pub struct EntryUse {
-    _file: File,
+    _file: Option<File>,
 }
 
 /// Removes a tree that may hold read-only files (cache entries do); absent
@@ -329,16 +329,28 @@ impl PluginCache {
     /// the entry again once it holds it: the wait may have ended with the
     /// entry replaced or removed.
     pub async fn hold_for_use(&self, dir: &Path) -> io::Result<EntryUse> {
-        let file = fs::OpenOptions::new()
+        let lock_path = self.sidecar(dir, ".lock");
+        let opened = fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
-            .open(self.sidecar(dir, ".lock"))?;
+            .open(&lock_path);
+        let file = match opened {
+            Ok(file) => file,
+            // A cache this user may read but not write (another user's)
+            // is used as before: held if its lock file is there, else not
+            // at all, since whoever can prune it can also lock it.
+            Err(_) if dir.is_dir() => match fs::File::open(&lock_path) {
+                Ok(file) => file,
+                Err(_) => return Ok(EntryUse { _file: None }),
+            },
+            Err(err) => return Err(err),
+        };
         loop {
             match file.try_lock_shared() {
                 Ok(()) => {
                     crate::failpoint::pause("use-held");
-                    return Ok(EntryUse { _file: file });
+                    return Ok(EntryUse { _file: Some(file) });
                 }
                 Err(fs::TryLockError::WouldBlock) => {}
                 Err(fs::TryLockError::Error(err)) => return Err(err),
