@@ -53,6 +53,20 @@
 //! never reports an entry half-way through a replacement.
 //! `tests/cache_interleavings.rs` forces each order of two processes at
 //! these steps, and runs 16 at once for several rounds.
+//!
+//! # Use, and removal
+//!
+//! A run that installs from an entry (or fills it, or warms it) holds the
+//! entry's lock *shared* from the moment it settles on the entry until its
+//! files are linked, and records the use then by touching `.OS_ARCH.used`
+//! (see [`PluginCache::record_use`]). `cache prune` takes the lock
+//! exclusively with `try_lock`, so it never takes an entry from under a
+//! run: it skips the entries a run holds, and a run that finds the lock
+//! held waits, then looks again. Removal is insertion backwards: the files
+//! are renamed into the entry's work directory first, then the archive and
+//! provenance, and only then deleted, so a crash leaves no entry (or the
+//! whole one), and whatever it left in `.tmp/` or beside the entry goes
+//! with the next prune, or the next holder of the lock.
 
 use std::fs::{self, File};
 use std::io;
@@ -69,6 +83,12 @@ use crate::source::filesystem::scan_directory;
 use crate::verify::hash::PackageHash;
 use crate::verify::{AuthResult, SignatureCheck, Trust};
 use crate::version::Version;
+
+mod prune;
+mod usage;
+
+pub use prune::{PruneCriteria, PruneReport, Pruned};
+pub use usage::{CacheStats, EntryUsage, ProviderStats};
 
 const TMP_DIR: &str = ".tmp";
 const CACHEDIR_TAG: &str = "CACHEDIR.TAG";
@@ -223,6 +243,14 @@ impl Drop for EntryLock {
     }
 }
 
+/// Holding this (the entry's lock, shared) keeps `cache prune` from
+/// removing the entry while a run links its files; any number of runs may
+/// hold it at once.
+#[derive(Debug)]
+pub struct EntryUse {
+    _file: Option<File>,
+}
+
 /// Removes a tree that may hold read-only files (cache entries do); absent
 /// is fine.
 fn remove_tree(dir: &Path) -> io::Result<()> {
@@ -272,6 +300,64 @@ impl PluginCache {
 
     fn archive_of_dir(&self, entry: &Path) -> PathBuf {
         self.sidecar(entry, ".zip")
+    }
+
+    fn used_path(&self, entry: &Path) -> PathBuf {
+        self.sidecar(entry, ".used")
+    }
+
+    /// Records that a run used the entry now, for `cache prune -unused-for`:
+    /// one byte written to `.OS_ARCH.used`, whose modification time is the
+    /// last use. A write moves the time for anyone allowed to write, where
+    /// setting times is for the file's owner only (caches are shared by
+    /// users); it needs no lock (overwriting one byte with the same byte
+    /// cannot go wrong however many runs do it at once) and a crash leaves
+    /// the file as it was or written. Failing only costs the record, so it
+    /// never fails the install (a read-only cache is still usable).
+    pub fn record_use(&self, entry: &Path) {
+        use std::io::Write as _;
+        let _ = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.used_path(entry))
+            .and_then(|mut file| file.write_all(b"\n"));
+    }
+
+    /// Holds the entry at `dir` for use: its lock, shared, waited for while
+    /// a fill, a check or a prune holds it exclusively. The caller looks at
+    /// the entry again once it holds it: the wait may have ended with the
+    /// entry replaced or removed.
+    pub async fn hold_for_use(&self, dir: &Path) -> io::Result<EntryUse> {
+        let lock_path = self.sidecar(dir, ".lock");
+        let opened = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path);
+        let file = match opened {
+            Ok(file) => file,
+            // A cache this user may read but not write (another user's)
+            // is used as before: held if its lock file is there, else not
+            // at all, since whoever can prune it can also lock it.
+            Err(_) if dir.is_dir() => match fs::File::open(&lock_path) {
+                Ok(file) => file,
+                Err(_) => return Ok(EntryUse { _file: None }),
+            },
+            Err(err) => return Err(err),
+        };
+        loop {
+            match file.try_lock_shared() {
+                Ok(()) => {
+                    crate::failpoint::pause("use-held");
+                    return Ok(EntryUse { _file: Some(file) });
+                }
+                Err(fs::TryLockError::WouldBlock) => {}
+                Err(fs::TryLockError::Error(err)) => return Err(err),
+            }
+            crate::failpoint::pause("use-lock-busy");
+            tokio::time::sleep(LOCK_POLL).await;
+        }
     }
 
     /// The verified archive the entry was unpacked from, when the fill kept

@@ -97,7 +97,8 @@ tfinstall -chdir=infra providers -json | jq -r 'select(.type == \"provider_requi
     Providers(ProvidersArgs),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
-    /// Fill the plugin cache ahead of time, or check it for damage.
+    /// Fill the plugin cache ahead of time, check it for damage, report on
+    /// it and prune it.
     #[command(subcommand)]
     Cache(CacheCommand),
     /// Serve providers to a fleet as a pull-through provider network mirror.
@@ -136,6 +137,74 @@ A later `tfinstall init` whose lock file pins the cached versions needs no netwo
     Warm(CacheWarmArgs),
     /// Re-hash every cache entry tfinstall made and report any that changed.
     Verify(CacheVerifyArgs),
+    /// Show what the plugin cache (or a serve store) holds and what it takes.
+    #[command(
+        long_about = "Show what the plugin cache (or a serve store) holds and what it takes.\n\nLists each provider with its cached versions, the entries (one per version and platform), the bytes the cache takes on disk (allocated blocks, each file once, as du -s reports them), the bytes its hard links into working directories save (what those links would take as copies), and the oldest and newest last use. An entry's last use is the last tfinstall run that installed from it, filled it, warmed it or served it; Terraform's own runs are not seen.",
+        after_long_help = "Examples:\n  \
+tfinstall cache stats\n  \
+tfinstall cache stats -cache-dir=/srv/tfinstall-store -json | jq .bytes_on_disk"
+    )]
+    Stats(CacheStatsArgs),
+    /// Remove cache entries no run needs any more.
+    #[command(
+        long_about = "Remove cache entries no run needs any more.\n\nAn entry (one provider version for one platform) is removed when it matches every criterion given: -unused-for (no tfinstall run used it for that long), -keep-latest (not among the N newest versions of its provider for its platform), -keep-lock-file (not selected by any of those lock files). At least one is required.\n\nSafe beside running installs: an entry a run is using is skipped and reported, and each removal is atomic (renamed out of place, then deleted), so a crash leaves no half entry and the next prune finishes the job. Working directories that hard-link an entry keep their files (the bytes stay on disk until the last link goes); installs made with -link-mode=symlink, and Terraform's own installs from the cache, point into it and break when their entry goes.",
+        after_long_help = "Examples:\n  \
+tfinstall cache prune -unused-for=30d\n  \
+tfinstall cache prune -keep-latest=2 -dry-run\n  \
+tfinstall cache prune -unused-for=14d -keep-lock-file='/srv/repos/*/.terraform.lock.hcl'\n  \
+tfinstall cache prune -cache-dir=/srv/tfinstall-store -unused-for=90d -json\n\nExit status is 0 when every entry selected was removed or skipped as in use, and 1 on bad flags, unreadable lock files or a removal that failed."
+    )]
+    Prune(CachePruneArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CacheStatsArgs {
+    /// The cache directory (or serve store) to look at; default: the
+    /// configured plugin cache.
+    #[arg(long = "cache-dir", value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+
+    /// One JSON object instead of text (see docs/json-output.md).
+    #[arg(long)]
+    pub json: bool,
+
+    /// Disable coloured output.
+    #[arg(long = "no-color")]
+    pub no_color: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CachePruneArgs {
+    /// Remove only entries no run has used for this long: a number with
+    /// s, m, h, d or w, or several (30d, 1w, 36h, 1d12h).
+    #[arg(long = "unused-for", value_name = "DURATION", value_parser = crate::units::parse_age)]
+    pub unused_for: Option<std::time::Duration>,
+
+    /// Keep the N newest versions of each provider for each platform.
+    #[arg(long = "keep-latest", value_name = "N", value_parser = crate::units::parse_positive)]
+    pub keep_latest: Option<u64>,
+
+    /// Keep the versions this lock file selects (repeatable; a glob such as
+    /// 'repos/*/.terraform.lock.hcl' names every file it matches).
+    #[arg(long = "keep-lock-file", value_name = "PATH|GLOB")]
+    pub keep_lock_files: Vec<String>,
+
+    /// Only report what would be removed.
+    #[arg(long = "dry-run")]
+    pub dry_run: bool,
+
+    /// The cache directory (or serve store) to prune; default: the
+    /// configured plugin cache.
+    #[arg(long = "cache-dir", value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+
+    /// One JSON object instead of text (see docs/json-output.md).
+    #[arg(long)]
+    pub json: bool,
+
+    /// Disable coloured output.
+    #[arg(long = "no-color")]
+    pub no_color: bool,
 }
 
 #[derive(Debug, Args)]

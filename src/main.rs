@@ -81,6 +81,8 @@ fn main() -> ExitCode {
             runtime.block_on(tfinstall::commands::cache::warm(args, launch_dir))
         }
         Command::Cache(CacheCommand::Verify(args)) => tfinstall::commands::cache::verify(args),
+        Command::Cache(CacheCommand::Stats(args)) => tfinstall::commands::cache::stats(args),
+        Command::Cache(CacheCommand::Prune(args)) => tfinstall::commands::cache::prune(args),
         Command::Serve(args) => runtime.block_on(tfinstall::serve::run(args, launch_dir)),
     };
     if ok {

@@ -241,6 +241,19 @@ impl Process {
         marker.exists()
     }
 
+    /// Waits until the process reaches one of `points`; returns which.
+    fn reaches_first(&mut self, points: &[&'static str]) -> &'static str {
+        let reached = |p: &Self| {
+            points
+                .iter()
+                .find(|point| p.pause_dir.join(format!("{point}.reached")).exists())
+                .copied()
+        };
+        self.wait_for(|p| reached(p).is_some())
+            .unwrap_or_else(|log| panic!("{} reached none of {points:?}:\n{log}", self.name));
+        reached(self).unwrap()
+    }
+
     fn wait_for(&mut self, done: impl Fn(&mut Self) -> bool) -> Result<(), String> {
         let deadline = Instant::now() + RUN_TIMEOUT;
         while !done(self) {
@@ -319,23 +332,31 @@ fn a_look_during_publication_is_not_trusted_once_the_lock_is_held() {
 }
 
 /// B starts while A is held at each step of its fill, and runs until it
-/// is done or finds the lock held; then A goes on. Whatever B saw, the
-/// package is downloaded once and both link the one entry.
+/// finds the lock held; then A goes on. Whatever B saw, the package is
+/// downloaded once and both link the one entry.
 #[test]
 fn a_second_process_during_each_step_of_a_fill_reuses_it() {
+    const WAITS: [&str; 2] = ["entry-lock-busy", "use-lock-busy"];
     for step in FILL_STEPS {
         let world = World::new(&["alpha"]);
         let (mut a, a_dir) = world.init("a", &[step]);
         a.reaches(step);
-        let (mut b, b_dir) = world.init("b", &["entry-lock-busy"]);
-        b.release("entry-lock-busy");
-        let waited = b.reaches_or_exits("entry-lock-busy");
+        let (mut b, b_dir) = world.init("b", &WAITS);
+        b.release(WAITS[0]).release(WAITS[1]);
+        let waited = b.reaches_first(&WAITS);
         a.release(step);
         a.succeeds();
         let b_output = b.succeeds();
         assert_eq!(world.downloads("alpha"), 1, "at {step}:\n{b_output}");
-        // Once the entry is published B needs no lock; before, it must wait.
-        assert_eq!(waited, step != "fill-after-insert", "at {step}");
+        // Before the entry is published B waits for the lock to fill it;
+        // once it is, B waits only to hold it for use (shared), which A's
+        // fill lock still excludes: A may yet replace what B saw.
+        let expected = if step == "fill-after-insert" {
+            "use-lock-busy"
+        } else {
+            "entry-lock-busy"
+        };
+        assert_eq!(waited, expected, "at {step}");
         world.assert_one_entry_linked_by("alpha", &[&a_dir, &b_dir]);
     }
 }

@@ -1,12 +1,18 @@
-//! `tfinstall cache warm` and `tfinstall cache verify`: filling the plugin
-//! cache ahead of time (CI images) and checking it for damage.
+//! `tfinstall cache warm`, `verify`, `stats` and `prune`: filling the
+//! plugin cache ahead of time (CI images), checking it for damage, and
+//! keeping it small on machines that keep it for months (issue 24).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::addr::Platform;
-use crate::cache::PluginCache;
-use crate::cli::{CacheVerifyArgs, CacheWarmArgs};
+use std::collections::BTreeSet;
+use std::time::SystemTime;
+
+use serde_json::json;
+
+use crate::cache::{EntryUsage, PluginCache, PruneCriteria, PruneReport};
+use crate::cli::{CachePruneArgs, CacheStatsArgs, CacheVerifyArgs, CacheWarmArgs};
 use crate::cliconfig::{self, CliConfig, CliEnv};
 use crate::commands::init::print_config_problems;
 use crate::commands::providers::{configuration_requirements, target_platforms};
@@ -20,6 +26,7 @@ use crate::install::link::LinkMode;
 use crate::lockfile::Locks;
 use crate::output::Output;
 use crate::source::configured::{NetworkSources, SourceOptions, build_source};
+use crate::units::{format_age, format_size, format_utc};
 
 pub async fn warm(args: CacheWarmArgs, launch_dir: PathBuf) -> bool {
     let out = Output::new(false, args.no_color);
@@ -70,6 +77,378 @@ pub fn verify(args: CacheVerifyArgs) -> bool {
             .into(),
         );
         false
+    }
+}
+
+pub fn stats(args: CacheStatsArgs) -> bool {
+    let out = Output::new(false, args.no_color);
+    let cache = match chosen_cache(args.cache_dir.as_ref(), &out) {
+        Ok(cache) => cache,
+        Err(diag) => {
+            out.diagnostics(&diag.into());
+            return false;
+        }
+    };
+    let stats = cache.stats();
+    let providers = stats.providers();
+    if args.json {
+        let document = json!({
+            "cache_dir": cache.root().display().to_string(),
+            "entries": stats.entries.len(),
+            "providers": providers.iter().map(|p| json!({
+                "provider": p.provider.to_string(),
+                "versions": p.versions.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                "entries": p.entries,
+                "bytes": p.bytes,
+            })).collect::<Vec<_>>(),
+            "bytes_on_disk": stats.bytes_on_disk,
+            "bytes_saved_by_links": stats.bytes_saved_by_links,
+            "oldest_use": stats.oldest_use().map(format_utc),
+            "newest_use": stats.newest_use().map(format_utc),
+        });
+        println!("{document}");
+        return true;
+    }
+    println!(
+        "{}: {} entries of {} providers, {} on disk; hard links into working directories save {} more.",
+        cache.root().display(),
+        stats.entries.len(),
+        providers.len(),
+        format_size(stats.bytes_on_disk),
+        format_size(stats.bytes_saved_by_links),
+    );
+    if let (Some(oldest), Some(newest)) = (stats.oldest_use(), stats.newest_use()) {
+        println!(
+            "Last used: the oldest entry {}, the newest {}.",
+            when(oldest),
+            when(newest)
+        );
+    }
+    if !providers.is_empty() {
+        println!();
+    }
+    for p in &providers {
+        println!(
+            "- {}: {} ({} {}), {}",
+            p.provider.for_display(),
+            p.versions
+                .iter()
+                .map(|v| format!("v{v}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            p.entries,
+            if p.entries == 1 { "entry" } else { "entries" },
+            format_size(p.bytes),
+        );
+    }
+    true
+}
+
+pub fn prune(args: CachePruneArgs) -> bool {
+    let out = Output::new(false, args.no_color);
+    let prepared = chosen_cache(args.cache_dir.as_ref(), &out)
+        .and_then(|cache| Ok((cache, prune_criteria(&args)?)));
+    let (cache, criteria) = match prepared {
+        Ok(prepared) => prepared,
+        Err(diag) => {
+            out.diagnostics(&diag.into());
+            return false;
+        }
+    };
+    let now = SystemTime::now();
+    let report = cache.prune(&criteria, args.dry_run, now);
+    if args.json {
+        let document = json!({
+            "cache_dir": cache.root().display().to_string(),
+            "dry_run": args.dry_run,
+            "removed": report.removed.iter().map(|p| {
+                let mut item = entry_json(&p.entry);
+                item["freed_bytes"] = json!(p.freed);
+                item
+            }).collect::<Vec<_>>(),
+            "in_use": report.in_use.iter().map(entry_json).collect::<Vec<_>>(),
+            "used_meanwhile": report.used_meanwhile.iter().map(entry_json).collect::<Vec<_>>(),
+            "failed": report.failed.iter().map(|(entry, err)| {
+                let mut item = entry_json(entry);
+                item["error"] = json!(err);
+                item
+            }).collect::<Vec<_>>(),
+            "kept": report.kept,
+            "leftovers_removed": report.leftovers,
+            "bytes_freed": report.bytes_freed(),
+        });
+        println!("{document}");
+    } else {
+        print_prune_report(&cache, &report, args.dry_run, now);
+    }
+    if report.failed.is_empty() {
+        return true;
+    }
+    out.diagnostics(
+        &Diagnostic::error(
+            "Some cache entries could not be removed",
+            format!(
+                "{} of the entries selected in {} could not be removed (listed above with the reason). Fix their permissions and run the prune again; they are whole entries still, or gone.",
+                report.failed.len(),
+                cache.root().display()
+            ),
+        )
+        .into(),
+    );
+    false
+}
+
+fn print_prune_report(cache: &PluginCache, report: &PruneReport, dry_run: bool, now: SystemTime) {
+    let ago = |entry: &EntryUsage| {
+        entry.last_use.map_or(String::new(), |used| {
+            format!(
+                ", last used {} ago",
+                format_age(now.duration_since(used).unwrap_or_default())
+            )
+        })
+    };
+    let name = |entry: &EntryUsage| {
+        format!(
+            "{} v{} for {}",
+            entry.provider.for_display(),
+            entry.version,
+            entry.platform
+        )
+    };
+    if report.leftovers > 0 {
+        println!(
+            "- Cleaned up {} left over from an interrupted removal or fill",
+            plural(report.leftovers, "item", "items")
+        );
+    }
+    let verb = if dry_run { "Would remove" } else { "Removed" };
+    for pruned in &report.removed {
+        println!(
+            "- {verb} {} ({}{}): frees {}",
+            name(&pruned.entry),
+            pruned.entry.dir.display(),
+            ago(&pruned.entry),
+            format_size(pruned.freed)
+        );
+    }
+    for entry in &report.in_use {
+        println!(
+            "- Skipped {}: a running tfinstall is using it; a later prune removes it",
+            name(entry)
+        );
+    }
+    for entry in &report.used_meanwhile {
+        println!("- Kept {}: a run used it just now", name(entry));
+    }
+    for (entry, err) in &report.failed {
+        println!("- Could not remove {}: {err}", name(entry));
+    }
+    let bytes: u64 = report.removed.iter().map(|p| p.entry.bytes).sum();
+    let freed = report.bytes_freed();
+    let mut summary = format!(
+        "\n{} {} from {}, {} {}",
+        if dry_run { "Would remove" } else { "Removed" },
+        plural(report.removed.len(), "entry", "entries"),
+        cache.root().display(),
+        if dry_run { "freeing" } else { "freed" },
+        format_size(freed),
+    );
+    if bytes > freed {
+        summary.push_str(&format!(
+            " ({} more stays on disk while working directories hard-link it)",
+            format_size(bytes - freed)
+        ));
+    }
+    summary.push_str(&format!(
+        "; kept {}",
+        report.kept + report.used_meanwhile.len()
+    ));
+    if !report.in_use.is_empty() {
+        summary.push_str(&format!("; skipped {} in use", report.in_use.len()));
+    }
+    summary.push('.');
+    println!("{summary}");
+}
+
+fn entry_json(entry: &EntryUsage) -> serde_json::Value {
+    json!({
+        "provider": entry.provider.to_string(),
+        "version": entry.version.to_string(),
+        "platform": entry.platform.to_string(),
+        "dir": entry.dir.display().to_string(),
+        "last_use": entry.last_use.map(format_utc),
+        "bytes": entry.bytes,
+    })
+}
+
+fn when(time: SystemTime) -> String {
+    let age = SystemTime::now().duration_since(time).unwrap_or_default();
+    format!("{} ({} ago)", format_utc(time), format_age(age))
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// `-cache-dir`, else the configured plugin cache; it must exist (a typo
+/// must not read as an empty cache).
+fn chosen_cache(given: Option<&PathBuf>, out: &Output) -> Result<PluginCache, Diagnostic> {
+    let cache = match given {
+        Some(dir) => PluginCache::new(dir),
+        None => {
+            let (cli_config, config_diags) = cliconfig::load(&CliEnv::from_process());
+            print_config_problems(out, &config_diags);
+            configured_cache(&cli_config)?
+        }
+    };
+    if !cache.root().is_dir() {
+        return Err(Diagnostic::error(
+            "No such cache directory",
+            format!(
+                "{} is not a directory. Name the plugin cache or serve store with -cache-dir=DIR, or check plugin_cache_dir / TF_PLUGIN_CACHE_DIR.",
+                cache.root().display()
+            ),
+        ));
+    }
+    Ok(cache)
+}
+
+/// The criteria the flags give; every lock file is read before anything
+/// is removed, so a bad one stops the prune whole.
+fn prune_criteria(args: &CachePruneArgs) -> Result<PruneCriteria, Diagnostic> {
+    let mut criteria = PruneCriteria {
+        unused_for: args.unused_for,
+        keep_latest: args.keep_latest.map(|n| n as usize),
+        keep_locked: None,
+    };
+    if !args.keep_lock_files.is_empty() {
+        let mut locked = BTreeSet::new();
+        for pattern in &args.keep_lock_files {
+            let files = expand_glob(pattern);
+            if files.is_empty() {
+                return Err(Diagnostic::error(
+                    "No such lock file",
+                    format!(
+                        "-keep-lock-file={pattern} names no file. Check the path (quote a glob so the shell leaves it to tfinstall); nothing was removed."
+                    ),
+                ));
+            }
+            for file in files {
+                let (locks, diags) = Locks::load(&file);
+                if let Some(problem) = diags
+                    .iter()
+                    .find(|d| d.severity == crate::diag::Severity::Error)
+                {
+                    return Err(Diagnostic::error(
+                        "Unreadable lock file",
+                        format!(
+                            "-keep-lock-file names {}, which cannot be read as a lock file: {}: {}. Fix or leave out that file; nothing was removed.",
+                            file.display(),
+                            problem.summary,
+                            problem.detail
+                        ),
+                    ));
+                }
+                locked.extend(locks.iter().map(|l| (l.addr.clone(), l.version.clone())));
+            }
+        }
+        criteria.keep_locked = Some(locked);
+    }
+    if criteria.is_empty() {
+        return Err(Diagnostic::error(
+            "Nothing to prune by",
+            "cache prune removes the entries that match every criterion given, so with none it would remove them all. Give at least one of -unused-for=DURATION (such as 30d), -keep-latest=N or -keep-lock-file=PATH; -dry-run shows what they select.",
+        ));
+    }
+    Ok(criteria)
+}
+
+/// The existing files `pattern` names: itself when it has no wildcard,
+/// else every match of `*` and `?` within a path component and of `**`
+/// across any number of directories. As in a shell, a wildcard matches a
+/// hidden name only when the pattern spells its dot, so `repos/*/` skips
+/// `.git` and `.terraform`; the usual `.terraform.lock.hcl` is spelled
+/// out, so it is found.
+fn expand_glob(pattern: &str) -> Vec<PathBuf> {
+    let path = Path::new(pattern);
+    if !pattern.contains(['*', '?']) {
+        return if path.is_file() {
+            vec![path.to_path_buf()]
+        } else {
+            Vec::new()
+        };
+    }
+    let mut bases = vec![PathBuf::new()];
+    for component in path.components() {
+        let std::path::Component::Normal(part) = component else {
+            for base in &mut bases {
+                base.push(component);
+            }
+            continue;
+        };
+        let part = part.to_string_lossy();
+        if part == "**" {
+            let mut all = Vec::new();
+            for base in bases {
+                descend(&base, &mut all);
+            }
+            bases = all;
+        } else if part.contains(['*', '?']) {
+            bases = bases
+                .iter()
+                .flat_map(|base| children(base))
+                .filter(|child| {
+                    let name = child.file_name().unwrap_or_default().to_string_lossy();
+                    (!name.starts_with('.') || part.starts_with('.'))
+                        && wildcard_match(part.as_bytes(), name.as_bytes())
+                })
+                .collect();
+        } else {
+            for base in &mut bases {
+                base.push(part.as_ref());
+            }
+        }
+    }
+    let mut files: Vec<PathBuf> = bases.into_iter().filter(|p| p.is_file()).collect();
+    files.sort();
+    files.dedup();
+    files
+}
+
+fn children(dir: &Path) -> Vec<PathBuf> {
+    let listed = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    std::fs::read_dir(listed)
+        .map(|entries| entries.flatten().map(|e| dir.join(e.file_name())).collect())
+        .unwrap_or_default()
+}
+
+/// `dir` and every directory below it that is not hidden.
+fn descend(dir: &Path, into: &mut Vec<PathBuf>) {
+    into.push(dir.to_path_buf());
+    for child in children(dir) {
+        let hidden = child
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with('.'));
+        if !hidden && std::fs::symlink_metadata(&child).is_ok_and(|m| m.is_dir()) {
+            descend(&child, into);
+        }
+    }
+}
+
+fn wildcard_match(pattern: &[u8], name: &[u8]) -> bool {
+    match (pattern.first(), name.first()) {
+        (None, None) => true,
+        (Some(b'*'), _) => {
+            wildcard_match(&pattern[1..], name)
+                || (!name.is_empty() && wildcard_match(pattern, &name[1..]))
+        }
+        (Some(b'?'), Some(_)) => wildcard_match(&pattern[1..], &name[1..]),
+        (Some(p), Some(n)) if p == n => wildcard_match(&pattern[1..], &name[1..]),
+        _ => false,
     }
 }
 
@@ -209,4 +588,51 @@ fn warm_events(out: Arc<Output>) -> crate::install::events::EventSink {
             out.event(&event);
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wildcards_match_within_a_name() {
+        assert!(wildcard_match(b"*.hcl", b".terraform.lock.hcl"));
+        assert!(wildcard_match(b"app-?", b"app-1"));
+        assert!(!wildcard_match(b"app-?", b"app-12"));
+        assert!(wildcard_match(b"a*b*c", b"aXXbYc"));
+        assert!(!wildcard_match(b"a*b*c", b"aXXbY"));
+    }
+
+    #[test]
+    fn globs_find_lock_files_at_any_depth() {
+        let root = tempfile::tempdir().unwrap();
+        for dir in ["repos/a", "repos/b/live/prod", "repos/.hidden", "other"] {
+            std::fs::create_dir_all(root.path().join(dir)).unwrap();
+            std::fs::write(root.path().join(dir).join(".terraform.lock.hcl"), "").unwrap();
+        }
+        let base = root.path().display();
+        let found = |pattern: &str| -> Vec<String> {
+            expand_glob(&format!("{base}/{pattern}"))
+                .iter()
+                .map(|p| p.strip_prefix(root.path()).unwrap().display().to_string())
+                .collect()
+        };
+        assert_eq!(
+            found("repos/*/.terraform.lock.hcl"),
+            ["repos/a/.terraform.lock.hcl"]
+        );
+        assert_eq!(
+            found("repos/**/.terraform.lock.hcl"),
+            [
+                "repos/a/.terraform.lock.hcl",
+                "repos/b/live/prod/.terraform.lock.hcl"
+            ]
+        );
+        assert_eq!(
+            found("other/.terraform.lock.hcl"),
+            ["other/.terraform.lock.hcl"]
+        );
+        assert_eq!(found("nowhere/*.hcl"), Vec::<String>::new());
+        assert_eq!(found("repos/a/missing.hcl"), Vec::<String>::new());
+    }
 }

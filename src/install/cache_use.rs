@@ -4,6 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use crate::addr::{Platform, ProviderAddr};
 use crate::cache::{EntryMeta, PluginCache};
@@ -51,7 +52,13 @@ pub struct CacheFills {
     in_flight: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     filled: Mutex<HashSet<String>>,
     hashed: Mutex<HashMap<String, (DirStamps, PackageHash)>>,
+    used: Mutex<HashMap<String, Instant>>,
 }
+
+/// How often a long-running process (`serve`) records again that it uses
+/// an entry; a run of `init` records each entry once. An hour is nothing
+/// next to the days `cache prune -unused-for` is given in.
+const USE_RECORD_INTERVAL: Duration = Duration::from_secs(3600);
 
 /// What vouches for a cache entry's files: their `h1:`, and the entry's
 /// provenance when it describes these files.
@@ -138,6 +145,50 @@ impl CacheFills {
     ) {
         let mut hashed = self.hashed.lock().unwrap_or_else(|e| e.into_inner());
         hashed.insert(Self::key(provider, version, platform), (stamps, h1));
+    }
+
+    /// Records that the run uses the entry at `dir`: once per entry per
+    /// run (once an hour for `serve`), so using an entry in many working
+    /// directories costs one write.
+    pub fn record_use(
+        &self,
+        cache: &PluginCache,
+        provider: &ProviderAddr,
+        version: &Version,
+        platform: &Platform,
+        dir: &std::path::Path,
+    ) {
+        {
+            let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
+            let key = Self::key(provider, version, platform);
+            if used
+                .get(&key)
+                .is_some_and(|at| at.elapsed() < USE_RECORD_INTERVAL)
+            {
+                return;
+            }
+            used.insert(key, Instant::now());
+        }
+        cache.record_use(dir);
+    }
+
+    /// Whether the entry at `dir` still holds the files this run settled
+    /// on (hashed, or filled, to `h1`); a wait for the entry's lock may have
+    /// ended with them replaced or removed.
+    pub(super) fn still_holds(
+        &self,
+        provider: &ProviderAddr,
+        version: &Version,
+        platform: &Platform,
+        dir: &std::path::Path,
+        h1: &PackageHash,
+    ) -> bool {
+        let hashed = self.hashed.lock().unwrap_or_else(|e| e.into_inner());
+        match hashed.get(&Self::key(provider, version, platform)) {
+            Some((stamps, known)) => known == h1 && stamps.same_files_in(dir),
+            // Where files have no stamps, presence is all there is to see.
+            None => dir.is_dir(),
+        }
     }
 
     pub(super) fn filled(

@@ -210,29 +210,12 @@ impl Installer {
                     let emit = &emit;
                     async move {
                         let preferred = preferred_hashes(previous, &s);
-                        let cached = match s.cached.clone() {
-                            Some(cached) => Some(cached),
-                            None => {
-                                self.cached_matching(
-                                    &s.provider,
-                                    &s.version,
-                                    preferred.clone(),
-                                    None,
-                                )
-                                .await
-                            }
-                        };
-                        let added = match cached {
-                            Some(_) => false,
-                            None => {
-                                let locked = previous.get(&s.provider).is_some();
-                                self.fill_cache(
-                                    cache, &s, &preferred, &preferred, locked, staging, emit,
-                                )
-                                .await?
-                                .1
-                            }
-                        };
+                        let locked = previous.get(&s.provider).is_some();
+                        // Held only to see it whole and record the use: a
+                        // warmed entry is one the image is meant to keep.
+                        let (_, added, _) = self
+                            .hold_cached(cache, &s, &preferred, &preferred, locked, staging, emit)
+                            .await?;
                         Ok((s.provider, s.version, added))
                     }
                 })

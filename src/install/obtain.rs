@@ -12,7 +12,7 @@ use futures_util::TryFutureExt;
 use tokio::sync::Semaphore;
 
 use crate::addr::{Platform, ProviderAddr};
-use crate::cache::EntryMeta;
+use crate::cache::{EntryMeta, EntryUse};
 use crate::diag::Diagnostic;
 use crate::engine::Engine;
 use crate::fetch::DownloadProgress;
@@ -43,6 +43,24 @@ use crate::version::{Version, VersionConstraints};
 static UNPACKING_SLOTS: LazyLock<Semaphore> =
     LazyLock::new(|| Semaphore::new(std::thread::available_parallelism().map_or(1, usize::from)));
 
+/// How many times a run looks for a cache entry that keeps being removed
+/// or replaced just as it is about to use it; each time means another
+/// process (a prune, a replacement) got the entry's lock first.
+const HOLD_ATTEMPTS: usize = 3;
+
+/// The error for a plugin cache that cannot be used, naming the way out.
+fn cache_failed(cache: &CacheUse, s: &Selected, err: std::io::Error) -> Diagnostic {
+    Diagnostic::error(
+        "Failed to install provider",
+        format!(
+            "Error while installing {} v{}: could not use the plugin cache at {}: {err}. Check its permissions, or unset plugin_cache_dir / TF_PLUGIN_CACHE_DIR to install without it.",
+            s.provider.for_display(),
+            s.version,
+            cache.cache.root().display()
+        ),
+    )
+}
+
 const CHECKSUM_DOCS: &str = "https://developer.hashicorp.com/terraform/language/files/dependency-lock#checksum-verification";
 
 impl Installer {
@@ -62,6 +80,74 @@ impl Installer {
         })
     }
 
+    /// The cache entry for this package, found usable or filled now, and
+    /// held for use (so no `cache prune` removes it before the caller has
+    /// placed it), with its use recorded; and whether this call downloaded
+    /// it. A wait for the hold can end with the entry removed or replaced,
+    /// so the entry is looked at again once held, and looked for anew if it
+    /// changed.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn hold_cached(
+        &self,
+        cache: &CacheUse,
+        s: &Selected,
+        preferred: &BTreeSet<PackageHash>,
+        allowed: &BTreeSet<PackageHash>,
+        lock_known: bool,
+        staging: &Staging,
+        emit: &(dyn Fn(InstallEvent) + Sync),
+    ) -> Result<(CachedPackage, bool, EntryUse), Diagnostic> {
+        let mut found = s.cached.clone();
+        let mut downloaded = false;
+        for _ in 0..HOLD_ATTEMPTS {
+            let cached = match found.take() {
+                Some(cached) => cached,
+                None => match self
+                    .cached_matching(&s.provider, &s.version, preferred.clone(), None)
+                    .await
+                {
+                    Some(cached) => cached,
+                    None => {
+                        let (cached, filled) = self
+                            .fill_cache(cache, s, preferred, allowed, lock_known, staging, emit)
+                            .await?;
+                        downloaded |= filled;
+                        cached
+                    }
+                },
+            };
+            let held = match cache.cache.hold_for_use(&cached.dir).await {
+                Ok(held) => held,
+                // Removed along with the directory its lock file was in.
+                Err(_) if !cached.dir.is_dir() => continue,
+                Err(err) => return Err(cache_failed(cache, s, err)),
+            };
+            if cache.fills.still_holds(
+                &s.provider,
+                &s.version,
+                &self.platform,
+                &cached.dir,
+                &cached.h1,
+            ) {
+                cache.fills.record_use(
+                    &cache.cache,
+                    &s.provider,
+                    &s.version,
+                    &self.platform,
+                    &cached.dir,
+                );
+                return Ok((cached, downloaded, held));
+            }
+        }
+        Err(cache_failed(
+            cache,
+            s,
+            std::io::Error::other(format!(
+                "its entry was removed or replaced {HOLD_ATTEMPTS} times while this run was about to use it; stop whatever keeps rewriting the cache (a cache prune in a loop?) and run again"
+            )),
+        ))
+    }
+
     /// Fills the cache entry for this package (once, however many processes
     /// want it: the entry lock makes the others wait and reuse the result).
     #[allow(clippy::too_many_arguments)]
@@ -75,17 +161,7 @@ impl Installer {
         staging: &Staging,
         emit: &(dyn Fn(InstallEvent) + Sync),
     ) -> Result<(CachedPackage, bool), Diagnostic> {
-        let cache_failed = |err: std::io::Error| {
-            Diagnostic::error(
-                "Failed to install provider",
-                format!(
-                    "Error while installing {} v{}: could not use the plugin cache at {}: {err}. Check its permissions, or unset plugin_cache_dir / TF_PLUGIN_CACHE_DIR to install without it.",
-                    s.provider.for_display(),
-                    s.version,
-                    cache.cache.root().display()
-                ),
-            )
-        };
+        let cache_failed = |err| cache_failed(cache, s, err);
         let _turn = cache
             .fills
             .take_turn(&s.provider, &s.version, &self.platform)

@@ -120,27 +120,17 @@ impl Installer {
             preferred.clone()
         };
         if let Some(cache) = &self.cache {
-            let (cached, downloaded) = match s.cached.clone() {
-                Some(cached) => (cached, false),
-                None => match self
-                    .cached_matching(&s.provider, &s.version, preferred.clone(), None)
-                    .await
-                {
-                    Some(cached) => (cached, false),
-                    None => {
-                        self.fill_cache(
-                            cache,
-                            &s,
-                            &preferred,
-                            &allowed,
-                            lock.is_some(),
-                            staging,
-                            emit,
-                        )
-                        .await?
-                    }
-                },
-            };
+            let (cached, downloaded, held) = self
+                .hold_cached(
+                    cache,
+                    &s,
+                    &preferred,
+                    &allowed,
+                    lock.is_some(),
+                    staging,
+                    emit,
+                )
+                .await?;
             // Filled earlier in this run for another working directory: it
             // was installed by this run all the same.
             let installed_now =
@@ -170,6 +160,7 @@ impl Installer {
                         cached.dir.display()
                     ))
                 })?;
+            drop(held);
             let package = StagedPackage {
                 h1: cached.h1,
                 zh: None,

@@ -499,6 +499,7 @@ impl Mirror {
             return Reply::Failed(404, format!("{platform} is not served here"));
         }
         if let Some(archive) = self.stored_archive(provider, version, platform) {
+            self.record_use(provider, version, platform);
             return Reply::Archive(archive, Outcome::Hit);
         }
         let fill = self.fill(provider, version, platform);
@@ -507,7 +508,10 @@ impl Mirror {
                 dir: entry,
                 meta: None,
             }) {
-                Some(archive) => Reply::Archive(archive, Outcome::Fill),
+                Some(archive) => {
+                    self.record_use(provider, version, platform);
+                    Reply::Archive(archive, Outcome::Fill)
+                }
                 None => Reply::Failed(
                     502,
                     format!(
@@ -524,6 +528,15 @@ impl Mirror {
                 Reply::Failed(502, message)
             }
         }
+    }
+
+    /// Records that a client was handed the entry's archive, for
+    /// `cache prune -unused-for` on the store.
+    fn record_use(&self, provider: &ProviderAddr, version: &Version, platform: &Platform) {
+        let dir = self.store.cache.entry_dir(provider, version, platform);
+        self.store
+            .fills
+            .record_use(&self.store.cache, provider, version, platform, &dir);
     }
 
     /// The archive of a complete, vouched-for store entry.
