@@ -976,7 +976,11 @@ impl Bench {
             out,
             "| scenario | {} |{} peak RSS ({}) | requests ({}) |",
             names.join(" | "),
-            if compared { " speed-up vs the faster Terraform |" } else { "" },
+            if compared {
+                " speed-up vs the faster Terraform |"
+            } else {
+                ""
+            },
             names.join(" / "),
             names.join(" / ")
         );
@@ -1020,10 +1024,9 @@ impl Bench {
                     .find(|(tool, _)| **tool == Tool::Tfinstall)
                     .and_then(|(_, s)| s.as_ref().map(|s| s.wall));
                 match (fastest_terraform, ours) {
-                    (Some(tf), Some(ti)) => format!(
-                        " {:.1}× |",
-                        tf.as_secs_f64() / ti.as_secs_f64().max(1e-9)
-                    ),
+                    (Some(tf), Some(ti)) => {
+                        format!(" {:.1}× |", tf.as_secs_f64() / ti.as_secs_f64().max(1e-9))
+                    }
                     _ => " – |".to_owned(),
                 }
             } else {

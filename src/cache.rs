@@ -76,8 +76,8 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::addr::{Platform, ProviderAddr};
-use crate::install::hash_memo::DirStamps;
-use crate::install::layout::unpacked_package_dir;
+use crate::package::layout::unpacked_package_dir;
+use crate::package::stamps::DirStamps;
 use crate::source::PackageLocation;
 use crate::source::filesystem::scan_directory;
 use crate::verify::hash::PackageHash;

@@ -586,7 +586,7 @@ mod tests {
         let Command::Init(args) = cli.command else {
             panic!("expected init");
         };
-        let limits = crate::install::extract::ExtractLimits::default();
+        let limits = crate::package::extract::ExtractLimits::default();
         assert_eq!(args.max_package_size, limits.max_total_bytes);
         assert_eq!(args.max_package_files, limits.max_entries);
         assert_eq!(args.max_compression_ratio, limits.max_ratio);

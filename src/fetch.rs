@@ -42,7 +42,7 @@ impl Default for DownloadSettings {
             retries: 3,
             stall_timeout: Duration::from_secs(30),
             backoff: Duration::from_secs(1),
-            max_bytes: crate::install::extract::ExtractLimits::default().max_total_bytes,
+            max_bytes: crate::package::extract::ExtractLimits::default().max_total_bytes,
         }
     }
 }

@@ -64,3 +64,13 @@ fn set_mode(path: &Path, mode: u32) -> io::Result<()> {
 fn set_mode(_path: &Path, _mode: u32) -> io::Result<()> {
     Ok(())
 }
+
+/// Runs hashing, unpacking and other file work off the async threads, so
+/// one large package never stalls the downloads of the others.
+pub async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> io::Result<T> + Send + 'static,
+) -> io::Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(io::Error::other)?
+}

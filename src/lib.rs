@@ -20,6 +20,7 @@ pub mod install;
 pub mod lockfile;
 pub mod module;
 pub mod output;
+pub mod package;
 pub mod serve;
 pub mod source;
 pub mod ui;

@@ -19,12 +19,12 @@ use crate::commands::providers::{configuration_requirements, target_platforms};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::fetch::{DownloadSettings, Downloader};
 use crate::install::events::InstallEvent;
-use crate::install::extract::ExtractLimits;
 use crate::install::installer::{CacheUse, Installer};
 use crate::install::layout::{InstallLayout, LayoutKind};
 use crate::install::link::LinkMode;
 use crate::lockfile::Locks;
 use crate::output::Output;
+use crate::package::extract::ExtractLimits;
 use crate::source::configured::{NetworkSources, SourceOptions, build_source};
 use crate::units::{format_age, format_size, format_utc};
 

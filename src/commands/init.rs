@@ -12,13 +12,13 @@ use crate::commands::providers::configuration_requirements;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::engine::Engine;
 use crate::fetch::{DownloadSettings, Downloader};
-use crate::install::extract::ExtractLimits;
 use crate::install::installer::{CacheUse, InstallMode, InstallOutcome, Installer};
 use crate::install::layout::{InstallLayout, LayoutKind};
 use crate::install::link::LinkMode;
 use crate::install::staging::{FileMode, Staging};
 use crate::lockfile::Locks;
 use crate::output::{LockFileChange, Output};
+use crate::package::extract::ExtractLimits;
 use crate::source::Source;
 use crate::source::configured::{
     NetworkSources, SourceOptions, build_offline_source, build_source,

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::addr::{Platform, ProviderAddr};
 use crate::cache::{EntryMeta, PluginCache};
-use crate::install::hash_memo::DirStamps;
+use crate::package::stamps::DirStamps;
 use crate::verify::AuthResult;
 use crate::verify::hash::PackageHash;
 use crate::version::Version;

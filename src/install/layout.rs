@@ -1,8 +1,9 @@
 //! Where installed packages live inside the data directory.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::addr::{Platform, ProviderAddr};
+use crate::package::layout::unpacked_package_dir;
 use crate::version::Version;
 
 /// Terraform 0.13 reads `.terraform/plugins` (with `selections.json`);
@@ -50,24 +51,4 @@ impl InstallLayout {
             LayoutKind::Providers => None,
         }
     }
-}
-
-/// Directory names use the Unicode form of the hostname, as Terraform writes them.
-pub fn unpacked_package_dir(
-    base: &Path,
-    provider: &ProviderAddr,
-    version: &Version,
-    platform: &Platform,
-) -> PathBuf {
-    provider_dir(base, provider)
-        .join(version.to_string())
-        .join(platform.to_string())
-}
-
-/// `BASE/HOST/NS/TYPE`, with the Unicode form of the hostname: where both
-/// mirror layouts and the installed tree keep one provider's packages.
-pub fn provider_dir(base: &Path, provider: &ProviderAddr) -> PathBuf {
-    base.join(provider.hostname.for_display())
-        .join(&provider.namespace)
-        .join(&provider.type_name)
 }

@@ -5,7 +5,6 @@
 
 pub mod cache_use;
 pub mod events;
-pub mod extract;
 pub mod hash_memo;
 pub mod installer;
 pub mod layout;

@@ -16,14 +16,15 @@ use crate::cache::{EntryMeta, EntryUse};
 use crate::diag::Diagnostic;
 use crate::engine::Engine;
 use crate::fetch::DownloadProgress;
+use crate::fsutil::blocking;
 use crate::http::TERRAFORM_COMPAT_VERSION;
 use crate::install::events::{InstallEvent, PROGRESS_INTERVAL, ProgressStage};
-use crate::install::extract::{extract_package, find_executable};
-use crate::install::hash_memo::{DirStamps, pin_mtimes};
 use crate::install::installer::{CacheUse, Installer};
 use crate::install::link::{LinkMode, link_package};
 use crate::install::select::{CachedPackage, Selected};
 use crate::install::staging::Staging;
+use crate::package::extract::{extract_package, find_executable};
+use crate::package::stamps::{DirStamps, pin_mtimes};
 use crate::source::{
     IncompatibleProtocol, PackageAuthentication, PackageLocation, PackageMeta, RegistryPackages,
     SignedChecksums, SignedDocuments, SourceError,
@@ -732,16 +733,6 @@ pub fn mirror_mismatch(listed: &[PackageHash]) -> String {
 fn zh_digest(zh: &PackageHash) -> Option<[u8; 32]> {
     let bytes = hex::decode(zh.to_string().strip_prefix("zh:")?).ok()?;
     bytes.try_into().ok()
-}
-
-/// Runs hashing, unpacking and other file work off the async threads, so
-/// one large package never stalls the downloads of the others.
-pub async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> std::io::Result<T> + Send + 'static,
-) -> std::io::Result<T> {
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(std::io::Error::other)?
 }
 
 pub(super) fn install_failed(

@@ -11,11 +11,12 @@ use futures_util::stream;
 
 use crate::addr::ProviderAddr;
 use crate::diag::{Diagnostic, Diagnostics};
+use crate::fsutil::blocking;
 use crate::install::events::{InstallEvent, OrderedEvents, ProgressStage};
 use crate::install::hash_memo::HashMemo;
 use crate::install::installer::{InstallMode, Installer};
 use crate::install::link::{LinkMode, link_cached_package};
-use crate::install::obtain::{StagedPackage, blocking, install_failed};
+use crate::install::obtain::{StagedPackage, install_failed};
 use crate::install::select::{Selected, preferred_hashes};
 use crate::install::staging::Staging;
 use crate::lockfile::Locks;

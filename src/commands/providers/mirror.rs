@@ -38,14 +38,15 @@ use crate::cliconfig::{self, CliEnv};
 use crate::commands::init::{LOCK_FILE, data_dir, print_config_problems};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::fetch::{DownloadSettings, Downloader};
+use crate::fsutil::blocking;
 use crate::fsutil::write_atomic;
-use crate::install::layout::{provider_dir, unpacked_package_dir};
 use crate::install::link::copy_tree_hashed;
 use crate::install::obtain::{
-    StageError, alongside_documents, authenticate_archive, blocking, mirror_mismatch,
+    StageError, alongside_documents, authenticate_archive, mirror_mismatch,
 };
 use crate::lockfile::Locks;
 use crate::output::Output;
+use crate::package::layout::{provider_dir, unpacked_package_dir};
 use crate::source::configured::{
     NetworkSources, SourceOptions, build_offline_source, build_source_excluding,
 };

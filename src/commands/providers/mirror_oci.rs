@@ -124,7 +124,7 @@ async fn push_release(
     for package in &packages {
         let (os, arch) = (&package.platform.os, &package.platform.arch);
         let archive = package.archive.clone();
-        let (digest, size) = crate::install::obtain::blocking(move || {
+        let (digest, size) = crate::fsutil::blocking(move || {
             let size = std::fs::metadata(&archive)?.len();
             let digest = super::mirror::sha256_file(&archive)?;
             Ok((format!("sha256:{}", hex::encode(digest)), size))
