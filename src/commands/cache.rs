@@ -21,10 +21,8 @@ use crate::fetch::{DownloadSettings, Downloader};
 use crate::install::events::InstallEvent;
 use crate::install::installer::{CacheUse, Installer};
 use crate::install::layout::{InstallLayout, LayoutKind};
-use crate::install::link::LinkMode;
 use crate::lockfile::Locks;
 use crate::output::Output;
-use crate::package::extract::ExtractLimits;
 use crate::source::configured::{NetworkSources, SourceOptions, build_source};
 use crate::units::{format_age, format_size, format_utc};
 
@@ -536,19 +534,17 @@ async fn run_warm(
     let warms = configurations.iter().flat_map(|(requirements, locks)| {
         platforms.iter().map(move |platform| {
             let installer = Installer {
-                source: source.clone(),
+                parallelism: args.parallelism,
+                cache: Some(cache_use.clone()),
+                events: warm_events(Arc::clone(out)),
                 // Nothing is installed: a layout in a directory that does not
                 // exist keeps every "already installed" check false.
-                layout: InstallLayout::new(cache_root.join(".none"), LayoutKind::Providers),
-                platform: platform.clone(),
-                limits: ExtractLimits::default(),
-                parallelism: args.parallelism,
-                downloader: (*downloader).clone(),
-                dev_overrides: Default::default(),
-                cache: Some(cache_use.clone()),
-                link_mode: LinkMode::Auto,
-                events: warm_events(Arc::clone(out)),
-                offline: false,
+                ..Installer::new(
+                    source.clone(),
+                    InstallLayout::new(cache_root.join(".none"), LayoutKind::Providers),
+                    platform.clone(),
+                    (*downloader).clone(),
+                )
             };
             async move { (platform, installer.warm(requirements, locks).await) }
         })

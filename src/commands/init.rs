@@ -417,21 +417,23 @@ async fn init(run: &Run<'_>, dir: &Path, out: &Arc<Output>) -> Result<Initialize
         format!("\n{}", ui.heading("Initializing provider plugins..."))
     });
     let installer = Installer {
-        source,
-        layout: InstallLayout::new(&data_dir, run.layout),
-        platform: Platform::current(),
         limits: ExtractLimits {
             max_total_bytes: args.max_package_size,
             max_entries: args.max_package_files,
             max_ratio: args.max_compression_ratio,
         },
         parallelism: args.parallelism,
-        downloader: run.downloader.clone(),
         dev_overrides: run.dev_overrides.clone(),
         cache: run.cache.clone(),
         link_mode: run.link_mode,
         events: out.event_sink(),
         offline: args.offline,
+        ..Installer::new(
+            source,
+            InstallLayout::new(&data_dir, run.layout),
+            Platform::current(),
+            run.downloader.clone(),
+        )
     };
     let mode = if args.upgrade {
         InstallMode::Upgrade

@@ -6,64 +6,22 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use futures_util::StreamExt;
 use futures_util::stream;
 
-use crate::addr::{Platform, ProviderAddr};
+use crate::addr::ProviderAddr;
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::fetch::Downloader;
 pub use crate::install::cache_use::CacheUse;
-use crate::install::events::{EventSink, InstallEvent};
+use crate::install::context::Selected;
+pub use crate::install::context::{InstallMode, Installer};
+use crate::install::events::InstallEvent;
 use crate::install::hash_memo::HashMemo;
-use crate::install::layout::InstallLayout;
-use crate::install::link::LinkMode;
-use crate::install::select::{Selected, check_builtin, preferred_hashes};
+use crate::install::select::{check_builtin, preferred_hashes};
 use crate::install::staging::Staging;
 use crate::lockfile::{LockedProvider, Locks};
-use crate::package::extract::ExtractLimits;
-use crate::source::Source;
 use crate::verify::hash::PackageHash;
 use crate::version::{Version, VersionConstraints};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum InstallMode {
-    /// The lock file decides the version when it has an entry.
-    Normal,
-    /// `-upgrade`: the newest acceptable version, lock entries notwithstanding.
-    Upgrade,
-    /// `providers lock` (Terraform's mode F): versions as in `Normal`, but a
-    /// downloaded package need not match the hashes already locked, since
-    /// the point is to learn the hashes the source vouches for now.
-    Force,
-}
-
-impl InstallMode {
-    pub(super) fn honours_locked_version(self) -> bool {
-        self != InstallMode::Upgrade
-    }
-}
-
-pub struct Installer {
-    pub source: Arc<dyn Source>,
-    pub layout: InstallLayout,
-    pub platform: Platform,
-    pub limits: ExtractLimits,
-    pub parallelism: usize,
-    pub downloader: Arc<Downloader>,
-    /// Providers the CLI configuration's `dev_overrides` replace: not
-    /// installed, and their lock entries left alone (Terraform 1.16).
-    pub dev_overrides: BTreeSet<ProviderAddr>,
-    /// The global plugin cache, when one is configured.
-    pub cache: Option<CacheUse>,
-    /// How packages from the cache or an unpacked mirror are placed.
-    pub link_mode: LinkMode,
-    pub events: EventSink,
-    /// `init -offline`: the source is local only, and a version it lacks is
-    /// reported with the versions it has.
-    pub offline: bool,
-}
 
 /// What a successful run staged, ready to be committed by the command.
 pub struct InstallOutcome {

@@ -4,6 +4,7 @@
 //! drives the three and [`events`] reports on them.
 
 pub mod cache_use;
+pub mod context;
 pub mod events;
 pub mod hash_memo;
 pub mod installer;

@@ -3,7 +3,6 @@
 //! of Terraform's installer).
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
 
 use futures_util::StreamExt;
 use futures_util::stream;
@@ -13,39 +12,15 @@ use crate::cache::{CacheEntry, EntryLock, EntryMeta};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::fsutil::blocking;
 use crate::install::cache_use::EntryFacts;
+use crate::install::context::{CachedPackage, InstallMode, Installer, Selected};
 use crate::install::events::InstallEvent;
 use crate::install::hash_memo::HashMemo;
-use crate::install::installer::{InstallMode, Installer};
 use crate::lockfile::Locks;
 use crate::package::extract::find_executable;
 use crate::package::stamps::DirStamps;
-use crate::source::{PackageMeta, SourceError};
-use crate::verify::AuthResult;
+use crate::source::SourceError;
 use crate::verify::hash::PackageHash;
 use crate::version::{Version, VersionConstraints};
-
-/// A cache entry this run may use, with what vouches for it.
-#[derive(Clone, Debug)]
-pub(super) struct CachedPackage {
-    pub(super) dir: PathBuf,
-    pub(super) h1: PackageHash,
-    pub(super) auth: AuthResult,
-    pub(super) signed_hashes: Vec<PackageHash>,
-}
-
-pub(super) struct Selected {
-    pub(super) provider: ProviderAddr,
-    pub(super) version: Version,
-    pub(super) constraints: VersionConstraints,
-    /// Set when the fast path found the installed package matching the lock,
-    /// so no source was asked anything.
-    pub(super) already_installed: Option<PackageHash>,
-    /// Set when the fast path found a cache entry matching the lock.
-    pub(super) cached: Option<CachedPackage>,
-    /// The source's answer for this version's package, asked for while the
-    /// version list was on its way (see [`Installer::select_one`]).
-    pub(super) prefetched: Option<Result<PackageMeta, SourceError>>,
-}
 
 impl Installer {
     /// Steps 1 and 2 of Terraform's installer, for all providers at once.

@@ -23,7 +23,6 @@ use crate::commands::providers::mirror_oci::{Staged, push};
 use crate::fetch::Downloader;
 use crate::install::installer::{CacheUse, Installer};
 use crate::install::layout::{InstallLayout, LayoutKind};
-use crate::install::link::LinkMode;
 use crate::package::extract::ExtractLimits;
 use crate::serve::policy::AccessTokens;
 use crate::source::oci::template::RepositoryTemplate;
@@ -708,19 +707,17 @@ impl Mirror {
     fn installer(&self, source: Arc<dyn Source>, platform: &Platform) -> Installer {
         let root: &Path = self.store.cache.root();
         Installer {
-            source,
-            // Nothing is installed: a layout in a directory that does not
-            // exist keeps every "already installed" check false.
-            layout: InstallLayout::new(root.join(".none"), LayoutKind::Providers),
-            platform: platform.clone(),
             limits: self.limits.clone(),
             parallelism: 1,
-            downloader: Arc::clone(&self.downloader),
-            dev_overrides: Default::default(),
             cache: Some(self.store.clone()),
-            link_mode: LinkMode::Auto,
-            events: Arc::new(|_| {}),
-            offline: false,
+            // Nothing is installed: a layout in a directory that does not
+            // exist keeps every "already installed" check false.
+            ..Installer::new(
+                source,
+                InstallLayout::new(root.join(".none"), LayoutKind::Providers),
+                platform.clone(),
+                Arc::clone(&self.downloader),
+            )
         }
     }
 }
