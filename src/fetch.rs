@@ -20,7 +20,6 @@ use sha2::{Digest, Sha256};
 use url::Url;
 
 use crate::cliconfig::netrc::Netrc;
-use crate::source::PackageLocation;
 
 #[derive(Clone, Debug)]
 pub struct DownloadSettings {
@@ -286,26 +285,6 @@ impl Downloader {
         let netrc = self.netrc.as_ref().and_then(|n| n.authorization_for(url));
         self.download_authorized(url, netrc.as_deref(), dest, progress)
             .await
-    }
-
-    /// Downloads a package from wherever `location` says: a URL, or a blob
-    /// in an OCI registry.
-    pub async fn download_package(
-        &self,
-        location: &PackageLocation,
-        dest: &Path,
-        progress: &(dyn Fn(DownloadProgress) + Sync),
-    ) -> Result<[u8; 32], DownloadError> {
-        match location {
-            PackageLocation::Http(url) => self.download_with_progress(url, dest, progress).await,
-            PackageLocation::OciBlob(blob) => blob.download(self, dest, progress).await,
-            PackageLocation::LocalArchive(path) | PackageLocation::LocalDir(path) => {
-                Err(DownloadError::Io(std::io::Error::other(format!(
-                    "{} is a local package, not a download",
-                    path.display()
-                ))))
-            }
-        }
     }
 
     /// [`download_with_progress`](Self::download_with_progress) with an

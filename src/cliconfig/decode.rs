@@ -12,28 +12,14 @@
 //! might expect them to influence installation.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::path::Path;
 
+use super::args::{ArgError, body_of, bool_arg, find_arg, string_arg, string_list_arg};
 use super::expand::expand_vars;
 use super::provider_installation::decode_provider_installations;
 use super::syntax::{Item, Pos, Value, ValueKind, parse};
 use super::{CliEnv, CredentialsHelper, OciCredentials, OciDefaultCredentials, RawConfig};
 use crate::diag::{Diagnostic, Diagnostics, SourcePos};
-
-/// A value of the wrong shape, rendered the way HCL 1 positions its errors
-/// ("At line:col: …") because Terraform's messages embed that text.
-#[derive(Debug, PartialEq, Eq)]
-pub struct ArgError {
-    pub pos: Pos,
-    pub message: String,
-}
-
-impl fmt::Display for ArgError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "At {}: {}", self.pos, self.message)
-    }
-}
 
 fn parse_error(file: &Path, err: &ArgError) -> Diagnostic {
     Diagnostic::error(format!("Error parsing {}: {err}", file.display()), "").at(
@@ -295,66 +281,12 @@ fn labelled_blocks(item: &Item) -> Result<Vec<LabelledBlock<'_>>, ArgError> {
     }
 }
 
-pub fn body_of(value: &Value) -> Option<&[Item]> {
-    match &value.kind {
-        ValueKind::Object(items) => Some(items),
-        _ => None,
-    }
-}
-
 /// An object, or a list of objects (how JSON and HCL 1 repeat a block).
 fn bodies_of(value: &Value) -> Option<Vec<&[Item]>> {
     match &value.kind {
         ValueKind::Object(items) => Some(vec![items.as_slice()]),
         ValueKind::List(elements) => elements.iter().map(body_of).collect(),
         _ => None,
-    }
-}
-
-/// The last argument called `name`, ignoring ASCII case as HCL 1 does.
-pub fn find_arg<'a>(body: &'a [Item], name: &str) -> Option<&'a Item> {
-    body.iter()
-        .rev()
-        .find(|item| item.name.eq_ignore_ascii_case(name))
-}
-
-/// A string argument; JSON's `null` reads as the empty string, as HCL 1
-/// decodes it (`"plugin_cache_dir": null` means no cache).
-pub fn string_arg(item: &Item) -> Result<String, ArgError> {
-    if item.value.kind == ValueKind::Null {
-        return Ok(String::new());
-    }
-    item.value
-        .as_str()
-        .map(str::to_string)
-        .ok_or_else(|| ArgError {
-            pos: item.pos,
-            message: format!("{:?} must be a string", item.name),
-        })
-}
-
-pub fn string_list_arg(item: &Item) -> Result<Vec<String>, ArgError> {
-    let error = || ArgError {
-        pos: item.pos,
-        message: format!("{:?} must be a list of strings", item.name),
-    };
-    match &item.value.kind {
-        ValueKind::List(elements) => elements
-            .iter()
-            .map(|e| e.as_str().map(str::to_string))
-            .collect::<Option<Vec<_>>>()
-            .ok_or_else(error),
-        _ => Err(error()),
-    }
-}
-
-pub fn bool_arg(item: &Item) -> Result<bool, ArgError> {
-    match item.value.kind {
-        ValueKind::Bool(on) => Ok(on),
-        _ => Err(ArgError {
-            pos: item.pos,
-            message: format!("{:?} must be true or false", item.name),
-        }),
     }
 }
 

@@ -9,6 +9,7 @@
 //! raw form until after the merge matters: a later file's `credentials`
 //! block replaces an earlier one for the same key even when it has no token.
 
+mod args;
 mod credentials;
 mod credentials_helper;
 mod decode;

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::decode::{ArgError, body_of, bool_arg, find_arg, string_arg, string_list_arg};
+use super::args::{ArgError, body_of, bool_arg, find_arg, string_arg, string_list_arg};
 use super::expand::{clean_path, expand_vars};
 use super::syntax::{Document, Item, Pos, Syntax, ValueKind};
 use super::{CliEnv, InstallMethod, MethodLocation, ProviderInstallation};

@@ -350,8 +350,8 @@ impl Installer {
                 };
                 let fetched = async {
                     let download = async {
-                        self.downloader
-                            .download_package(&meta.location, &dest, &report)
+                        meta.location
+                            .download(&self.downloader, &dest, &report)
                             .await
                             .map_err(|err| err.to_string())
                     };

@@ -2,7 +2,7 @@
 //! byte spans we need for Terraform-style `file:line` diagnostics.
 
 use hcl::edit::Span;
-use hcl::edit::expr::{Expression, ObjectKey, TraversalOperator};
+use hcl::edit::expr::{Expression, ObjectKey};
 use hcl::edit::structure::{self, Structure};
 use hcl::eval::{Context, Evaluate};
 
@@ -10,8 +10,8 @@ use crate::diag::{Diagnostic, Diagnostics};
 
 use super::range::{DiagnosticExt, LineIndex, SrcRange};
 use super::syntax::{
-    Attr, AttrSchema, Block, Body, BodySchema, Expr, ExprKind, Step, Traversal, dynamic_kind,
-    expr_from_value, label_count_problem,
+    Attr, AttrSchema, Block, Body, BodySchema, Expr, ExprKind, dynamic_kind, expr_from_value,
+    label_count_problem, traversal_of,
 };
 
 /// Parses a whole `.tf` file; a syntax error ends the file, as in HCL.
@@ -162,43 +162,11 @@ fn evaluate(expr: &Expression, range: &SrcRange) -> Expr {
     }
 }
 
-/// A reference rooted at a name, keeping attribute steps by name; indexes
-/// (literal or not) only mark their place, which is all callers need.
-pub(super) fn traversal_of(expr: &Expression) -> Option<Traversal> {
-    match expr {
-        Expression::Variable(root) => Some(Traversal {
-            root: root.as_str().to_string(),
-            steps: Vec::new(),
-        }),
-        Expression::Traversal(traversal) => {
-            let Expression::Variable(root) = &traversal.expr else {
-                return None;
-            };
-            let steps = traversal
-                .operators
-                .iter()
-                .map(|operator| match operator.value() {
-                    TraversalOperator::GetAttr(name) => Some(Step::Attr(name.as_str().to_string())),
-                    TraversalOperator::Index(_) | TraversalOperator::LegacyIndex(_) => {
-                        Some(Step::Index)
-                    }
-                    TraversalOperator::AttrSplat(_) | TraversalOperator::FullSplat(_) => None,
-                })
-                .collect::<Option<Vec<_>>>()?;
-            Some(Traversal {
-                root: root.as_str().to_string(),
-                steps,
-            })
-        }
-        _ => None,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::path::Path;
 
-    use super::super::syntax::TOP_LEVEL;
+    use super::super::syntax::{Step, TOP_LEVEL};
     use super::*;
 
     fn parse(src: &str) -> (Option<Body>, Diagnostics) {

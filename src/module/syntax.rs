@@ -6,6 +6,8 @@
 //! (chosen by [`TOP_LEVEL`]); expressions are folded to constants where
 //! Terraform would evaluate them without any variables or functions.
 
+use hcl::edit::expr::{Expression, TraversalOperator};
+
 use crate::diag::{Diagnostic, Diagnostics};
 
 use super::range::{DiagnosticExt, SrcRange};
@@ -154,7 +156,39 @@ fn format_number(value: f64) -> String {
 /// references, and the legacy quoted form).
 pub(super) fn parse_traversal(text: &str) -> Option<Traversal> {
     let expr = hcl::edit::parser::parse_expr(text.trim()).ok()?;
-    super::native::traversal_of(&expr)
+    traversal_of(&expr)
+}
+
+/// A reference rooted at a name, keeping attribute steps by name; indexes
+/// (literal or not) only mark their place, which is all callers need.
+pub(super) fn traversal_of(expr: &Expression) -> Option<Traversal> {
+    match expr {
+        Expression::Variable(root) => Some(Traversal {
+            root: root.as_str().to_string(),
+            steps: Vec::new(),
+        }),
+        Expression::Traversal(traversal) => {
+            let Expression::Variable(root) = &traversal.expr else {
+                return None;
+            };
+            let steps = traversal
+                .operators
+                .iter()
+                .map(|operator| match operator.value() {
+                    TraversalOperator::GetAttr(name) => Some(Step::Attr(name.as_str().to_string())),
+                    TraversalOperator::Index(_) | TraversalOperator::LegacyIndex(_) => {
+                        Some(Step::Index)
+                    }
+                    TraversalOperator::AttrSplat(_) | TraversalOperator::FullSplat(_) => None,
+                })
+                .collect::<Option<Vec<_>>>()?;
+            Some(Traversal {
+                root: root.as_str().to_string(),
+                steps,
+            })
+        }
+        _ => None,
+    }
 }
 
 /// Which block types and arguments a body keeps; everything else in a file

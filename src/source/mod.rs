@@ -17,7 +17,7 @@ pub mod shared;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -26,6 +26,7 @@ use futures_util::future::{BoxFuture, Shared};
 use url::Url;
 
 use crate::addr::{Platform, ProviderAddr};
+use crate::fetch::{DownloadError, DownloadProgress, Downloader};
 use crate::verify::hash::PackageHash;
 use crate::verify::signature::SigningKey;
 use crate::version::Version;
@@ -119,6 +120,30 @@ impl fmt::Display for PackageLocation {
             }
             PackageLocation::Http(u) => write!(f, "{u}"),
             PackageLocation::OciBlob(blob) => write!(f, "{blob}"),
+        }
+    }
+}
+
+impl PackageLocation {
+    /// Downloads the package from wherever it is: a URL, or a blob in an
+    /// OCI registry.
+    pub async fn download(
+        &self,
+        downloader: &Downloader,
+        dest: &Path,
+        progress: &(dyn Fn(DownloadProgress) + Sync),
+    ) -> Result<[u8; 32], DownloadError> {
+        match self {
+            PackageLocation::Http(url) => {
+                downloader.download_with_progress(url, dest, progress).await
+            }
+            PackageLocation::OciBlob(blob) => blob.download(downloader, dest, progress).await,
+            PackageLocation::LocalArchive(path) | PackageLocation::LocalDir(path) => {
+                Err(DownloadError::Io(std::io::Error::other(format!(
+                    "{} is a local package, not a download",
+                    path.display()
+                ))))
+            }
         }
     }
 }

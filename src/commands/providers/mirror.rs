@@ -632,9 +632,9 @@ async fn already_mirrored(
 /// Puts the package archive at `staged` and returns its SHA-256.
 async fn obtain(run: &Run, meta: &PackageMeta, staged: &Path) -> Result<[u8; 32], String> {
     match &meta.location {
-        PackageLocation::Http(_) | PackageLocation::OciBlob(_) => run
-            .downloader
-            .download_package(&meta.location, staged, &|_| {})
+        PackageLocation::Http(_) | PackageLocation::OciBlob(_) => meta
+            .location
+            .download(&run.downloader, staged, &|_| {})
             .await
             .map_err(|err| err.to_string()),
         PackageLocation::LocalArchive(src) => {
