@@ -20,6 +20,7 @@ use hcl_edit::structure::{Attribute, Block, Body};
 use crate::addr::ProviderAddr;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::engine::Engine;
+use crate::go_quote::{go_quote, is_print};
 use crate::verify::hash::PackageHash;
 use crate::version::{Version, VersionConstraints};
 
@@ -98,13 +99,13 @@ impl Locks {
             Ok(body) => decoder.decode_file(&body, &mut locks),
             Err(err) => {
                 let loc = err.location();
-                decoder.diags.push(
-                    Diagnostic::error("Invalid HCL syntax", capitalize(err.message())).at(
+                decoder
+                    .diags
+                    .push(Diagnostic::invalid_hcl_syntax(err.message()).at(
                         filename,
                         loc.line(),
                         loc.column(),
-                    ),
-                );
+                    ));
             }
         }
         (locks, decoder.diags)
@@ -771,14 +772,6 @@ fn number_as_string(number: &hcl_edit::Number) -> String {
     }
 }
 
-fn capitalize(message: &str) -> String {
-    let mut chars = message.chars();
-    match chars.next() {
-        Some(first) => first.to_uppercase().chain(chars).collect(),
-        None => String::new(),
-    }
-}
-
 /// HCL's "did you mean" rule: the first candidate within edit distance 2.
 fn name_suggestion<'c>(
     given: &str,
@@ -803,22 +796,6 @@ fn levenshtein(a: &str, b: &str) -> usize {
     previous[b.len()]
 }
 
-/// Approximates Go's `unicode.IsPrint` (letters, marks, numbers,
-/// punctuation, symbols and the ASCII space) without Unicode category
-/// tables: everything but controls, non-ASCII spaces, format characters
-/// and private use. Quoting only differs for exotic input.
-fn is_printable(c: char) -> bool {
-    c == ' '
-        || !(c.is_control()
-            || c.is_whitespace()
-            || matches!(c,
-                '\u{ad}' | '\u{600}'..='\u{605}' | '\u{61c}' | '\u{6dd}' | '\u{70f}'
-                | '\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
-                | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{206f}' | '\u{feff}'
-                | '\u{fff9}'..='\u{fffb}' | '\u{e000}'..='\u{f8ff}'
-                | '\u{f0000}'..='\u{10ffff}'))
-}
-
 /// A quoted HCL string literal as `hclwrite` produces it: template
 /// introducers are doubled so `${` and `%{` stay literal text.
 fn hcl_quote(s: &str) -> String {
@@ -838,7 +815,7 @@ fn hcl_quote(s: &str) -> String {
                     out.push(c);
                 }
             }
-            c if !is_printable(c) => {
+            c if !is_print(c) => {
                 let code = u32::from(c);
                 if code < 0x10000 {
                     let _ = write!(out, "\\u{code:04x}");
@@ -847,38 +824,6 @@ fn hcl_quote(s: &str) -> String {
                 }
             }
             c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// Go's `%q` (strconv.Quote), which Terraform uses for names inside
-/// diagnostic details.
-fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if is_printable(c) => out.push(c),
-            c if u32::from(c) < 0x80 => {
-                let _ = write!(out, "\\x{:02x}", u32::from(c));
-            }
-            c if u32::from(c) < 0x10000 => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
-            c => {
-                let _ = write!(out, "\\U{:08x}", u32::from(c));
-            }
         }
     }
     out.push('"');
@@ -1206,15 +1151,6 @@ provider "tf.example.com/acme/widget" {
         let (parsed, diags) = parse_str(&rendered);
         assert!(diags.is_empty(), "{diags}");
         assert_eq!(parsed, locks);
-    }
-
-    #[test]
-    fn go_quote_matches_strconv_quote() {
-        assert_eq!(go_quote("a\"b\\c"), r#""a\"b\\c""#);
-        assert_eq!(
-            go_quote("\u{7}\u{0}\u{7f}é\u{200b}"),
-            r#""\a\x00\x7fé\u200b""#
-        );
     }
 
     #[test]

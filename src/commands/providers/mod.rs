@@ -13,8 +13,9 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::Mutex;
 
-use crate::addr::{Platform, ProviderAddr, go_quote};
+use crate::addr::{Platform, ProviderAddr};
 use crate::diag::{Diagnostic, Diagnostics};
+use crate::go_quote::go_quote;
 use crate::module;
 use crate::version::VersionConstraints;
 
