@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
-use std::fs::{self, File};
+use std::fs;
 use std::io::{self, Write as _};
 use std::ops::Range;
 use std::path::Path;
@@ -20,6 +20,7 @@ use hcl_edit::structure::{Attribute, Block, Body};
 use crate::addr::ProviderAddr;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::engine::Engine;
+use crate::fsutil;
 use crate::go_quote::{go_quote, is_print};
 use crate::verify::hash::PackageHash;
 use crate::version::{Version, VersionConstraints};
@@ -142,7 +143,7 @@ impl Locks {
     /// see a half-written lock file.
     pub fn save(&self, path: &Path) -> io::Result<()> {
         let content = self.render();
-        write_atomically(path, |file| file.write_all(content.as_bytes()))
+        fsutil::replace_atomic(path, 0o644, |file| file.write_all(content.as_bytes()))
     }
 
     /// Terraform's `Locks.Equal`: constraints are deliberately ignored, so a
@@ -188,38 +189,6 @@ impl Locks {
     pub fn is_empty(&self) -> bool {
         self.providers.is_empty()
     }
-}
-
-/// Writes via a temporary sibling file (same directory, so the final rename
-/// cannot cross filesystems) named after the target plus random characters,
-/// fsyncs it, makes it 0644 and renames it over `path`. Any failure drops
-/// the temporary file, which deletes it, leaving the old file untouched.
-fn write_atomically(
-    path: &Path,
-    write: impl FnOnce(&mut File) -> io::Result<()>,
-) -> io::Result<()> {
-    let dir = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
-    let file_name = path.file_name().ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{} does not name a file", path.display()),
-        )
-    })?;
-    let mut temp = tempfile::Builder::new()
-        .prefix(file_name)
-        .tempfile_in(dir)?;
-    write(temp.as_file_mut())?;
-    temp.as_file().sync_all()?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(temp.path(), fs::Permissions::from_mode(0o644))?;
-    }
-    temp.persist(path).map_err(|err| err.error)?;
-    Ok(())
 }
 
 /// Byte offsets to 1-based line/column, counting columns in characters as
@@ -1188,23 +1157,10 @@ provider "tf.example.com/acme/widget" {
     }
 
     #[test]
-    fn failed_write_keeps_old_file_and_leaves_no_temp() {
+    fn save_replaces_the_file_leaves_no_temp_and_needs_its_directory() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(".terraform.lock.hcl");
         fs::write(&path, "old content\n").unwrap();
-
-        let err = write_atomically(&path, |file| {
-            file.write_all(b"partial")?;
-            Err(io::Error::other("disk full"))
-        })
-        .unwrap_err();
-        assert_eq!(err.to_string(), "disk full");
-        assert_eq!(fs::read_to_string(&path).unwrap(), "old content\n");
-        let names: Vec<_> = fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(names, [".terraform.lock.hcl"]);
 
         Locks::new().save(&path).unwrap();
         assert_eq!(fs::read_to_string(&path).unwrap(), header());
