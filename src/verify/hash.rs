@@ -100,7 +100,7 @@ impl PackageHash {
                 if entry.file_type()?.is_dir() {
                     pending.push((entry.path(), name));
                 } else {
-                    let digest = sha256_of_reader(File::open(entry.path())?)?;
+                    let digest = sha256_file(&entry.path())?;
                     files.push((name, digest));
                 }
             }
@@ -158,7 +158,7 @@ impl PackageHash {
     }
 
     pub fn zh_of_file(path: &Path) -> io::Result<PackageHash> {
-        Ok(Self::zh_of_digest(&sha256_of_reader(File::open(path)?)?))
+        Ok(Self::zh_of_digest(&sha256_file(path)?))
     }
 
     /// `PackageMatchesHash` (§6.4).
@@ -240,6 +240,12 @@ fn hash1(mut files: Vec<(Vec<u8>, [u8; 32])>) -> Result<PackageHash, HashError> 
     }
     let encoded = base64::engine::general_purpose::STANDARD.encode(summary.finalize());
     Ok(PackageHash(format!("{SCHEME_H1}:{encoded}")))
+}
+
+/// The SHA-256 of a file's content, read in blocks so a provider archive of
+/// hundreds of megabytes never sits in memory.
+pub fn sha256_file(path: &Path) -> io::Result<[u8; 32]> {
+    sha256_of_reader(File::open(path)?)
 }
 
 pub(crate) fn sha256_of_reader(mut reader: impl Read) -> io::Result<[u8; 32]> {

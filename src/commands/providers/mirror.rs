@@ -20,13 +20,11 @@
 //! else: served over HTTP, such a DIR offers just its archives.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use tokio::sync::Semaphore;
 
 use super::mirror_oci::{self, Staged, is_oci_target, parse_target};
@@ -54,7 +52,7 @@ use crate::source::offline::OfflineSource;
 use crate::source::{PackageAuthentication, PackageLocation, PackageMeta, Source, SourceError};
 use crate::ui::Ui;
 use crate::verify::AuthResult;
-use crate::verify::hash::PackageHash;
+use crate::verify::hash::{PackageHash, sha256_file};
 use crate::version::{Version, VersionConstraints};
 
 pub async fn run(args: ProvidersMirrorArgs, launch_dir: PathBuf) -> bool {
@@ -688,19 +686,6 @@ async fn package_hashes(archive: &Path, digest: &[u8; 32]) -> Result<Vec<Package
         .await
         .map_err(|err| format!("the package is not a valid zip archive: {err}"))?;
     Ok(vec![h1, PackageHash::zh_of_digest(digest)])
-}
-
-pub fn sha256_file(path: &Path) -> std::io::Result<[u8; 32]> {
-    let mut file = std::fs::File::open(path)?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let n = file.read(&mut buf)?;
-        if n == 0 {
-            return Ok(hasher.finalize().into());
-        }
-        hasher.update(&buf[..n]);
-    }
 }
 
 fn index_error(detail: String) -> Diagnostics {
