@@ -28,7 +28,7 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use super::mirror_oci::{self, Staged, is_oci_target, parse_target};
-use super::{OrderedOutput, configuration_requirements, target_platforms};
+use super::{configuration_requirements, target_platforms};
 use crate::addr::{Platform, ProviderAddr};
 use crate::cache::PluginCache;
 use crate::cli::ProvidersMirrorArgs;
@@ -44,6 +44,7 @@ use crate::install::obtain::{
 };
 use crate::lockfile::Locks;
 use crate::output::Output;
+use crate::output::ordered::OrderedOutput;
 use crate::source::configured::{
     NetworkSources, SourceOptions, build_offline_source, build_source_excluding,
 };
