@@ -1,4 +1,5 @@
-//! The dependency lock file `.terraform.lock.hcl` (spec §10).
+//! The dependency lock file `.terraform.lock.hcl` (Terraform's "Dependency
+//! Lock File" docs; `internal/depsfile/locks_file.go`).
 //!
 //! Parsing goes through `hcl-edit` rather than `hcl::parse` because every
 //! diagnostic must point at a source line, and only `hcl-edit` keeps spans.
@@ -112,8 +113,9 @@ impl Locks {
         (locks, decoder.diags)
     }
 
-    /// Terraform's exact bytes (§10.1): header, then one block per provider
-    /// in address order, each preceded by an empty line.
+    /// Terraform's exact bytes (`SaveLocksToBytes` in
+    /// `internal/depsfile/locks_file.go`): header, then one block per
+    /// provider in address order, each preceded by an empty line.
     pub fn render(&self) -> String {
         let mut out = header();
         for lock in self.providers.values() {
@@ -147,7 +149,7 @@ impl Locks {
     }
 
     /// Terraform's `Locks.Equal`: constraints are deliberately ignored, so a
-    /// stale `constraints` string alone never causes a rewrite (§10.3).
+    /// stale `constraints` string alone never causes a rewrite.
     pub fn equivalent(&self, other: &Locks) -> bool {
         self.providers.len() == other.providers.len()
             && self.providers.iter().all(|(addr, mine)| {
@@ -159,7 +161,8 @@ impl Locks {
 
     /// Whether both lock sets cover the same providers, regardless of
     /// versions; `-lockfile=readonly` turns only this kind of change into an
-    /// error (§10.3).
+    /// error ("Provider dependency changes detected"), any other into a
+    /// warning.
     pub fn same_providers(&self, other: &Locks) -> bool {
         self.providers.keys().eq(other.providers.keys())
     }

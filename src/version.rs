@@ -732,7 +732,7 @@ impl From<ConstraintSyntaxError> for Diagnostic {
 
 #[cfg(test)]
 mod tests {
-    //! Vectors come from the spec §16.4, which copies them from Terraform's
+    //! Vectors come from Terraform's
     //! `internal/getproviders/providerreqs/version_test.go` and
     //! `internal/depsfile/locks_file_test.go` and from go-versions'
     //! `versions/parse_test.go`, `versions/set_test.go` and
@@ -847,8 +847,9 @@ mod tests {
         assert!(!merged.is_empty());
     }
 
-    /// go-versions `TestMeetingConstraints` (Ruby syntax) plus the spec's
-    /// degenerate cases, checked by membership of probe versions.
+    /// go-versions `TestMeetingConstraintsRuby` plus degenerate cases
+    /// (contradictory constraints give an empty set), checked by membership
+    /// of probe versions.
     #[test]
     fn meeting_constraints_ruby() {
         let cases: &[(&str, &[&str], &[&str])] = &[

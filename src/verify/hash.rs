@@ -1,4 +1,6 @@
-//! Package hashes as they appear in lock files and registry responses (§6).
+//! Package hashes as they appear in lock files and registry responses (the
+//! dependency lock file docs, "Checksum verification"; Terraform's
+//! `internal/getproviders/providerreqs/hash.go`).
 //!
 //! `h1:` must be byte-identical to Go's `golang.org/x/mod/sumdb/dirhash`
 //! `Hash1`, because lock files written by Terraform and by us have to agree.
@@ -161,7 +163,7 @@ impl PackageHash {
         Ok(Self::zh_of_digest(&sha256_file(path)?))
     }
 
-    /// `PackageMatchesHash` (§6.4).
+    /// Terraform's `PackageMatchesHash`.
     pub fn matches(&self, package: LocalPackage<'_>) -> Result<bool, HashError> {
         match self.scheme() {
             SCHEME_H1 => Ok(h1_of_package(package)? == *self),
@@ -173,10 +175,10 @@ impl PackageHash {
         }
     }
 
-    /// `PackageMatchesAnyHash` (§6.4). Each scheme's hash is computed at most
-    /// once and only when a candidate of that scheme is reached, so an early
-    /// match spares reading the package again (and hides later I/O errors,
-    /// exactly as in Terraform).
+    /// Terraform's `PackageMatchesAnyHash`. Each scheme's hash is computed at
+    /// most once and only when a candidate of that scheme is reached, so an
+    /// early match spares reading the package again (and hides later I/O
+    /// errors, exactly as in Terraform).
     pub fn matches_any(
         package: LocalPackage<'_>,
         candidates: &[PackageHash],

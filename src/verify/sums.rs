@@ -1,4 +1,6 @@
-//! Reading a registry's SHA256SUMS document (§7.1 step 1, §7.3).
+//! Reading a registry's SHA256SUMS document (Terraform's
+//! `matchingChecksumAuthentication` and `AcceptableHashes` in
+//! `internal/getproviders/package_authentication.go`).
 //!
 //! Terraform parses this document twice with two different tokenizers
 //! (`bytes.Split` + `bytes.Fields` for the package's own line, `bufio.Scanner`
@@ -32,8 +34,9 @@ pub fn checksum_for(sums: &[u8], filename: &str) -> Result<[u8; 32], AuthError> 
     })
 }
 
-/// The whole of §7.1 step 1: the document must list `filename` with the
-/// digest the registry announced for the download.
+/// The whole of Terraform's `matchingChecksumAuthentication`, the first step
+/// of a registry package's authentication: the document must list
+/// `filename` with the digest the registry announced for the download.
 pub fn matching_checksum(sums: &[u8], filename: &str, want: &[u8; 32]) -> Result<(), AuthError> {
     let got = checksum_for(sums, filename)?;
     if got != *want {

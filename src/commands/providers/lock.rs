@@ -1,6 +1,7 @@
-//! `tfinstall providers lock`: Terraform's `providers lock` (§10.4, mode F).
-//! Each platform's packages are installed into a throwaway directory with
-//! the locked hashes not enforced, and the hashes each install vouches for
+//! `tfinstall providers lock`: Terraform's `providers lock`. Each platform's
+//! packages are installed into a throwaway directory with the locked hashes
+//! not enforced (Terraform's `InstallNewProvidersForce`), and the hashes each
+//! install vouches for
 //! (`zh:` from the signed SHA256SUMS, `h1:` from the package) are merged
 //! into the lock file.
 //!

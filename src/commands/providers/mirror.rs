@@ -1,8 +1,8 @@
 //! `tfinstall providers mirror DIR`: copies the configuration's providers
-//! into DIR in the packed layout (§5.2) and writes the network mirror
-//! protocol's `index.json` and `VERSION.json` beside them (seed 000, static
-//! site), so DIR works as a filesystem mirror and, served by any static web
-//! server, as a network mirror.
+//! into DIR in the packed layout (the CLI configuration docs,
+//! "filesystem_mirror") and writes the provider network mirror protocol's
+//! `index.json` and `VERSION.json` beside them, so DIR works as a filesystem
+//! mirror and, served by any static web server, as a network mirror.
 //!
 //! Unlike Terraform's command (hashicorp/terraform#28333): packages already
 //! in DIR that still authenticate against their source are not downloaded
@@ -651,7 +651,8 @@ async fn obtain(run: &Run, meta: &PackageMeta, staged: &Path) -> Result<[u8; 32]
     }
 }
 
-/// The source's authentication (§7.1, §7.4) for an archive on disk. A
+/// The source's authentication (a registry's signed checksums, or a
+/// mirror's hashes) for an archive on disk. A
 /// network mirror's `h1:` hashes are of the archive, as Terraform checks them.
 async fn verify(
     meta: &PackageMeta,
