@@ -10,6 +10,7 @@
 use std::fmt;
 
 use crate::engine::Engine;
+use crate::go_quote::go_quote;
 
 use idna::uts46::{AsciiDenyList, DnsLength, Hyphens, Uts46};
 
@@ -598,42 +599,6 @@ fn is_disallowed(c: char) -> bool {
     })
 }
 
-/// Go's `%q`: Terraform's messages quote user input this way, and tools
-/// matching on the messages expect the same escapes.
-pub(crate) fn go_quote(s: &str) -> String {
-    let mut quoted = String::with_capacity(s.len() + 2);
-    quoted.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => quoted.push_str("\\\""),
-            '\\' => quoted.push_str("\\\\"),
-            '\u{07}' => quoted.push_str("\\a"),
-            '\u{08}' => quoted.push_str("\\b"),
-            '\u{0C}' => quoted.push_str("\\f"),
-            '\n' => quoted.push_str("\\n"),
-            '\r' => quoted.push_str("\\r"),
-            '\t' => quoted.push_str("\\t"),
-            '\u{0B}' => quoted.push_str("\\v"),
-            ' ' => quoted.push(' '),
-            c if !c.is_control() && !c.is_whitespace() && !is_invisible_format(c) => quoted.push(c),
-            c if c.is_ascii() => quoted.push_str(&format!("\\x{:02x}", u32::from(c))),
-            c if u32::from(c) < 0x10000 => quoted.push_str(&format!("\\u{:04x}", u32::from(c))),
-            c => quoted.push_str(&format!("\\U{:08x}", u32::from(c))),
-        }
-    }
-    quoted.push('"');
-    quoted
-}
-
-/// The invisible format characters (soft hyphen, zero-width and bidi
-/// controls) that Go's `%q` escapes and users most often paste by accident.
-fn is_invisible_format(c: char) -> bool {
-    matches!(
-        c,
-        '\u{AD}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2064}' | '\u{FEFF}'
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1165,16 +1130,5 @@ mod tests {
         assert_eq!(go_arch("riscv64"), "riscv64");
         let current = Platform::current();
         assert_eq!(Platform::parse(&current.to_string()), Ok(current));
-    }
-
-    #[test]
-    fn go_quote_matches_strconv_quote() {
-        assert_eq!(go_quote("plain"), "\"plain\"");
-        assert_eq!(go_quote("a\"b\\c"), "\"a\\\"b\\\\c\"");
-        assert_eq!(go_quote("tab\there\n"), "\"tab\\there\\n\"");
-        assert_eq!(go_quote("\u{0}\u{7f}"), "\"\\x00\\x7f\"");
-        assert_eq!(go_quote("\u{a0}"), "\"\\u00a0\"");
-        assert_eq!(go_quote("ドメイン"), "\"ドメイン\"");
-        assert_eq!(go_quote("a\u{200B}b"), "\"a\\u200bb\"");
     }
 }

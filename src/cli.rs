@@ -16,11 +16,9 @@ use crate::install::link::LinkMode;
 /// How many providers are fetched at once by default. Each provider's
 /// fetch is a chain of round trips (versions, package document, checksums,
 /// archive), so anything below the number of providers adds whole chains;
-/// beyond it nothing changes. Measured with `cargo bench --bench init`
-/// (2 cores, 50 ms per response): 10 × 20 MB cold took 1.18 s at 4, 970 ms
-/// at 8 and 825 ms at 16; 30 × 2 MB took 1.01 s at 8, 612 ms at 16 and
-/// 459 ms at 32, while peak memory rose from 22 MB at 8 to 25 MB at 16 and
-/// 28 MB at 32. Sixteen covers most configurations in one round.
+/// beyond it nothing changes but peak memory, which grows a little with
+/// each chain in flight. Sixteen covers most configurations in one round;
+/// the measurements are in bench/results.md, "Default parallelism".
 pub const DEFAULT_PARALLELISM: usize = 16;
 
 #[derive(Debug, Parser)]

@@ -41,6 +41,17 @@ impl Diagnostic {
         Self::new(Severity::Warning, summary, detail)
     }
 
+    /// A syntax error from hcl-edit, whose messages start in lower case
+    /// where HCL's, and so Terraform's, start with a capital.
+    pub fn invalid_hcl_syntax(parser_message: &str) -> Self {
+        let mut chars = parser_message.chars();
+        let detail: String = match chars.next() {
+            Some(first) => first.to_uppercase().chain(chars).collect(),
+            None => String::new(),
+        };
+        Self::error("Invalid HCL syntax", detail)
+    }
+
     fn new(severity: Severity, summary: impl Into<String>, detail: impl Into<String>) -> Self {
         Diagnostic {
             severity,

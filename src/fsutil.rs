@@ -1,39 +1,56 @@
 //! Small filesystem helpers shared by every writer of user-visible files.
 
-use std::fs;
+use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::Path;
 
 /// Writes `path` so that readers see either the old or the new content,
 /// never a mix: a temp file beside it, flushed, given `mode`, then renamed.
+/// Missing parent directories are created.
 pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
-    let temp = write_temp_beside(path, contents, None)?;
-    set_mode(temp.path(), mode)?;
-    temp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    fs::create_dir_all(parent_dir(path))?;
+    replace_atomic(path, mode, |file| file.write_all(contents))
 }
 
 /// Like [`write_atomic`], but the file gets `mode` less the process umask,
 /// as a plain create gives: what Go's `os.WriteFile(path, data, mode)`
 /// leaves, and so what Terraform leaves for most of its files.
 pub fn write_atomic_umask(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
-    let temp = write_temp_beside(path, contents, Some(mode))?;
+    fs::create_dir_all(parent_dir(path))?;
+    let temp = write_temp_beside(path, Some(mode), |file| file.write_all(contents))?;
     temp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
 
-/// A flushed temp file beside `path` holding `contents`, created with
+/// The atomic write of [`write_atomic`] into a directory that must already
+/// exist, as Terraform's `replacefile.AtomicWriteFile` does for the lock
+/// file: a lock file is never written where Terraform would fail to. If
+/// `write` fails, the temp file is removed and `path` is left as it was.
+pub fn replace_atomic(
+    path: &Path,
+    mode: u32,
+    write: impl FnOnce(&mut File) -> io::Result<()>,
+) -> io::Result<()> {
+    let temp = write_temp_beside(path, None, write)?;
+    set_mode(temp.path(), mode)?;
+    temp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// A flushed temp file beside `path` filled by `write`, created with
 /// `create_mode` (less the umask) if given, else tempfile's private 0600.
 fn write_temp_beside(
     path: &Path,
-    contents: &[u8],
     create_mode: Option<u32>,
+    write: impl FnOnce(&mut File) -> io::Result<()>,
 ) -> io::Result<tempfile::NamedTempFile> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    fs::create_dir_all(dir)?;
     let file_name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -48,8 +65,8 @@ fn write_temp_beside(
     }
     #[cfg(not(unix))]
     let _ = create_mode;
-    let mut temp = builder.tempfile_in(dir)?;
-    temp.write_all(contents)?;
+    let mut temp = builder.tempfile_in(parent_dir(path))?;
+    write(temp.as_file_mut())?;
     temp.as_file().sync_all()?;
     Ok(temp)
 }
@@ -73,4 +90,29 @@ pub async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(f)
         .await
         .map_err(io::Error::other)?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failed_write_keeps_old_file_and_leaves_no_temp() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".terraform.lock.hcl");
+        fs::write(&path, "old content\n").unwrap();
+
+        let err = replace_atomic(&path, 0o644, |file| {
+            file.write_all(b"partial")?;
+            Err(io::Error::other("disk full"))
+        })
+        .unwrap_err();
+        assert_eq!(err.to_string(), "disk full");
+        assert_eq!(fs::read_to_string(&path).unwrap(), "old content\n");
+        let names: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, [".terraform.lock.hcl"]);
+    }
 }

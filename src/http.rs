@@ -98,7 +98,8 @@ impl ApiResponse {
 }
 
 /// Registry and network-mirror metadata requests, with Terraform's timeout
-/// and retry policy (go-retryablehttp as configured by Terraform, §5.4).
+/// and retry policy (go-retryablehttp as Terraform's
+/// `internal/getproviders/registry_client.go` configures it).
 #[derive(Clone)]
 pub struct ApiClient {
     client: reqwest::Client,

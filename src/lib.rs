@@ -15,6 +15,7 @@ pub mod failpoint;
 pub mod fetch;
 pub mod fsutil;
 pub mod go_json;
+pub mod go_quote;
 pub mod http;
 pub mod install;
 pub mod lockfile;

@@ -1,4 +1,5 @@
-//! The dependency lock file `.terraform.lock.hcl` (spec §10).
+//! The dependency lock file `.terraform.lock.hcl` (Terraform's "Dependency
+//! Lock File" docs; `internal/depsfile/locks_file.go`).
 //!
 //! Parsing goes through `hcl-edit` rather than `hcl::parse` because every
 //! diagnostic must point at a source line, and only `hcl-edit` keeps spans.
@@ -8,7 +9,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
-use std::fs::{self, File};
+use std::fs;
 use std::io::{self, Write as _};
 use std::ops::Range;
 use std::path::Path;
@@ -20,6 +21,8 @@ use hcl_edit::structure::{Attribute, Block, Body};
 use crate::addr::ProviderAddr;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::engine::Engine;
+use crate::fsutil;
+use crate::go_quote::{go_quote, is_print};
 use crate::verify::hash::PackageHash;
 use crate::version::{Version, VersionConstraints};
 
@@ -98,20 +101,21 @@ impl Locks {
             Ok(body) => decoder.decode_file(&body, &mut locks),
             Err(err) => {
                 let loc = err.location();
-                decoder.diags.push(
-                    Diagnostic::error("Invalid HCL syntax", capitalize(err.message())).at(
+                decoder
+                    .diags
+                    .push(Diagnostic::invalid_hcl_syntax(err.message()).at(
                         filename,
                         loc.line(),
                         loc.column(),
-                    ),
-                );
+                    ));
             }
         }
         (locks, decoder.diags)
     }
 
-    /// Terraform's exact bytes (§10.1): header, then one block per provider
-    /// in address order, each preceded by an empty line.
+    /// Terraform's exact bytes (`SaveLocksToBytes` in
+    /// `internal/depsfile/locks_file.go`): header, then one block per
+    /// provider in address order, each preceded by an empty line.
     pub fn render(&self) -> String {
         let mut out = header();
         for lock in self.providers.values() {
@@ -141,11 +145,11 @@ impl Locks {
     /// see a half-written lock file.
     pub fn save(&self, path: &Path) -> io::Result<()> {
         let content = self.render();
-        write_atomically(path, |file| file.write_all(content.as_bytes()))
+        fsutil::replace_atomic(path, 0o644, |file| file.write_all(content.as_bytes()))
     }
 
     /// Terraform's `Locks.Equal`: constraints are deliberately ignored, so a
-    /// stale `constraints` string alone never causes a rewrite (§10.3).
+    /// stale `constraints` string alone never causes a rewrite.
     pub fn equivalent(&self, other: &Locks) -> bool {
         self.providers.len() == other.providers.len()
             && self.providers.iter().all(|(addr, mine)| {
@@ -157,7 +161,8 @@ impl Locks {
 
     /// Whether both lock sets cover the same providers, regardless of
     /// versions; `-lockfile=readonly` turns only this kind of change into an
-    /// error (§10.3).
+    /// error ("Provider dependency changes detected"), any other into a
+    /// warning.
     pub fn same_providers(&self, other: &Locks) -> bool {
         self.providers.keys().eq(other.providers.keys())
     }
@@ -187,38 +192,6 @@ impl Locks {
     pub fn is_empty(&self) -> bool {
         self.providers.is_empty()
     }
-}
-
-/// Writes via a temporary sibling file (same directory, so the final rename
-/// cannot cross filesystems) named after the target plus random characters,
-/// fsyncs it, makes it 0644 and renames it over `path`. Any failure drops
-/// the temporary file, which deletes it, leaving the old file untouched.
-fn write_atomically(
-    path: &Path,
-    write: impl FnOnce(&mut File) -> io::Result<()>,
-) -> io::Result<()> {
-    let dir = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
-    let file_name = path.file_name().ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{} does not name a file", path.display()),
-        )
-    })?;
-    let mut temp = tempfile::Builder::new()
-        .prefix(file_name)
-        .tempfile_in(dir)?;
-    write(temp.as_file_mut())?;
-    temp.as_file().sync_all()?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(temp.path(), fs::Permissions::from_mode(0o644))?;
-    }
-    temp.persist(path).map_err(|err| err.error)?;
-    Ok(())
 }
 
 /// Byte offsets to 1-based line/column, counting columns in characters as
@@ -771,14 +744,6 @@ fn number_as_string(number: &hcl_edit::Number) -> String {
     }
 }
 
-fn capitalize(message: &str) -> String {
-    let mut chars = message.chars();
-    match chars.next() {
-        Some(first) => first.to_uppercase().chain(chars).collect(),
-        None => String::new(),
-    }
-}
-
 /// HCL's "did you mean" rule: the first candidate within edit distance 2.
 fn name_suggestion<'c>(
     given: &str,
@@ -803,22 +768,6 @@ fn levenshtein(a: &str, b: &str) -> usize {
     previous[b.len()]
 }
 
-/// Approximates Go's `unicode.IsPrint` (letters, marks, numbers,
-/// punctuation, symbols and the ASCII space) without Unicode category
-/// tables: everything but controls, non-ASCII spaces, format characters
-/// and private use. Quoting only differs for exotic input.
-fn is_printable(c: char) -> bool {
-    c == ' '
-        || !(c.is_control()
-            || c.is_whitespace()
-            || matches!(c,
-                '\u{ad}' | '\u{600}'..='\u{605}' | '\u{61c}' | '\u{6dd}' | '\u{70f}'
-                | '\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
-                | '\u{2060}'..='\u{2064}' | '\u{2066}'..='\u{206f}' | '\u{feff}'
-                | '\u{fff9}'..='\u{fffb}' | '\u{e000}'..='\u{f8ff}'
-                | '\u{f0000}'..='\u{10ffff}'))
-}
-
 /// A quoted HCL string literal as `hclwrite` produces it: template
 /// introducers are doubled so `${` and `%{` stay literal text.
 fn hcl_quote(s: &str) -> String {
@@ -838,7 +787,7 @@ fn hcl_quote(s: &str) -> String {
                     out.push(c);
                 }
             }
-            c if !is_printable(c) => {
+            c if !is_print(c) => {
                 let code = u32::from(c);
                 if code < 0x10000 {
                     let _ = write!(out, "\\u{code:04x}");
@@ -847,38 +796,6 @@ fn hcl_quote(s: &str) -> String {
                 }
             }
             c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// Go's `%q` (strconv.Quote), which Terraform uses for names inside
-/// diagnostic details.
-fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if is_printable(c) => out.push(c),
-            c if u32::from(c) < 0x80 => {
-                let _ = write!(out, "\\x{:02x}", u32::from(c));
-            }
-            c if u32::from(c) < 0x10000 => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
-            c => {
-                let _ = write!(out, "\\U{:08x}", u32::from(c));
-            }
         }
     }
     out.push('"');
@@ -1209,15 +1126,6 @@ provider "tf.example.com/acme/widget" {
     }
 
     #[test]
-    fn go_quote_matches_strconv_quote() {
-        assert_eq!(go_quote("a\"b\\c"), r#""a\"b\\c""#);
-        assert_eq!(
-            go_quote("\u{7}\u{0}\u{7f}é\u{200b}"),
-            r#""\a\x00\x7fé\u200b""#
-        );
-    }
-
-    #[test]
     fn equivalent_ignores_constraints_only() {
         let base = {
             let mut locks = Locks::new();
@@ -1252,23 +1160,10 @@ provider "tf.example.com/acme/widget" {
     }
 
     #[test]
-    fn failed_write_keeps_old_file_and_leaves_no_temp() {
+    fn save_replaces_the_file_leaves_no_temp_and_needs_its_directory() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(".terraform.lock.hcl");
         fs::write(&path, "old content\n").unwrap();
-
-        let err = write_atomically(&path, |file| {
-            file.write_all(b"partial")?;
-            Err(io::Error::other("disk full"))
-        })
-        .unwrap_err();
-        assert_eq!(err.to_string(), "disk full");
-        assert_eq!(fs::read_to_string(&path).unwrap(), "old content\n");
-        let names: Vec<_> = fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
-        assert_eq!(names, [".terraform.lock.hcl"]);
 
         Locks::new().save(&path).unwrap();
         assert_eq!(fs::read_to_string(&path).unwrap(), header());

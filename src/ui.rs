@@ -3,6 +3,7 @@
 
 use std::io::{IsTerminal, Write};
 
+use crate::addr::Platform;
 use crate::diag::{Diagnostic, Diagnostics, Severity};
 use crate::engine::Engine;
 use crate::install::events::InstallEvent;
@@ -11,6 +12,7 @@ use crate::verify::AuthResult;
 const RESET: &str = "\x1b[0m";
 const BOLD: &str = "\x1b[1m";
 const RED: &str = "\x1b[31m";
+const GREEN: &str = "\x1b[32m";
 const YELLOW: &str = "\x1b[33m";
 
 #[derive(Clone, Copy, Debug)]
@@ -100,6 +102,41 @@ impl Ui {
             | InstallEvent::Verified { .. }
             | InstallEvent::Progress { .. } => return None,
         })
+    }
+
+    /// Terraform's `providers lock` lines, which name the platform because
+    /// one package of each provider is fetched for every platform asked for.
+    pub fn platform_event_line(&self, platform: &Platform, event: &InstallEvent) -> Option<String> {
+        Some(match event {
+            InstallEvent::Installing { provider, version } => format!(
+                "- Fetching {} {version} for {platform}...",
+                provider.for_display()
+            ),
+            InstallEvent::Installed {
+                provider,
+                version,
+                auth,
+            } => format!(
+                "- Retrieved {} {version} for {platform} ({})",
+                provider.for_display(),
+                self.auth_words(auth)
+            ),
+            InstallEvent::UsingInstalled { provider, version } => format!(
+                "- Using previously-installed {} {version} for {platform}",
+                provider.for_display()
+            ),
+            _ => return None,
+        })
+    }
+
+    /// Terraform's closing line of a command that succeeded: the headline
+    /// in bold green, the rest in bold.
+    pub fn success(&self, headline: &str, text: &str) -> String {
+        if self.color {
+            format!("{BOLD}{GREEN}{headline}{RESET} {BOLD}{text}{RESET}")
+        } else {
+            format!("{headline} {text}")
+        }
     }
 
     pub fn auth_words(&self, auth: &AuthResult) -> String {

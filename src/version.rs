@@ -17,6 +17,7 @@ use std::cmp::Ordering;
 use std::fmt;
 
 use crate::diag::Diagnostic;
+use crate::go_quote::go_quote;
 
 /// One provider version.
 ///
@@ -729,47 +730,9 @@ impl From<ConstraintSyntaxError> for Diagnostic {
     }
 }
 
-/// Go's `%q`, so quoted input in error texts reads exactly as Terraform
-/// prints it. Printability is approximated (controls, non-ASCII spaces and
-/// common format characters are escaped); unassigned code points, which Go
-/// would also escape, are printed as they are.
-fn go_quote(text: &str) -> String {
-    let mut quoted = String::with_capacity(text.len() + 2);
-    quoted.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => quoted.push_str("\\\""),
-            '\\' => quoted.push_str("\\\\"),
-            c if is_go_printable(c) => quoted.push(c),
-            '\x07' => quoted.push_str("\\a"),
-            '\x08' => quoted.push_str("\\b"),
-            '\x0c' => quoted.push_str("\\f"),
-            '\n' => quoted.push_str("\\n"),
-            '\r' => quoted.push_str("\\r"),
-            '\t' => quoted.push_str("\\t"),
-            '\x0b' => quoted.push_str("\\v"),
-            c if c < ' ' || c == '\x7f' => quoted.push_str(&format!("\\x{:02x}", u32::from(c))),
-            c if u32::from(c) < 0x10000 => quoted.push_str(&format!("\\u{:04x}", u32::from(c))),
-            c => quoted.push_str(&format!("\\U{:08x}", u32::from(c))),
-        }
-    }
-    quoted.push('"');
-    quoted
-}
-
-fn is_go_printable(c: char) -> bool {
-    let is_format = matches!(
-        c,
-        '\u{ad}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}'
-            | '\u{feff}'
-    );
-    let is_private_use = matches!(c, '\u{e000}'..='\u{f8ff}' | '\u{f0000}'..);
-    c == ' ' || !(c.is_control() || c.is_whitespace() || is_format || is_private_use)
-}
-
 #[cfg(test)]
 mod tests {
-    //! Vectors come from the spec §16.4, which copies them from Terraform's
+    //! Vectors come from Terraform's
     //! `internal/getproviders/providerreqs/version_test.go` and
     //! `internal/depsfile/locks_file_test.go` and from go-versions'
     //! `versions/parse_test.go`, `versions/set_test.go` and
@@ -884,8 +847,9 @@ mod tests {
         assert!(!merged.is_empty());
     }
 
-    /// go-versions `TestMeetingConstraints` (Ruby syntax) plus the spec's
-    /// degenerate cases, checked by membership of probe versions.
+    /// go-versions `TestMeetingConstraintsRuby` plus degenerate cases
+    /// (contradictory constraints give an empty set), checked by membership
+    /// of probe versions.
     #[test]
     fn meeting_constraints_ruby() {
         let cases: &[(&str, &[&str], &[&str])] = &[
@@ -1328,13 +1292,6 @@ mod tests {
             Ordering::Equal
         );
         assert_eq!(v("1.02.0"), v("1.2.0"));
-    }
-
-    #[test]
-    fn go_quote_matches_percent_q() {
-        assert_eq!(go_quote("a\"b\\c"), r#""a\"b\\c""#);
-        assert_eq!(go_quote("\t\u{0}é"), r#""\t\x00é""#);
-        assert_eq!(go_quote("\u{a0}"), r#""\u00a0""#);
     }
 
     #[test]

@@ -18,7 +18,8 @@ const CREATED: &str = "\nTerraform has created a lock file .terraform.lock.hcl t
 const CHANGED: &str = "\nTerraform has made some changes to the provider dependency selections recorded\nin the .terraform.lock.hcl file. Review those changes and commit them to your\nversion control system if they represent changes you intended to make.\n";
 
 /// Terraform's warning after a lock file was written with only locally
-/// computed checksums (§10.5); `providers` as the UI names them, sorted.
+/// computed checksums ("Incomplete lock file information for providers");
+/// `providers` as the UI names them, sorted.
 fn incomplete_warning(providers: &[&str]) -> String {
     let list: String = providers.iter().map(|p| format!("  - {p}\n")).collect();
     format!(
@@ -835,7 +836,7 @@ fn readonly_lock_file_refuses_a_different_set_of_providers() {
 }
 
 /// Terraform's own fake packages from `internal/command/init_test.go`, whose
-/// `h1:` values upstream asserts (spec §16.1).
+/// `h1:` values upstream asserts.
 #[test]
 fn terraform_init_test_fake_packages_hash_to_the_upstream_values() {
     let case = Project::new();
@@ -905,7 +906,8 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// Every upstream package tree with an `h1:` vector (spec §16.1), installed
+/// Every upstream package tree with an `h1:` vector (Terraform's testdata
+/// under `internal/getproviders` and `internal/providercache`), installed
 /// from an unpacked mirror under this platform's name (the hash covers only
 /// file names and contents), plus the upstream package zip from a packed
 /// mirror. Each goes under an address of its own so that one run installs

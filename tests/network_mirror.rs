@@ -1,6 +1,7 @@
-//! The provider network mirror protocol (seed 000, spec §5.5, §7.4, §12)
-//! end to end: the built binary installs from a static mirror tree served
-//! over HTTPS by an in-process server, with a CA made for the test.
+//! Terraform's provider network mirror protocol, with its hash checks and
+//! credentials, end to end: the built binary installs from a static mirror
+//! tree served over HTTPS by an in-process server, with a CA made for the
+//! test.
 
 mod support;
 
@@ -85,7 +86,8 @@ fn null_project() -> Project {
 }
 
 /// The lock file Terraform 1.x writes for a mirror install: the locally
-/// computed `h1:` only, because mirror hashes are not signed (§7.4).
+/// computed `h1:` only, because mirror hashes are not signed (Terraform's
+/// `NewPackageHashAuthentication`).
 fn h1_only_lock(h1: &str) -> String {
     lock_file(&[lock_block(NULL, "3.2.2", "~> 3.2", &[h1])])
 }
@@ -293,8 +295,9 @@ fn a_mirror_listing_no_hashes_installs_unauthenticated() {
 
 /// Terraform treats a 404 for a `VERSION.json` that `index.json` listed as a
 /// failed query, not as "not here": the `direct` method after the mirror is
-/// never asked, and the run stops (§5.1, §5.5). tfinstall keeps the quirk so
-/// both tools pick the same source.
+/// never asked, and the run stops (`http_mirror_source.go`,
+/// `multi_source.go`). tfinstall keeps the quirk so both tools pick the same
+/// source.
 #[test]
 fn a_missing_version_document_aborts_instead_of_falling_through() {
     let served = Served::new(null_mirror());
@@ -578,8 +581,9 @@ fn a_server_error_is_reported_with_its_status() {
 }
 
 /// Terraform has a mirror-specific message for a missing platform but its
-/// multi-source hides it behind the generic one (§5.1); tfinstall keeps the
-/// source's own error, so the user learns which mirror lacks the package.
+/// multi-source (`multi_source.go`) hides it behind the generic one;
+/// tfinstall keeps the source's own error, so the user learns which mirror
+/// lacks the package.
 #[test]
 fn a_platform_the_mirror_lacks_is_reported_naming_the_mirror() {
     let served = Served::new(

@@ -1,8 +1,10 @@
-//! The CLI configuration's `provider_installation` story end to end (spec
-//! §4, §5.1): the built binary reads `~/.terraformrc`, `~/.terraform.d`
-//! and `TF_CLI_CONFIG_FILE` in native and JSON syntax, combines
-//! filesystem mirrors, a network mirror and a registry with include/exclude
-//! rules, and reports configuration problems the way Terraform does.
+//! The CLI configuration's `provider_installation` story end to end (the CLI
+//! configuration docs, "Provider Installation"; Terraform's
+//! `internal/getproviders/multi_source.go`): the built binary reads
+//! `~/.terraformrc`, `~/.terraform.d` and `TF_CLI_CONFIG_FILE` in native and
+//! JSON syntax, combines filesystem mirrors, a network mirror and a registry
+//! with include/exclude rules, and reports configuration problems the way
+//! Terraform does.
 
 mod support;
 
@@ -519,7 +521,8 @@ fn malformed_files_are_reported_with_file_and_line_and_the_rest_is_used() {
 #[test]
 fn a_missing_tf_cli_config_file_warns_and_uses_the_implied_configuration() {
     let mut project = Project::requiring(&[("null", "hashicorp/null", "~> 3.2")]);
-    // The implied configuration searches terraform.d/plugins first (§4.4).
+    // The implied configuration searches terraform.d/plugins first (the CLI
+    // configuration docs, "Implied Local Mirror Directories").
     FsMirror::new()
         .provider(spec("hashicorp", "null", "3.2.1"), Layout::Packed)
         .write(&project.work.join("terraform.d/plugins"));

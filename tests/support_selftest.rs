@@ -332,7 +332,7 @@ fn generated_keys_make_signatures_that_rpgp_verifies() {
 
 #[test]
 fn h1_matches_go_dirhash_vectors() {
-    // golang.org/x/mod sumdb/dirhash test recipe (spec §16.1).
+    // golang.org/x/mod sumdb/dirhash's `hash_test.go` recipe.
     let files = [("abc", "data for abc"), ("xyz", "data for xyz")];
     assert_eq!(
         support::h1_hash(&files),
@@ -345,7 +345,7 @@ fn h1_matches_go_dirhash_vectors() {
         support::h1_hash(&empty),
         "h1:47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU="
     );
-    // Terraform's init_test fake package (spec §16.1).
+    // Terraform's fake package from `internal/command/init_test.go`.
     let fake = [(
         "terraform-provider-test_1.2.3",
         "This is a fake provider package for registry.terraform.io/hashicorp/test 1.2.3, not a real provider.\n",

@@ -1,6 +1,8 @@
-//! Which token a host gets (spec §12): a `TF_TOKEN_<host>` variable first,
-//! then a `credentials` block, then the credentials helper, if one is
-//! configured and installed.
+//! Which token a host gets (the CLI configuration docs, "Credentials" and
+//! "Environment Variable Credentials"; Terraform's
+//! `internal/command/cliconfig/credentials.go`): a `TF_TOKEN_<host>`
+//! variable first, then a `credentials` block, then the credentials helper,
+//! if one is configured and installed.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};

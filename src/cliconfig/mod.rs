@@ -1,6 +1,7 @@
-//! Terraform's CLI configuration (spec §4.1, §4.2, §12, §13): the files a
-//! user already has for Terraform, read so that tfinstall installs from the
-//! same mirrors, with the same cache and credentials, as `terraform init`.
+//! Terraform's CLI configuration (its "CLI Configuration File" docs and the
+//! environment variables they name): the files a user already has for
+//! Terraform, read so that tfinstall installs from the same mirrors, with the
+//! same cache and credentials, as `terraform init`.
 //!
 //! Loading follows Terraform step by step: each file is decoded into a raw
 //! form that still has Terraform's string-keyed maps, the raw forms are
@@ -397,8 +398,9 @@ fn go_style_io_error(err: &io::Error) -> String {
     }
 }
 
-/// Reads the CLI configuration the way Terraform does (§4.1): the main file,
-/// then `*.tfrc`/`*.tfrc.json` in the config directory unless an override
+/// Reads the CLI configuration the way Terraform's
+/// `internal/command/cliconfig/cliconfig.go` does: the main file, then
+/// `*.tfrc`/`*.tfrc.json` in the config directory unless an override
 /// variable is set, then the environment, which wins. Problems come back as
 /// diagnostics and never stop loading: like Terraform, a caller shows them
 /// (errors under "There are some problems with the CLI configuration:") and

@@ -1,4 +1,6 @@
-//! Decoding of `provider_installation` blocks (spec §4.2).
+//! Decoding of `provider_installation` blocks (the CLI configuration docs,
+//! "Provider Installation"; Terraform's
+//! `internal/command/cliconfig/provider_installation.go`).
 //!
 //! Terraform decodes this block from the HCL 1 tree by hand, more strictly
 //! than the rest of the file, and its messages quote `line:column`

@@ -31,7 +31,8 @@ pub struct InstallOutcome {
     pub moves: Vec<(PathBuf, PathBuf)>,
     /// Every selected provider with the `h1:` hash of its installed package.
     pub selections: BTreeMap<ProviderAddr, (Version, PackageHash)>,
-    /// Providers whose lock entry holds only locally computed hashes (§10.5).
+    /// Providers whose lock entry holds only locally computed hashes, for
+    /// Terraform's "Incomplete lock file information for providers".
     pub incomplete: Vec<ProviderAddr>,
     /// Whether any package was signed by a partner or its own author, which
     /// is when Terraform prints its note on provider signing.
@@ -85,7 +86,8 @@ impl Installer {
             .place_all(selected, previous, &staging, mode, &memo)
             .await?;
 
-        // Providers no longer required leave the lock file (§8 step 4).
+        // Providers no longer required leave the lock file, as at the end of
+        // Terraform's `EnsureProviderVersions`.
         let mut locks = previous.clone();
         let unused: Vec<ProviderAddr> = previous
             .iter()

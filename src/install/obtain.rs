@@ -571,8 +571,9 @@ async fn stage_unpacked(
 }
 
 /// Runs the source's authentication for an archive whose SHA-256 and size
-/// are known (§7.1, §7.4). Registry signatures are checked before anything
-/// is unpacked.
+/// are known (Terraform's `internal/getproviders/package_authentication.go`:
+/// the registry chain, or a mirror's hashes). Registry signatures are
+/// checked before anything is unpacked.
 pub async fn authenticate_archive(
     meta: &PackageMeta,
     digest: &[u8; 32],
@@ -750,7 +751,8 @@ pub(super) fn install_failed(
 }
 
 /// Terraform's advice when the selected version speaks no plugin protocol
-/// this installer's Terraform can run (§11.3): which version to pin instead.
+/// this installer's Terraform can run ("Incompatible provider version" in
+/// `internal/command/init.go`): which version to pin instead.
 fn incompatible_protocol_detail(
     incompatible: &IncompatibleProtocol,
     constraints: &VersionConstraints,

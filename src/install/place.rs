@@ -30,7 +30,8 @@ pub(super) struct Placed {
     pub(super) staged: Option<PathBuf>,
     pub(super) installed_hash: PackageHash,
     pub(super) hashes: BTreeSet<PackageHash>,
-    /// Whether the lock entry ends up with only locally computed hashes (§10.5).
+    /// Whether the lock entry ends up with only locally computed hashes, for
+    /// Terraform's "Incomplete lock file information for providers".
     pub(super) incomplete: bool,
     pub(super) third_party: bool,
 }
@@ -233,9 +234,10 @@ impl Installer {
 }
 
 /// The lock entry's hashes for a placed package, and whether they are
-/// incomplete (§10.5): the lock's own, the package's `h1:`, and what the
-/// source vouches for beyond it (a signed checksum list's `zh:` for every
-/// platform, or an OCI layer's digest).
+/// incomplete (only good for this platform, which Terraform warns about as
+/// "Incomplete lock file information for providers"): the lock's own, the
+/// package's `h1:`, and what the source vouches for beyond it (a signed
+/// checksum list's `zh:` for every platform, or an OCI layer's digest).
 fn lock_hashes(
     preferred: &BTreeSet<PackageHash>,
     package: &StagedPackage,

@@ -361,7 +361,9 @@ pub(super) fn offline_versions(versions: &[Version], platform: &Platform) -> Str
 }
 
 /// The lock file's `h1:`/`zh:` hashes for the selected version, which the
-/// package must match (§8 step 3); none when the lock has another version.
+/// package must match (the lock entry's `PreferredHashes`, as Terraform's
+/// `internal/providercache/installer.go` takes them); none when the lock has
+/// another version.
 pub(super) fn preferred_hashes(previous: &Locks, s: &Selected) -> BTreeSet<PackageHash> {
     previous
         .get(&s.provider)
@@ -421,7 +423,8 @@ fn describe_query_error(provider: &ProviderAddr, err: &SourceError) -> String {
 }
 
 /// Terraform's diagnostic for a source address whose host answers service
-/// discovery but runs no provider registry (§11.2).
+/// discovery but runs no provider registry (`ErrHostNoProviders`, "Invalid
+/// provider registry host").
 fn invalid_registry_host(provider: &ProviderAddr, other_version: bool) -> Diagnostic {
     let host = provider.hostname.for_display();
     let detail = if host == "github.com" {

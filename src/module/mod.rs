@@ -1,6 +1,7 @@
 //! Provider requirements of a configuration: what `terraform init` must
 //! install, gathered from the root module and every child module the way
-//! Terraform's `Config.ProviderRequirements` does (spec §2.1–§2.2).
+//! Terraform's `Config.ProviderRequirements` does (the "Provider
+//! Requirements" docs; `internal/configs/provider_requirements.go`).
 //!
 //! Each requirement remembers where it came from, so `providers`-style
 //! output can show the module tree and errors can point at a line.

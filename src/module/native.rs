@@ -26,20 +26,9 @@ pub(super) fn parse_file(
         Err(err) => {
             let location = err.location();
             let range = index.range(location.offset()..location.offset());
-            diags.push(
-                Diagnostic::error("Invalid HCL syntax", capitalize(err.message()))
-                    .with_range(&range),
-            );
+            diags.push(Diagnostic::invalid_hcl_syntax(err.message()).with_range(&range));
             None
         }
-    }
-}
-
-fn capitalize(message: &str) -> String {
-    let mut chars = message.chars();
-    match chars.next() {
-        Some(first) => first.to_uppercase().chain(chars).collect(),
-        None => String::new(),
     }
 }
 

@@ -4,6 +4,7 @@
 //! two views can never disagree about the facts.
 
 pub mod json;
+pub mod ordered;
 pub mod progress;
 
 use std::io::Write;
@@ -11,11 +12,13 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::json;
 
+use crate::addr::Platform;
 use crate::diag::{Diagnostic, Diagnostics, Severity};
 use crate::install::events::{EventSink, InstallEvent};
 use crate::ui::Ui;
 
 use json::JsonLines;
+use ordered::OrderedOutput;
 use progress::Progress;
 
 pub struct Output {
@@ -172,6 +175,31 @@ impl Output {
                     }
                 }
             },
+        }
+    }
+
+    /// The events of one of several installers that run at once, one per
+    /// platform, as `providers lock` runs them: each line names its platform,
+    /// and `lines` prints each platform's lines together, in `slot` order.
+    pub fn platform_event_sink(
+        &self,
+        lines: Arc<OrderedOutput>,
+        slot: usize,
+        platform: Platform,
+    ) -> EventSink {
+        let ui = self.ui;
+        Arc::new(move |event| {
+            if let Some(line) = ui.platform_event_line(&platform, &event) {
+                lines.line(slot, line);
+            }
+        })
+    }
+
+    /// Text for people that has no `-json` message, from commands that have
+    /// no `-json` output.
+    pub fn text(&self, render: impl Fn(&Ui) -> String) {
+        if let View::Human { .. } = &self.view {
+            self.print(&render(&self.ui));
         }
     }
 

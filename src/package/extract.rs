@@ -1,11 +1,11 @@
 //! The one code path that turns a provider package archive into files on disk.
 //!
-//! Terraform's extractor (spec §9.2) trusts the archive: it makes absolute
-//! names relative, turns symlink entries into files, copies modes verbatim and
-//! has no size limits. Every package tfinstall installs (downloaded, from a
-//! mirror or from a local archive) passes through here instead, so this is
-//! where a hostile or broken archive must stop. The policy, decided once for
-//! every caller:
+//! Terraform's extractor (go-getter's `ZipDecompressor`) trusts the archive:
+//! it makes absolute names relative, turns symlink entries into files, copies
+//! modes verbatim and has no size limits. Every package tfinstall installs
+//! (downloaded, from a mirror or from a local archive) passes through here
+//! instead, so this is where a hostile or broken archive must stop. The
+//! policy, decided once for every caller:
 //!
 //! * Names must be plain relative paths that mean the same thing on every
 //!   operating system, so that no entry can land outside the package directory
@@ -326,9 +326,11 @@ pub fn extract_package(
 }
 
 /// Finds the provider executable in an unpacked package directory, by the
-/// rules of spec §9.4: the first non-directory entry, in byte-wise name
-/// order, whose name is `terraform-provider-TYPE` or continues it with `_` or
-/// `.`. Entries are not followed if they are links (Terraform uses Lstat).
+/// rules of Terraform's `CachedProvider.ExecutableFile`
+/// (`internal/providercache/cached_provider.go`): the first non-directory
+/// entry, in byte-wise name order, whose name is `terraform-provider-TYPE` or
+/// continues it with `_` or `.`. Entries are not followed if they are links
+/// (Terraform uses Lstat).
 pub fn find_executable(dir: &Path, provider_type: &str) -> Result<PathBuf, ExtractError> {
     let read_err = |source| ExtractError::ReadPackageDir { source };
     let mut found: Option<std::ffi::OsString> = None;

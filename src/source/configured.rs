@@ -1,8 +1,11 @@
 //! Builds the one source the installer talks to from the CLI configuration
-//! and flags: `-plugin-dir` replaces everything (§4.5); an explicit
-//! `provider_installation` block lists its methods in order (§4.2); with
-//! neither, the implied local directories come first and the registry gets
-//! every provider they do not hold (§4.4).
+//! and flags, as Terraform's `internal/command/provider_source.go` does:
+//! `-plugin-dir` replaces everything (the `terraform init` docs, "Plugin
+//! Installation"); an explicit `provider_installation` block lists its
+//! methods in order; with neither, the implied local directories come first
+//! and the registry gets every provider they do not hold (the CLI
+//! configuration docs, "Explicit Installation Method Configuration" and
+//! "Implied Local Mirror Directories").
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};

@@ -1,6 +1,6 @@
-//! Terraform's remote service discovery (§5.3): which URL serves
-//! `providers.v1` for a hostname. Looked up once per host per run; CLI-config
-//! `host` blocks answer without any request.
+//! Terraform's remote service discovery protocol (terraform-svchost's
+//! `disco`): which URL serves `providers.v1` for a hostname. Looked up once
+//! per host per run; CLI-config `host` blocks answer without any request.
 //!
 //! Answers are also remembered across runs, in the user's cache directory,
 //! so that a warm run needs one response in a row instead of two: the

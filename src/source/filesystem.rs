@@ -1,4 +1,6 @@
-//! Filesystem mirrors (§5.2): a directory holding packages in the packed
+//! Filesystem mirrors (the CLI configuration docs, "filesystem_mirror";
+//! Terraform's `internal/getproviders/filesystem_search.go`): a directory
+//! holding packages in the packed
 //! (`HOST/NS/TYPE/terraform-provider-TYPE_VERSION_OS_ARCH.zip`) or unpacked
 //! (`HOST/NS/TYPE/VERSION/OS_ARCH/`) layout, or both. The same scan reads
 //! installed trees and the plugin cache, which share the unpacked layout.

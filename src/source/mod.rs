@@ -155,7 +155,8 @@ pub enum PackageAuthentication {
     /// Filesystem mirrors and hash-less network mirrors vouch for nothing.
     None,
     /// A network mirror's listed `h1:`/`zh:` hashes for this platform
-    /// (§7.4), which the package must match.
+    /// (Terraform's `NewPackageHashAuthentication`), which the package must
+    /// match.
     Hashes {
         listed: Vec<PackageHash>,
         /// With OpenTofu's `trust_all_hashes`, what the mirror lists for
@@ -163,7 +164,8 @@ pub enum PackageAuthentication {
         /// matched `listed`, as `tofu init` records them.
         trusted: Vec<PackageHash>,
     },
-    /// A registry's signed checksum list (§7.1–§7.3).
+    /// A registry's signed checksum list (Terraform's
+    /// `internal/getproviders/package_authentication.go`).
     Signed(Box<SignedChecksums>),
     /// The archive's `zh:`, which is also its address (an OCI blob's
     /// digest): the download already refused other bytes, and the lock

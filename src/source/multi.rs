@@ -1,7 +1,8 @@
 //! The CLI configuration's `provider_installation` methods combined into one
-//! source with Terraform's semantics (§5.1): available versions are the union
-//! over the methods that handle a provider; a version's package comes from the
-//! first method, in configuration order, that has it.
+//! source with the semantics of Terraform's
+//! `internal/getproviders/multi_source.go`: available versions are the union
+//! over the methods that handle a provider; a version's package comes from
+//! the first method, in configuration order, that has it.
 
 use std::sync::Arc;
 

@@ -1,5 +1,6 @@
-//! The provider network mirror protocol (seed 000, §5.5): `index.json` lists
-//! versions, `VERSION.json` lists archives per platform with their hashes.
+//! Terraform's provider network mirror protocol: `index.json` lists versions
+//! ("List Available Versions"), `VERSION.json` lists archives per platform
+//! with their hashes ("List Available Installation Packages").
 //! A static web server can serve it, which is what `providers mirror` writes.
 
 use std::collections::BTreeMap;
@@ -252,7 +253,8 @@ impl Source for NetworkMirror {
         let url = self.provider_url(provider, &format!("{version}.json"))?;
         // Terraform treats a missing VERSION.json as a failed query rather
         // than "not here", so a later installation method is not consulted;
-        // tfinstall keeps that quirk so both pick the same source (§5.5).
+        // tfinstall keeps that quirk so both pick the same source
+        // (`internal/getproviders/http_mirror_source.go`).
         let Some(response) = self.get_json(provider, &url).await? else {
             return Err(self.failed(
                 provider,

@@ -1,7 +1,8 @@
-//! The origin registry protocol (`direct` installation, §5.4): version lists
-//! and package metadata from a host's `providers.v1` service. The signed
-//! checksum list is fetched alongside the archive; the installer checks the
-//! signature before it unpacks anything.
+//! Terraform's provider registry protocol (`direct` installation; its
+//! sections "List Available Versions" and "Find a Provider Package"):
+//! version lists and package metadata from a host's `providers.v1` service.
+//! The signed checksum list is fetched alongside the archive; the installer
+//! checks the signature before it unpacks anything.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};

@@ -2,8 +2,9 @@
 //! decide which installation method may supply which providers.
 
 use crate::addr::{
-    AddrError, Hostname, ProviderAddr, go_quote, parse_provider_namespace, parse_provider_part,
+    AddrError, Hostname, ProviderAddr, parse_provider_namespace, parse_provider_part,
 };
+use crate::go_quote::go_quote;
 
 const WILDCARD: &str = "*";
 

@@ -1,4 +1,6 @@
-//! Package hashes as they appear in lock files and registry responses (§6).
+//! Package hashes as they appear in lock files and registry responses (the
+//! dependency lock file docs, "Checksum verification"; Terraform's
+//! `internal/getproviders/providerreqs/hash.go`).
 //!
 //! `h1:` must be byte-identical to Go's `golang.org/x/mod/sumdb/dirhash`
 //! `Hash1`, because lock files written by Terraform and by us have to agree.
@@ -100,7 +102,7 @@ impl PackageHash {
                 if entry.file_type()?.is_dir() {
                     pending.push((entry.path(), name));
                 } else {
-                    let digest = sha256_of_reader(File::open(entry.path())?)?;
+                    let digest = sha256_file(&entry.path())?;
                     files.push((name, digest));
                 }
             }
@@ -158,10 +160,10 @@ impl PackageHash {
     }
 
     pub fn zh_of_file(path: &Path) -> io::Result<PackageHash> {
-        Ok(Self::zh_of_digest(&sha256_of_reader(File::open(path)?)?))
+        Ok(Self::zh_of_digest(&sha256_file(path)?))
     }
 
-    /// `PackageMatchesHash` (§6.4).
+    /// Terraform's `PackageMatchesHash`.
     pub fn matches(&self, package: LocalPackage<'_>) -> Result<bool, HashError> {
         match self.scheme() {
             SCHEME_H1 => Ok(h1_of_package(package)? == *self),
@@ -173,10 +175,10 @@ impl PackageHash {
         }
     }
 
-    /// `PackageMatchesAnyHash` (§6.4). Each scheme's hash is computed at most
-    /// once and only when a candidate of that scheme is reached, so an early
-    /// match spares reading the package again (and hides later I/O errors,
-    /// exactly as in Terraform).
+    /// Terraform's `PackageMatchesAnyHash`. Each scheme's hash is computed at
+    /// most once and only when a candidate of that scheme is reached, so an
+    /// early match spares reading the package again (and hides later I/O
+    /// errors, exactly as in Terraform).
     pub fn matches_any(
         package: LocalPackage<'_>,
         candidates: &[PackageHash],
@@ -240,6 +242,12 @@ fn hash1(mut files: Vec<(Vec<u8>, [u8; 32])>) -> Result<PackageHash, HashError> 
     }
     let encoded = base64::engine::general_purpose::STANDARD.encode(summary.finalize());
     Ok(PackageHash(format!("{SCHEME_H1}:{encoded}")))
+}
+
+/// The SHA-256 of a file's content, read in blocks so a provider archive of
+/// hundreds of megabytes never sits in memory.
+pub fn sha256_file(path: &Path) -> io::Result<[u8; 32]> {
+    sha256_of_reader(File::open(path)?)
 }
 
 pub(crate) fn sha256_of_reader(mut reader: impl Read) -> io::Result<[u8; 32]> {

@@ -1,6 +1,8 @@
-//! Package verification: hashes (§6), the signed SHA256SUMS document and its
-//! signature (§7). The outcome feeds both the UI (what was verified and by
-//! whom) and the lock file (which hashes may be trusted).
+//! Package verification, after Terraform's `internal/getproviders`: hashes
+//! (`providerreqs/hash.go`), the signed SHA256SUMS document and its
+//! signature (`package_authentication.go`). The outcome feeds both the UI
+//! (what was verified and by whom) and the lock file (which hashes may be
+//! trusted).
 
 pub mod hash;
 pub mod signature;

@@ -1,4 +1,6 @@
-//! The detached OpenPGP signature over a registry's SHA256SUMS (§7.2).
+//! The detached OpenPGP signature over a registry's SHA256SUMS (Terraform's
+//! `signatureAuthentication`; the provider registry protocol, "Find a
+//! Provider Package", names the keys).
 //!
 //! Terraform uses Go's openpgp `CheckDetachedSignature`, whose notion of
 //! validity differs from modern OpenPGP libraries (it ignores key expiry,

@@ -1,4 +1,6 @@
-//! Reading a registry's SHA256SUMS document (§7.1 step 1, §7.3).
+//! Reading a registry's SHA256SUMS document (Terraform's
+//! `matchingChecksumAuthentication` and `AcceptableHashes` in
+//! `internal/getproviders/package_authentication.go`).
 //!
 //! Terraform parses this document twice with two different tokenizers
 //! (`bytes.Split` + `bytes.Fields` for the package's own line, `bufio.Scanner`
@@ -8,6 +10,7 @@
 use super::AuthError;
 use super::hash::PackageHash;
 use crate::addr::Platform;
+use crate::go_quote::{go_quote, go_quote_bytes, is_print};
 
 /// The SHA-256 the document lists for `filename`: the first line whose second
 /// field is exactly `filename` wins.
@@ -20,19 +23,20 @@ pub fn checksum_for(sums: &[u8], filename: &str) -> Result<[u8; 32], AuthError> 
         .ok_or_else(|| {
             AuthError(format!(
                 "checksum list has no SHA-256 hash for {}",
-                go_quote(filename.as_bytes())
+                go_quote(filename)
             ))
         })?;
     go_hex_decode_sha256(checksum).map_err(|err| {
         AuthError(format!(
             "checksum list has invalid SHA256 hash {}: {err}",
-            go_quote(checksum)
+            go_quote_bytes(checksum)
         ))
     })
 }
 
-/// The whole of §7.1 step 1: the document must list `filename` with the
-/// digest the registry announced for the download.
+/// The whole of Terraform's `matchingChecksumAuthentication`, the first step
+/// of a registry package's authentication: the document must list
+/// `filename` with the digest the registry announced for the download.
 pub fn matching_checksum(sums: &[u8], filename: &str, want: &[u8; 32]) -> Result<(), AuthError> {
     let got = checksum_for(sums, filename)?;
     if got != *want {
@@ -149,69 +153,11 @@ fn hex_value(b: u8) -> Option<u8> {
 /// `hex.InvalidByteError`, formatted with Go's `%#U` of the byte as a rune.
 fn invalid_byte(b: u8) -> String {
     let ch = char::from(b);
-    if is_go_printable(ch) {
+    if is_print(ch) {
         format!("encoding/hex: invalid byte: U+{:04X} '{ch}'", u32::from(b))
     } else {
         format!("encoding/hex: invalid byte: U+{:04X}", u32::from(b))
     }
-}
-
-/// Go's `%q` (`strconv.Quote`) for bytes that may not be valid UTF-8.
-fn go_quote(bytes: &[u8]) -> String {
-    let mut out = String::from("\"");
-    let mut pos = 0;
-    while pos < bytes.len() {
-        let (ch, len) = decode_utf8(&bytes[pos..]);
-        match ch {
-            None => out.push_str(&format!("\\x{:02x}", bytes[pos])),
-            Some('"') => out.push_str("\\\""),
-            Some('\\') => out.push_str("\\\\"),
-            Some(c) if is_go_printable(c) => out.push(c),
-            Some('\u{7}') => out.push_str("\\a"),
-            Some('\u{8}') => out.push_str("\\b"),
-            Some('\u{c}') => out.push_str("\\f"),
-            Some('\n') => out.push_str("\\n"),
-            Some('\r') => out.push_str("\\r"),
-            Some('\t') => out.push_str("\\t"),
-            Some('\u{b}') => out.push_str("\\v"),
-            Some(c) if c < ' ' || c == '\u{7f}' => {
-                out.push_str(&format!("\\x{:02x}", u32::from(c)))
-            }
-            Some(c) if u32::from(c) < 0x10000 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
-            Some(c) => out.push_str(&format!("\\U{:08x}", u32::from(c))),
-        }
-        pos += len;
-    }
-    out.push('"');
-    out
-}
-
-/// An approximation of Go's `unicode.IsPrint` without Unicode category
-/// tables: exact for ASCII and Latin-1, and beyond that it excludes controls,
-/// spaces, the common format characters, private use and noncharacters.
-fn is_go_printable(c: char) -> bool {
-    if c.is_ascii() {
-        return (' '..='~').contains(&c);
-    }
-    let code = u32::from(c);
-    let format_or_private = matches!(
-        code,
-        0xAD | 0x600..=0x605
-            | 0x61C
-            | 0x6DD
-            | 0x70F
-            | 0x180E
-            | 0x200B..=0x200F
-            | 0x202A..=0x202E
-            | 0x2060..=0x206F
-            | 0xE000..=0xF8FF
-            | 0xFEFF
-            | 0xFFF9..=0xFFFB
-            | 0xFFFE..=0xFFFF
-            | 0xE0000..=0xE007F
-            | 0xF0000..
-    );
-    !c.is_control() && !c.is_whitespace() && !format_or_private
 }
 
 #[cfg(test)]
@@ -423,12 +369,5 @@ mod tests {
         assert!(zh_list(b"", ZIP).is_empty());
         assert!(zh_list(b"example shasums data", ZIP).is_empty());
         assert_eq!(zh_list(format!("{good}{good}").as_bytes(), ZIP).len(), 2);
-    }
-
-    #[test]
-    fn go_quote_escapes_like_strconv() {
-        assert_eq!(go_quote(b"a\"b\\c"), "\"a\\\"b\\\\c\"");
-        assert_eq!(go_quote("é\u{200b}".as_bytes()), "\"é\\u200b\"");
-        assert_eq!(go_quote(b"\x7f\n"), "\"\\x7f\\n\"");
     }
 }

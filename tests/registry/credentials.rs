@@ -1,7 +1,8 @@
-//! Bearer tokens (§12): from a `credentials` block, `credentials.tfrc.json`
-//! or a `TF_TOKEN_…` variable, sent on discovery and registry API calls
-//! only, never on checksum, signature or archive downloads, never to
-//! another host after a redirect, and never printed.
+//! Bearer tokens (the CLI configuration docs, "Credentials"): from a
+//! `credentials` block, `credentials.tfrc.json` or a `TF_TOKEN_…` variable,
+//! sent on discovery and registry API calls only, never on checksum,
+//! signature or archive downloads, never to another host after a redirect,
+//! and never printed.
 
 use crate::harness::Scenario;
 use crate::support::{self, Fault, ProviderSpec, PublishedTree, Registry, TestServer, host_block};

@@ -536,7 +536,8 @@ impl NetworkMirror {
     }
 }
 
-/// The two filesystem-mirror layouts (spec §5.2).
+/// The two filesystem-mirror layouts (the CLI configuration docs,
+/// "filesystem_mirror").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Layout {
     /// `HOST/NS/TYPE/terraform-provider-TYPE_VERSION_OS_ARCH.zip`

@@ -340,10 +340,11 @@ pub fn required_providers(providers: &[(&str, &str, &str)]) -> String {
     format!("terraform {{\n  required_providers {{\n{entries}  }}\n}}\n")
 }
 
-/// The two comment lines every lock file starts with (§10.1).
+/// The two comment lines every lock file starts with (Terraform's
+/// `internal/depsfile/locks_file.go`).
 pub const LOCK_HEADER: &str = "# This file is maintained automatically by \"terraform init\".\n# Manual edits may be lost in future updates.\n";
 
-/// One lock file block as Terraform writes it (§10.1): hashes sorted and
+/// One lock file block as Terraform writes it: hashes sorted and
 /// without repeats, `constraints` left out when empty.
 pub fn lock_block<H: AsRef<str>>(
     provider: &str,

@@ -1,6 +1,7 @@
-//! `tfinstall providers lock`: Terraform's `providers lock` (§10.4, mode F).
-//! Each platform's packages are installed into a throwaway directory with
-//! the locked hashes not enforced, and the hashes each install vouches for
+//! `tfinstall providers lock`: Terraform's `providers lock`. Each platform's
+//! packages are installed into a throwaway directory with the locked hashes
+//! not enforced (Terraform's `InstallNewProvidersForce`), and the hashes each
+//! install vouches for
 //! (`zh:` from the signed SHA256SUMS, `h1:` from the package) are merged
 //! into the lock file.
 //!
@@ -15,7 +16,7 @@ use std::sync::Arc;
 
 use url::Url;
 
-use super::{OrderedOutput, configuration_requirements, target_platforms};
+use super::{configuration_requirements, target_platforms};
 use crate::addr::{Platform, ProviderAddr};
 use crate::cli::ProvidersLockArgs;
 use crate::cliconfig::{self, CliEnv};
@@ -23,58 +24,49 @@ use crate::commands::init::{LOCK_FILE, data_dir, print_config_problems, save_loc
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::engine::Engine;
 use crate::fetch::{DownloadSettings, Downloader};
-use crate::install::events::InstallEvent;
 use crate::install::installer::{InstallMode, Installer};
 use crate::install::layout::{InstallLayout, LayoutKind};
 use crate::install::link::LinkMode;
 use crate::lockfile::{LockedProvider, Locks};
 use crate::output::Output;
+use crate::output::ordered::OrderedOutput;
 use crate::package::extract::ExtractLimits;
 use crate::source::Source;
 use crate::source::configured::NetworkSources;
 use crate::source::filesystem::FilesystemMirror;
-use crate::ui::Ui;
 use crate::version::{Version, VersionConstraints};
 
-const GREEN: &str = "\x1b[32m";
-const BOLD: &str = "\x1b[1m";
-const RESET: &str = "\x1b[0m";
-
 pub async fn run(args: ProvidersLockArgs) -> bool {
-    let ui = Ui::detect(args.no_color);
-    match lock(&args, &ui).await {
+    let out = Output::new(false, args.no_color);
+    match lock(&args, &out).await {
         Ok((warnings, changed)) => {
-            ui.print_diagnostics(&warnings);
+            out.diagnostics(&warnings);
             let name = Engine::current().name();
-            let (success, text) = if changed {
-                ("Success!", format!("{name} has updated the lock file."))
+            let text = if changed {
+                format!("{name} has updated the lock file.")
             } else {
-                (
-                    "Success!",
-                    format!("{name} has validated the lock file and found no need for changes."),
-                )
+                format!("{name} has validated the lock file and found no need for changes.")
             };
-            if ui.color {
-                println!("\n{BOLD}{GREEN}{success}{RESET} {BOLD}{text}{RESET}");
-            } else {
-                println!("\n{success} {text}");
-            }
+            out.text(|ui| format!("\n{}", ui.success("Success!", &text)));
             if changed {
-                println!(
-                    "\nReview the changes in .terraform.lock.hcl and then commit to your\nversion control system to retain the new checksums.\n"
-                );
+                out.text(|_| {
+                    "\nReview the changes in .terraform.lock.hcl and then commit to your\nversion control system to retain the new checksums.\n".to_owned()
+                });
             }
             true
         }
         Err(diags) => {
-            ui.print_diagnostics(&diags);
+            out.diagnostics(&diags);
             false
         }
     }
 }
 
 /// Returns the warnings to show and whether any checksums were added.
-async fn lock(args: &ProvidersLockArgs, ui: &Ui) -> Result<(Diagnostics, bool), Diagnostics> {
+async fn lock(
+    args: &ProvidersLockArgs,
+    out: &Arc<Output>,
+) -> Result<(Diagnostics, bool), Diagnostics> {
     let fs_mirror = args.fs_mirror.as_deref().filter(|s| !s.is_empty());
     let net_mirror = args.net_mirror.as_deref().filter(|s| !s.is_empty());
     if fs_mirror.is_some() && net_mirror.is_some() {
@@ -88,7 +80,7 @@ async fn lock(args: &ProvidersLockArgs, ui: &Ui) -> Result<(Diagnostics, bool), 
 
     let env = CliEnv::from_process();
     let (cli_config, config_diags) = cliconfig::load(&env);
-    print_config_problems(&Output::new(false, !ui.color), &config_diags);
+    print_config_problems(out, &config_diags);
     let client = crate::http::build_client()?;
     let network = NetworkSources::new(&cli_config, &env, client.clone());
     // Like Terraform, this ignores the CLI configuration's installation
@@ -128,10 +120,10 @@ async fn lock(args: &ProvidersLockArgs, ui: &Ui) -> Result<(Diagnostics, bool), 
         Downloader::new(client, DownloadSettings::from_env()).with_netrc(cli_config.netrc.clone()),
         &data_dir,
         args.parallelism,
-        ui,
+        out,
     )
     .await?;
-    let (locks, changed) = merge(&requirements, &previous, &per_platform)?;
+    let (locks, changed) = merge(&requirements, &previous, &per_platform, out)?;
     let rendered = locks.render();
     if std::fs::read(LOCK_FILE).ok().as_deref() != Some(rendered.as_bytes()) {
         save_lock_file(&locks)?;
@@ -188,7 +180,7 @@ async fn install_platforms(
     downloader: Downloader,
     data_dir: &Path,
     parallelism: usize,
-    ui: &Ui,
+    out: &Output,
 ) -> Result<Vec<(Platform, Locks)>, Diagnostics> {
     let temp = tempfile::Builder::new()
         .prefix("tfinstall-providers-lock")
@@ -202,16 +194,13 @@ async fn install_platforms(
             ))
         })?;
     let downloader = Arc::new(downloader);
-    let output = Arc::new(OrderedOutput::new(platforms.len()));
+    let lines = Arc::new(OrderedOutput::new(platforms.len()));
     let installs = platforms.iter().enumerate().map(|(slot, platform)| {
         let layout = InstallLayout::new(
             temp.path().join(platform.to_string()),
             LayoutKind::Providers,
         );
         link_installed(data_dir, requirements, previous, platform, &layout);
-        let events_output = output.clone();
-        let events_platform = platform.clone();
-        let ui = *ui;
         let installer = Installer {
             source: source.clone(),
             layout,
@@ -222,20 +211,16 @@ async fn install_platforms(
             dev_overrides: BTreeSet::new(),
             cache: None,
             link_mode: LinkMode::Auto,
-            events: Arc::new(move |event: InstallEvent| {
-                if let Some(line) = event_line(&ui, &events_platform, &event) {
-                    events_output.line(slot, line);
-                }
-            }),
+            events: out.platform_event_sink(lines.clone(), slot, platform.clone()),
             offline: false,
         };
-        let output = output.clone();
+        let lines = lines.clone();
         async move {
             let result = installer
                 .install(requirements, previous, InstallMode::Force)
                 .await
                 .map(|outcome| outcome.locks);
-            output.finish(slot);
+            lines.finish(slot);
             result
         }
     });
@@ -325,29 +310,6 @@ fn symlink_dir(target: &Path, link: &Path) -> std::io::Result<()> {
     std::os::windows::fs::symlink_dir(target, link)
 }
 
-fn event_line(ui: &Ui, platform: &Platform, event: &InstallEvent) -> Option<String> {
-    Some(match event {
-        InstallEvent::Installing { provider, version } => format!(
-            "- Fetching {} {version} for {platform}...",
-            provider.for_display()
-        ),
-        InstallEvent::Installed {
-            provider,
-            version,
-            auth,
-        } => format!(
-            "- Retrieved {} {version} for {platform} ({})",
-            provider.for_display(),
-            ui.auth_words(auth)
-        ),
-        InstallEvent::UsingInstalled { provider, version } => format!(
-            "- Using previously-installed {} {version} for {platform}",
-            provider.for_display()
-        ),
-        _ => return None,
-    })
-}
-
 /// Terraform's merge: every provider keeps its previous hashes and gains
 /// each platform's, with one "Obtained" line per provider and platform.
 /// Returns the new locks and whether any checksum was added.
@@ -355,6 +317,7 @@ fn merge(
     requirements: &BTreeMap<ProviderAddr, VersionConstraints>,
     previous: &Locks,
     per_platform: &[(Platform, Locks)],
+    out: &Output,
 ) -> Result<(Locks, bool), Diagnostics> {
     let mut locks = previous.clone();
     let mut changed = false;
@@ -391,10 +354,12 @@ fn merge(
                 }
             };
             changed |= old.is_none_or(|old| !new.hashes.is_subset(&old.hashes));
-            println!(
-                "- Obtained {} checksums for {platform}; {what}",
-                provider.for_display()
-            );
+            out.text(|_| {
+                format!(
+                    "- Obtained {} checksums for {platform}; {what}",
+                    provider.for_display()
+                )
+            });
         }
         if let Some(version) = version {
             locks.insert(LockedProvider {

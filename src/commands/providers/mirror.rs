@@ -1,8 +1,8 @@
 //! `tfinstall providers mirror DIR`: copies the configuration's providers
-//! into DIR in the packed layout (§5.2) and writes the network mirror
-//! protocol's `index.json` and `VERSION.json` beside them (seed 000, static
-//! site), so DIR works as a filesystem mirror and, served by any static web
-//! server, as a network mirror.
+//! into DIR in the packed layout (the CLI configuration docs,
+//! "filesystem_mirror") and writes the provider network mirror protocol's
+//! `index.json` and `VERSION.json` beside them, so DIR works as a filesystem
+//! mirror and, served by any static web server, as a network mirror.
 //!
 //! Unlike Terraform's command (hashicorp/terraform#28333): packages already
 //! in DIR that still authenticate against their source are not downloaded
@@ -20,17 +20,15 @@
 //! else: served over HTTP, such a DIR offers just its archives.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use tokio::sync::Semaphore;
 
 use super::mirror_oci::{self, Staged, is_oci_target, parse_target};
-use super::{OrderedOutput, configuration_requirements, target_platforms};
+use super::{configuration_requirements, target_platforms};
 use crate::addr::{Platform, ProviderAddr};
 use crate::cache::PluginCache;
 use crate::cli::ProvidersMirrorArgs;
@@ -46,6 +44,7 @@ use crate::install::obtain::{
 };
 use crate::lockfile::Locks;
 use crate::output::Output;
+use crate::output::ordered::OrderedOutput;
 use crate::package::layout::{provider_dir, unpacked_package_dir};
 use crate::source::configured::{
     NetworkSources, SourceOptions, build_offline_source, build_source_excluding,
@@ -55,7 +54,7 @@ use crate::source::offline::OfflineSource;
 use crate::source::{PackageAuthentication, PackageLocation, PackageMeta, Source, SourceError};
 use crate::ui::Ui;
 use crate::verify::AuthResult;
-use crate::verify::hash::PackageHash;
+use crate::verify::hash::{PackageHash, sha256_file};
 use crate::version::{Version, VersionConstraints};
 
 pub async fn run(args: ProvidersMirrorArgs, launch_dir: PathBuf) -> bool {
@@ -653,7 +652,8 @@ async fn obtain(run: &Run, meta: &PackageMeta, staged: &Path) -> Result<[u8; 32]
     }
 }
 
-/// The source's authentication (§7.1, §7.4) for an archive on disk. A
+/// The source's authentication (a registry's signed checksums, or a
+/// mirror's hashes) for an archive on disk. A
 /// network mirror's `h1:` hashes are of the archive, as Terraform checks them.
 async fn verify(
     meta: &PackageMeta,
@@ -689,19 +689,6 @@ async fn package_hashes(archive: &Path, digest: &[u8; 32]) -> Result<Vec<Package
         .await
         .map_err(|err| format!("the package is not a valid zip archive: {err}"))?;
     Ok(vec![h1, PackageHash::zh_of_digest(digest)])
-}
-
-pub fn sha256_file(path: &Path) -> std::io::Result<[u8; 32]> {
-    let mut file = std::fs::File::open(path)?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    loop {
-        let n = file.read(&mut buf)?;
-        if n == 0 {
-            return Ok(hasher.finalize().into());
-        }
-        hasher.update(&buf[..n]);
-    }
 }
 
 fn index_error(detail: String) -> Diagnostics {

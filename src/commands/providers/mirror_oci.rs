@@ -27,6 +27,7 @@ use crate::source::oci::layout::{
 use crate::source::oci::template::{RepositoryAddr, RepositoryTemplate};
 use crate::source::oci::{Registries, fetch_manifest};
 use crate::source::selector::ProviderPattern;
+use crate::verify::hash::sha256_file;
 use crate::version::Version;
 
 /// The template of an `oci://` target, checked against the providers it
@@ -126,7 +127,7 @@ async fn push_release(
         let archive = package.archive.clone();
         let (digest, size) = crate::fsutil::blocking(move || {
             let size = std::fs::metadata(&archive)?.len();
-            let digest = super::mirror::sha256_file(&archive)?;
+            let digest = sha256_file(&archive)?;
             Ok((format!("sha256:{}", hex::encode(digest)), size))
         })
         .await
