@@ -13,13 +13,7 @@ use crate::engine::Engine;
 use crate::install::layout::LayoutKind;
 use crate::install::link::LinkMode;
 
-/// How many providers are fetched at once by default. Each provider's
-/// fetch is a chain of round trips (versions, package document, checksums,
-/// archive), so anything below the number of providers adds whole chains;
-/// beyond it nothing changes but peak memory, which grows a little with
-/// each chain in flight. Sixteen covers most configurations in one round;
-/// the measurements are in bench/results.md, "Default parallelism".
-pub const DEFAULT_PARALLELISM: usize = 16;
+pub use crate::install::context::DEFAULT_PARALLELISM;
 
 #[derive(Debug, Parser)]
 #[command(

@@ -20,8 +20,12 @@ use crate::verify::AuthResult;
 use crate::verify::hash::PackageHash;
 use crate::version::{Version, VersionConstraints};
 
-/// How many packages are fetched at once unless a command says otherwise;
-/// chosen by measurement (see `bench/results.md`).
+/// How many providers are fetched at once by default. Each provider's
+/// fetch is a chain of round trips (versions, package document, checksums,
+/// archive), so anything below the number of providers adds whole chains;
+/// beyond it nothing changes but peak memory, which grows a little with
+/// each chain in flight. Sixteen covers most configurations in one round;
+/// the measurements are in bench/results.md, "Default parallelism".
 pub const DEFAULT_PARALLELISM: usize = 16;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -26,11 +26,9 @@ use crate::engine::Engine;
 use crate::fetch::{DownloadSettings, Downloader};
 use crate::install::installer::{InstallMode, Installer};
 use crate::install::layout::{InstallLayout, LayoutKind};
-use crate::install::link::LinkMode;
 use crate::lockfile::{LockedProvider, Locks};
 use crate::output::Output;
 use crate::output::ordered::OrderedOutput;
-use crate::package::extract::ExtractLimits;
 use crate::source::Source;
 use crate::source::configured::NetworkSources;
 use crate::source::filesystem::FilesystemMirror;
@@ -202,17 +200,9 @@ async fn install_platforms(
         );
         link_installed(data_dir, requirements, previous, platform, &layout);
         let installer = Installer {
-            source: source.clone(),
-            layout,
-            platform: platform.clone(),
-            limits: ExtractLimits::default(),
             parallelism,
-            downloader: downloader.clone(),
-            dev_overrides: BTreeSet::new(),
-            cache: None,
-            link_mode: LinkMode::Auto,
             events: out.platform_event_sink(lines.clone(), slot, platform.clone()),
-            offline: false,
+            ..Installer::new(source.clone(), layout, platform.clone(), downloader.clone())
         };
         let lines = lines.clone();
         async move {
