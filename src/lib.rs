@@ -28,3 +28,4 @@ pub mod ui;
 pub mod units;
 pub mod verify;
 pub mod version;
+pub mod workdir;

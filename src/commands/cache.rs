@@ -11,11 +11,10 @@ use std::time::SystemTime;
 
 use serde_json::json;
 
+use crate::addr::target_platforms;
 use crate::cache::{EntryUsage, PluginCache, PruneCriteria, PruneReport};
 use crate::cli::{CachePruneArgs, CacheStatsArgs, CacheVerifyArgs, CacheWarmArgs};
 use crate::cliconfig::{self, CliConfig, CliEnv};
-use crate::commands::init::print_config_problems;
-use crate::commands::providers::{configuration_requirements, target_platforms};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::fetch::{DownloadSettings, Downloader};
 use crate::install::events::InstallEvent;
@@ -25,6 +24,7 @@ use crate::lockfile::Locks;
 use crate::output::Output;
 use crate::source::configured::{NetworkSources, SourceOptions, build_source};
 use crate::units::{format_age, format_size, format_utc};
+use crate::workdir::configuration_requirements;
 
 pub async fn warm(args: CacheWarmArgs, launch_dir: PathBuf) -> bool {
     let out = Output::new(false, args.no_color);
@@ -44,7 +44,7 @@ pub fn verify(args: CacheVerifyArgs) -> bool {
     let out = Output::new(false, args.no_color);
     let env = CliEnv::from_process();
     let (cli_config, config_diags) = cliconfig::load(&env);
-    print_config_problems(&out, &config_diags);
+    out.config_problems(&config_diags);
     let cache = match configured_cache(&cli_config) {
         Ok(cache) => cache,
         Err(diag) => {
@@ -295,7 +295,7 @@ fn chosen_cache(given: Option<&PathBuf>, out: &Output) -> Result<PluginCache, Di
         Some(dir) => PluginCache::new(dir),
         None => {
             let (cli_config, config_diags) = cliconfig::load(&CliEnv::from_process());
-            print_config_problems(out, &config_diags);
+            out.config_problems(&config_diags);
             configured_cache(&cli_config)?
         }
     };
@@ -488,7 +488,7 @@ async fn run_warm(
         })?;
         (cli_config, config_diags) = cliconfig::load(&env);
     }
-    print_config_problems(out, &config_diags);
+    out.config_problems(&config_diags);
     let cache = configured_cache(&cli_config)?;
     let client = crate::http::build_client()?;
     let network = NetworkSources::new(&cli_config, &env, client.clone());
@@ -514,10 +514,10 @@ async fn run_warm(
     };
     let mut configurations = Vec::new();
     for dir in &dirs {
-        let data_dir = dir.join(crate::commands::init::data_dir());
+        let data_dir = dir.join(crate::workdir::data_dir());
         let (requirements, module_diags) = configuration_requirements(dir, &data_dir)?;
         warnings.extend(module_diags);
-        let (locks, lock_diags) = Locks::load(&dir.join(crate::commands::init::LOCK_FILE));
+        let (locks, lock_diags) = Locks::load(&dir.join(crate::workdir::LOCK_FILE));
         if lock_diags.has_errors() {
             return Err(lock_diags);
         }

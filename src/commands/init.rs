@@ -8,7 +8,6 @@ use crate::addr::{Platform, ProviderAddr};
 use crate::cache::PluginCache;
 use crate::cli::InitArgs;
 use crate::cliconfig::{self, CliConfig, CliEnv};
-use crate::commands::providers::configuration_requirements;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::engine::Engine;
 use crate::fetch::{DownloadSettings, Downloader};
@@ -23,8 +22,7 @@ use crate::source::Source;
 use crate::source::configured::{
     NetworkSources, SourceOptions, build_offline_source, build_source,
 };
-
-pub const LOCK_FILE: &str = ".terraform.lock.hcl";
+use crate::workdir::{LOCK_FILE, configuration_requirements, data_dir};
 
 pub async fn run(args: InitArgs, launch_dir: PathBuf) -> bool {
     let out = Output::new(args.json, args.no_color);
@@ -192,15 +190,6 @@ impl InOrder {
     }
 }
 
-/// Terraform's data directory: `TF_DATA_DIR` if set, else `.terraform`,
-/// relative to the working directory (after -chdir).
-pub fn data_dir() -> PathBuf {
-    match std::env::var_os("TF_DATA_DIR") {
-        Some(dir) if !dir.is_empty() => PathBuf::from(dir),
-        _ => PathBuf::from(".terraform"),
-    }
-}
-
 /// What every working directory of one run shares: the CLI configuration,
 /// the network sources, the downloader and the plugin cache.
 struct Run<'a> {
@@ -247,7 +236,7 @@ impl<'a> Run<'a> {
         };
         let env = CliEnv::from_process();
         let (cli_config, config_diags) = cliconfig::load(&env);
-        print_config_problems(out, &config_diags);
+        out.config_problems(&config_diags);
         let dev_overrides: BTreeSet<ProviderAddr> = cli_config
             .provider_installation
             .iter()
@@ -627,18 +616,6 @@ impl Commit {
     }
 }
 
-/// Terraform reports CLI configuration errors but carries on, since most of
-/// the configuration is still usable.
-pub fn print_config_problems(out: &Output, diags: &Diagnostics) {
-    if diags.has_errors() {
-        out.note("There are some problems with the CLI configuration:");
-        out.diagnostics(diags);
-        out.note("\nAs a result of the above problems, Terraform may not behave as intended.\n");
-    } else {
-        out.diagnostics(diags);
-    }
-}
-
 fn dev_overrides_warning(overrides: &[(ProviderAddr, PathBuf)]) -> Diagnostic {
     let list: String = overrides
         .iter()
@@ -664,17 +641,6 @@ fn incomplete_lock_warning(providers: &[ProviderAddr], platform: &Platform) -> D
             command = Engine::current().command(),
         ),
     )
-}
-
-/// Writes `locks` to the lock file in the working directory, reporting a
-/// failure the way Terraform does.
-pub fn save_lock_file(locks: &Locks) -> Result<(), Diagnostics> {
-    locks.save(Path::new(LOCK_FILE)).map_err(|err| {
-        Diagnostics::from(Diagnostic::error(
-            "Failed to update dependency lock file",
-            format!("Error while writing new dependency lock information to {LOCK_FILE}: {err}."),
-        ))
-    })
 }
 
 /// `selections.json` as Terraform 0.13 writes it, so 0.13 accepts the

@@ -266,6 +266,20 @@ impl Output {
 
     /// Warnings (stdout) before errors (stderr), with any warnings the
     /// installer raised along the way.
+    /// Problems with the CLI configuration: Terraform reports its errors
+    /// but carries on, since most of the configuration is still usable.
+    pub fn config_problems(&self, diags: &Diagnostics) {
+        if diags.has_errors() {
+            self.note("There are some problems with the CLI configuration:");
+            self.diagnostics(diags);
+            self.note(
+                "\nAs a result of the above problems, Terraform may not behave as intended.\n",
+            );
+        } else {
+            self.diagnostics(diags);
+        }
+    }
+
     pub fn diagnostics(&self, diags: &Diagnostics) {
         {
             let mut tally = self.tally();

@@ -19,12 +19,12 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
 use crate::addr::{Platform, ProviderAddr};
-use crate::commands::providers::mirror_oci::{Staged, push};
 use crate::fetch::Downloader;
 use crate::install::installer::{CacheUse, Installer};
 use crate::install::layout::{InstallLayout, LayoutKind};
 use crate::package::extract::ExtractLimits;
 use crate::serve::policy::AccessTokens;
+use crate::source::oci::publish::{Staged, push};
 use crate::source::oci::template::RepositoryTemplate;
 use crate::source::oci::{OciMirror, Registries};
 use crate::source::{PackageAuthentication, Source};

@@ -30,11 +30,10 @@ use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
+use crate::addr::target_platforms;
 use crate::cache::PluginCache;
 use crate::cli::ServeArgs;
 use crate::cliconfig::{self, CliEnv};
-use crate::commands::init::print_config_problems;
-use crate::commands::providers::target_platforms;
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::fetch::{DownloadSettings, Downloader};
 use crate::install::installer::CacheUse;
@@ -77,7 +76,7 @@ async fn serve(args: &ServeArgs, launch_dir: &Path, out: &Arc<Output>) -> Result
     };
     let env = CliEnv::from_process();
     let (cli_config, config_diags) = cliconfig::load(&env);
-    print_config_problems(out, &config_diags);
+    out.config_problems(&config_diags);
     let allowed = AllowedProviders::new(&cli_config, &args.allow)?;
     let tokens = args
         .auth_token_file
@@ -87,7 +86,7 @@ async fn serve(args: &ServeArgs, launch_dir: &Path, out: &Arc<Output>) -> Result
     let shared_target = args
         .store
         .as_deref()
-        .and_then(crate::commands::providers::mirror_oci::is_oci_target)
+        .and_then(crate::source::oci::publish::is_oci_target)
         .map(str::to_owned);
     let store_dir = store_dir(args, shared_target.is_none(), &cli_config)?;
     std::fs::create_dir_all(&store_dir).map_err(|err| {

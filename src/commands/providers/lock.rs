@@ -16,11 +16,10 @@ use std::sync::Arc;
 
 use url::Url;
 
-use super::{configuration_requirements, target_platforms};
+use crate::addr::target_platforms;
 use crate::addr::{Platform, ProviderAddr};
 use crate::cli::ProvidersLockArgs;
 use crate::cliconfig::{self, CliEnv};
-use crate::commands::init::{LOCK_FILE, data_dir, print_config_problems, save_lock_file};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::engine::Engine;
 use crate::fetch::{DownloadSettings, Downloader};
@@ -33,6 +32,8 @@ use crate::source::Source;
 use crate::source::configured::NetworkSources;
 use crate::source::filesystem::FilesystemMirror;
 use crate::version::{Version, VersionConstraints};
+use crate::workdir::configuration_requirements;
+use crate::workdir::{LOCK_FILE, data_dir, save_lock_file};
 
 pub async fn run(args: ProvidersLockArgs) -> bool {
     let out = Output::new(false, args.no_color);
@@ -78,7 +79,7 @@ async fn lock(
 
     let env = CliEnv::from_process();
     let (cli_config, config_diags) = cliconfig::load(&env);
-    print_config_problems(out, &config_diags);
+    out.config_problems(&config_diags);
     let client = crate::http::build_client()?;
     let network = NetworkSources::new(&cli_config, &env, client.clone());
     // Like Terraform, this ignores the CLI configuration's installation

@@ -27,13 +27,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::Value;
 use tokio::sync::Semaphore;
 
-use super::mirror_oci::{self, Staged, is_oci_target, parse_target};
-use super::{configuration_requirements, target_platforms};
+use crate::addr::target_platforms;
 use crate::addr::{Platform, ProviderAddr};
 use crate::cache::PluginCache;
 use crate::cli::ProvidersMirrorArgs;
 use crate::cliconfig::{self, CliEnv};
-use crate::commands::init::{LOCK_FILE, data_dir, print_config_problems};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::fetch::{DownloadSettings, Downloader};
 use crate::fsutil::blocking;
@@ -50,12 +48,15 @@ use crate::source::configured::{
     NetworkSources, SourceOptions, build_offline_source, build_source_excluding,
 };
 use crate::source::filesystem::scan_directory;
+use crate::source::oci::publish::{self, Staged, is_oci_target, parse_target};
 use crate::source::offline::OfflineSource;
 use crate::source::{PackageAuthentication, PackageLocation, PackageMeta, Source, SourceError};
 use crate::ui::Ui;
 use crate::verify::AuthResult;
 use crate::verify::hash::{PackageHash, sha256_file};
 use crate::version::{Version, VersionConstraints};
+use crate::workdir::configuration_requirements;
+use crate::workdir::{LOCK_FILE, data_dir};
 
 pub async fn run(args: ProvidersMirrorArgs, launch_dir: PathBuf) -> bool {
     let ui = Ui::detect(args.no_color);
@@ -125,7 +126,7 @@ async fn mirror(
             let providers: Vec<&ProviderAddr> =
                 requirements.keys().filter(|p| !p.is_builtin()).collect();
             let template = parse_target(raw, &providers)?;
-            let staging = mirror_oci::staging_dir().map_err(|err| {
+            let staging = publish::staging_dir().map_err(|err| {
                 Diagnostics::from(Diagnostic::error(
                     "Cannot create a staging directory",
                     format!("Could not create a temporary directory for the packages to publish: {err}. Set TMPDIR to a writable directory."),
@@ -152,7 +153,7 @@ async fn mirror(
 
     let env = CliEnv::from_process();
     let (cli_config, config_diags) = cliconfig::load(&env);
-    print_config_problems(&Output::new(false, !ui.color), &config_diags);
+    Output::new(false, !ui.color).config_problems(&config_diags);
     let client = crate::http::build_client()?;
     let network = NetworkSources::new(&cli_config, &env, client.clone());
     let options = SourceOptions {
@@ -232,7 +233,7 @@ async fn mirror(
             })
             .collect();
         let say = |line: String| println!("{line}");
-        mirror_oci::push(template, &registries, staged, &say).await?;
+        publish::push(template, &registries, staged, &say).await?;
         return Ok(warnings);
     }
     let dir = run.dir.clone();

@@ -9,12 +9,12 @@ use serde_json::{Value, json};
 
 use crate::addr::ProviderAddr;
 use crate::cli::ProvidersArgs;
-use crate::commands::init::{LOCK_FILE, data_dir};
 use crate::engine::Engine;
 use crate::lockfile::Locks;
 use crate::module::{self, OriginKind, RequirementOrigin, Requirements};
 use crate::output::Output;
 use crate::version::VersionConstraints;
+use crate::workdir::{LOCK_FILE, data_dir};
 
 pub fn run(args: ProvidersArgs) -> bool {
     let out = Output::new(args.json, args.no_color);

@@ -14,6 +14,7 @@
 pub mod credentials;
 pub mod distribution;
 pub mod layout;
+pub mod publish;
 pub mod template;
 
 use std::collections::HashMap;

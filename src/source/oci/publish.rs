@@ -1,11 +1,12 @@
-//! `tfinstall providers mirror oci://HOST[:PORT]/TEMPLATE`: publishes the
-//! configuration's providers to an OCI registry in OpenTofu's layout
+//! Publishing provider packages to an OCI registry in OpenTofu's layout
 //! ([`crate::source::oci::layout`]), where `oci_mirror` (tfinstall's or
-//! OpenTofu's) installs them from.
+//! OpenTofu's) installs them from: what `providers mirror
+//! oci://HOST[:PORT]/TEMPLATE` and a `serve` store shared through OCI do.
 //!
-//! Packages are first mirrored into a temporary directory exactly as
-//! `providers mirror DIR` would, from any source and with the same
-//! verification; only then is anything pushed. Per provider version, the
+//! What is pushed has been verified already: `providers mirror` first
+//! mirrors the packages into a temporary directory exactly as `providers
+//! mirror DIR` would, and `serve` pushes what its store holds. Per provider
+//! version, the
 //! blobs and platform manifests go up first and the tagged index last, so
 //! no reader ever sees a version whose platforms are missing. Whatever the
 //! registry already has (blobs by `HEAD`, manifests by digest) is not sent
