@@ -701,6 +701,60 @@ fn sigterm_lets_the_requests_and_fills_in_flight_finish() {
     assert!(entry.is_dir(), "the fill did not finish");
 }
 
+/// One machine's plugin cache, filled by `tfinstall init` (unpacked
+/// entries with provenance, no archives), served as it is while upstream is
+/// down: the versions and platforms it holds are listed with their `h1:`,
+/// and each package is packed anew from its checked files.
+#[test]
+fn a_plugin_cache_is_served_as_it_is_with_upstream_down() {
+    let mut upstream = Upstream::new(&["alpha"]);
+    let cache = upstream
+        .path("plugin-cache/x")
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let seed = upstream.workdir("seed");
+    let home = upstream.path("seed-home/x");
+    let mut command = tfinstall_command(home.parent().unwrap());
+    upstream.ca.configure(&mut command);
+    let config = upstream.path("seed.tfrc");
+    std::fs::write(
+        &config,
+        format!(
+            "{}plugin_cache_dir = \"{}\"\n",
+            upstream.registry_config(),
+            cache.display()
+        ),
+    )
+    .unwrap();
+    let output = command
+        .current_dir(&seed)
+        .env("TF_CLI_CONFIG_FILE", &config)
+        .args(["init", "-no-color"])
+        .output()
+        .unwrap();
+    succeeded("tfinstall init filling the plugin cache", &output);
+    upstream.server = None;
+
+    let serve = upstream.serve(&cache, &[]);
+    for terraform in Terraform::ALL {
+        let dir = upstream.workdir(&format!("from-cache-{}", terraform.version()));
+        let output = upstream.terraform_init(terraform, &dir, &serve.mirror_config());
+        succeeded("terraform init from a served plugin cache", &output);
+        let installed = installed_in(&dir, terraform, "alpha")
+            .join(format!("terraform-provider-alpha_v{VERSION}"));
+        let package = upstream.tree.package("alpha", VERSION, &current_platform());
+        assert_eq!(
+            h1_hash(&[(
+                format!("terraform-provider-alpha_v{VERSION}"),
+                std::fs::read(&installed).unwrap()
+            )]),
+            package.h1
+        );
+    }
+    assert!(serve.log().contains("(repacked)"), "{}", serve.log());
+}
+
 /// A blocking HTTPS client trusting only the test CA.
 struct Client {
     client: reqwest::Client,

@@ -60,6 +60,9 @@ pub enum Outcome {
     /// The archive was fetched into the store for this request (or for a
     /// request it waited on).
     Fill,
+    /// Upstream could not give the archive, and the store held the package
+    /// unpacked only: its files were checked and packed for this answer.
+    Repacked,
 }
 
 impl Outcome {
@@ -69,6 +72,7 @@ impl Outcome {
             Outcome::Miss => "miss",
             Outcome::Stale => "stale",
             Outcome::Fill => "fill",
+            Outcome::Repacked => "repacked",
         }
     }
 }
@@ -76,7 +80,8 @@ impl Outcome {
 /// An answer for the HTTP layer.
 pub enum Reply {
     Json(String, Outcome),
-    Archive(PathBuf, Outcome),
+    /// An archive, opened: from the store, or packed for this answer.
+    Archive(std::fs::File, Outcome),
     /// A status and a message saying why, for the client and the log.
     Failed(u16, String),
 }
@@ -265,12 +270,24 @@ impl Mirror {
                             .collect(),
                     )
                 });
+                let held = self.held(provider);
                 match last {
                     Some(versions) => {
                         (self.log)(format!(
                             "upstream failed for {}; answering with the last version list it gave: {err}",
                             provider.for_display()
                         ));
+                        Ok((versions, Outcome::Stale))
+                    }
+                    None if !held.is_empty() => {
+                        (self.log)(format!(
+                            "upstream failed for {}; answering with the versions the store holds: {err}",
+                            provider.for_display()
+                        ));
+                        let mut versions: Vec<Version> =
+                            held.into_iter().map(|(version, _)| version).collect();
+                        versions.sort();
+                        versions.dedup();
                         Ok((versions, Outcome::Stale))
                     }
                     None => Err(Reply::Failed(
@@ -321,8 +338,9 @@ impl Mirror {
                 continue;
             }
             let mut hashes: Vec<String> = Vec::new();
+            // The `h1:` of the package in the store, whether its archive is
+            // kept or it would be packed anew: both match it.
             if let Some(entry) = self.store.cache.lookup(provider, version, &platform)
-                && self.store.cache.archive(&entry).is_some()
                 && let Some(meta) = &entry.meta
             {
                 hashes.push(meta.h1.clone());
@@ -377,6 +395,25 @@ impl Mirror {
         futures_util::future::join_all(fills).await;
     }
 
+    /// The versions and platforms of `provider` the store holds with a
+    /// record of how they were verified.
+    fn held(&self, provider: &ProviderAddr) -> Vec<(Version, Platform)> {
+        self.store
+            .cache
+            .entries()
+            .into_iter()
+            .filter(|(held, version, platform, _)| {
+                held == provider
+                    && self
+                        .store
+                        .cache
+                        .lookup(held, version, platform)
+                        .is_some_and(|entry| entry.meta.is_some())
+            })
+            .map(|(_, version, platform, _)| (version, platform))
+            .collect()
+    }
+
     fn serves(&self, platform: &Platform) -> bool {
         self.platforms
             .as_ref()
@@ -407,7 +444,31 @@ impl Mirror {
                 .filter(|listed| !listed.is_empty())
                 .unwrap_or_else(|| vec![Platform::current()]),
         };
-        let hashes = self.upstream_hashes(provider, version, &platforms).await?;
+        let hashes = match self.upstream_hashes(provider, version, &platforms).await {
+            Ok(hashes) => hashes,
+            Err(message) => {
+                // What the store holds of the version, vouched for by the
+                // `h1:` each entry's provenance records (listed by
+                // `version`); nothing is kept, so upstream is asked again.
+                let held: Vec<String> = self
+                    .held(provider)
+                    .into_iter()
+                    .filter(|(held, _)| held == version)
+                    .map(|(_, platform)| platform.to_string())
+                    .collect();
+                if held.is_empty() {
+                    return Err(message);
+                }
+                (self.log)(format!(
+                    "{message}; answering with the platforms the store holds"
+                ));
+                let facts = VersionFacts {
+                    platforms: held,
+                    hashes: BTreeMap::new(),
+                };
+                return Ok((facts, false));
+            }
+        };
         let facts = VersionFacts {
             platforms: platforms.iter().map(Platform::to_string).collect(),
             hashes,
@@ -497,9 +558,13 @@ impl Mirror {
         if !self.serves(platform) {
             return Reply::Failed(404, format!("{platform} is not served here"));
         }
+        let opened = |archive: PathBuf, outcome| match std::fs::File::open(&archive) {
+            Ok(file) => Reply::Archive(file, outcome),
+            Err(err) => Reply::Failed(500, format!("reading {}: {err}", archive.display())),
+        };
         if let Some(archive) = self.stored_archive(provider, version, platform) {
             self.record_use(provider, version, platform);
-            return Reply::Archive(archive, Outcome::Hit);
+            return opened(archive, Outcome::Hit);
         }
         let fill = self.fill(provider, version, platform);
         match fill.await {
@@ -509,7 +574,7 @@ impl Mirror {
             }) {
                 Some(archive) => {
                     self.record_use(provider, version, platform);
-                    Reply::Archive(archive, Outcome::Fill)
+                    opened(archive, Outcome::Fill)
                 }
                 None => Reply::Failed(
                     502,
@@ -519,14 +584,52 @@ impl Mirror {
                     ),
                 ),
             },
-            Err(message) => {
-                (self.log)(format!(
-                    "refused {} v{version} for {platform}: {message}",
-                    provider.for_display()
-                ));
-                Reply::Failed(502, message)
-            }
+            Err(message) => match self.repacked(provider, version, platform).await {
+                Some(file) => {
+                    (self.log)(format!(
+                        "upstream could not give {} v{version} for {platform} ({message}); serving the store's unpacked copy, packed",
+                        provider.for_display()
+                    ));
+                    self.record_use(provider, version, platform);
+                    Reply::Archive(file, Outcome::Repacked)
+                }
+                None => {
+                    (self.log)(format!(
+                        "refused {} v{version} for {platform}: {message}",
+                        provider.for_display()
+                    ));
+                    Reply::Failed(502, message)
+                }
+            },
         }
+    }
+
+    /// A store entry that holds the package unpacked but not its archive
+    /// (a plugin cache `init` filled, served as it is), packed into a zip
+    /// once its files are checked against the `h1:` its provenance records:
+    /// the version document lists that `h1:`, which any zip of these files
+    /// matches. The zip is written to an unnamed temporary file, gone when
+    /// the answer is.
+    async fn repacked(
+        &self,
+        provider: &ProviderAddr,
+        version: &Version,
+        platform: &Platform,
+    ) -> Option<std::fs::File> {
+        let entry = self.store.cache.lookup(provider, version, platform)?;
+        let recorded = entry.meta.as_ref()?.h1()?;
+        let work = self.store.cache.root().join(".tmp");
+        crate::fsutil::blocking(move || {
+            if PackageHash::h1_of_dir(&entry.dir)? != recorded {
+                return Err(std::io::Error::other("the files changed"));
+            }
+            std::fs::create_dir_all(&work)?;
+            let packed = tempfile::NamedTempFile::new_in(&work)?;
+            pack(&entry.dir, packed.as_file())?;
+            packed.reopen()
+        })
+        .await
+        .ok()
     }
 
     /// Records that a client was handed the entry's archive, for
@@ -729,4 +832,44 @@ fn archive_name(provider: &ProviderAddr, version: &Version, platform: &Platform)
         "terraform-provider-{}_{version}_{platform}.zip",
         provider.type_name
     )
+}
+
+/// A zip of the package in `dir`, as a registry would ship it: each file at
+/// its path, stored (the package is about to be unpacked again, usually on
+/// the same network), with its mode and a fixed time.
+fn pack(dir: &Path, out: &std::fs::File) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use zip::write::SimpleFileOptions;
+    fn add(
+        zip: &mut zip::ZipWriter<&std::fs::File>,
+        dir: &Path,
+        prefix: &str,
+    ) -> std::io::Result<()> {
+        let mut names: Vec<_> = std::fs::read_dir(dir)?.collect::<Result<_, _>>()?;
+        names.sort_by_key(|e| e.file_name());
+        for entry in names {
+            let name = format!("{prefix}{}", entry.file_name().to_string_lossy());
+            let meta = std::fs::metadata(entry.path())?;
+            if meta.is_dir() {
+                add(zip, &entry.path(), &format!("{name}/"))?;
+                continue;
+            }
+            #[cfg(unix)]
+            let mode = std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) | 0o200;
+            #[cfg(not(unix))]
+            let mode = 0o644;
+            let options = SimpleFileOptions::default()
+                .compression_method(zip::CompressionMethod::Stored)
+                .unix_permissions(mode & 0o777)
+                .large_file(meta.len() >= u64::from(u32::MAX));
+            zip.start_file(name, options)
+                .map_err(std::io::Error::other)?;
+            let mut file = std::fs::File::open(entry.path())?;
+            std::io::copy(&mut file, zip)?;
+        }
+        Ok(())
+    }
+    let mut zip = zip::ZipWriter::new(out);
+    add(&mut zip, dir, "")?;
+    zip.finish().map_err(std::io::Error::other)?.flush()
 }

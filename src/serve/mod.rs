@@ -397,12 +397,12 @@ impl Server {
                 );
                 response
             }
-            Reply::Archive(path, outcome) => {
+            Reply::Archive(file, outcome) => {
                 logged.outcome = Some(outcome);
-                match stream_file(&path).await {
+                match stream_file(file).await {
                     Ok(response) => response,
                     Err(err) => {
-                        logged.error = Some(format!("reading {}: {err}", path.display()));
+                        logged.error = Some(format!("reading the archive: {err}"));
                         plain(
                             StatusCode::INTERNAL_SERVER_ERROR,
                             "the stored archive cannot be read\n",
@@ -432,8 +432,8 @@ struct Logged {
 
 /// Streams a stored archive: read a chunk at a time, so memory stays flat
 /// however large the package and however many clients read it.
-async fn stream_file(path: &Path) -> std::io::Result<Response<Body>> {
-    let file = tokio::fs::File::open(path).await?;
+async fn stream_file(file: std::fs::File) -> std::io::Result<Response<Body>> {
+    let file = tokio::fs::File::from_std(file);
     let length = file.metadata().await?.len();
     let chunks = futures_util::stream::try_unfold(file, |mut file| async move {
         use tokio::io::AsyncReadExt as _;
