@@ -20,6 +20,9 @@ fn main() -> ExitCode {
             };
         }
     };
+    if !matches!(cli.command, Command::Serve(_)) {
+        end_quietly_on_closed_output();
+    }
     // Without TFINSTALL_LOG nothing is logged: every failure the user must
     // see is a diagnostic, and dependencies' own error logs (the TLS
     // verifier's, say) would only repeat them in another format.
@@ -109,3 +112,20 @@ fn limit_malloc_arenas() {
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn limit_malloc_arenas() {}
+
+/// A closed standard output (`tfinstall providers | head -1`) ends the
+/// process quietly, as it ends Terraform and other Unix tools, rather than
+/// with Rust's panic over the failed print. Rust ignores SIGPIPE by default;
+/// this puts the default action back. Not for `serve`: its log ignores
+/// failed writes, and a log reader going away must not stop the server.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn end_quietly_on_closed_output() {
+    // SAFETY: signal only sets the disposition of SIGPIPE to its default;
+    // it is called before the process has started a second thread.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn end_quietly_on_closed_output() {}
