@@ -126,7 +126,7 @@ pub struct EntryMeta {
     pub origin: String,
     /// The entry's file stamps once a run has hashed it and found `h1`:
     /// later runs that find them unchanged take `h1` without hashing the
-    /// package again (see `install::hash_memo` for why that is safe; the
+    /// package again (see `package::stamps` for why that is safe; the
     /// entry's files are read-only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stamps: Option<DirStamps>,
@@ -478,14 +478,11 @@ impl PluginCache {
         let dir = &lock.entry;
         make_read_only(&built)?;
         // Stamps taken now vouch for the files from the start when their
-        // times were pinned (`hash_memo::pin_mtimes`); renaming the entry
-        // into place changes none of them.
-        let meta = match &meta.stamps {
-            Some(_) => meta.clone(),
-            None => EntryMeta {
-                stamps: DirStamps::of(&built)?,
-                ..meta.clone()
-            },
+        // times were pinned (`package::stamps::pin_mtimes`); renaming the
+        // entry into place changes none of them.
+        let meta = EntryMeta {
+            stamps: DirStamps::of(&built)?,
+            ..meta.clone()
         };
         crate::failpoint::pause("insert-before-publish");
         let archive = self.archive_of_dir(dir);
@@ -508,13 +505,13 @@ impl PluginCache {
     }
 
     /// Records in `entry`'s provenance the stamps its files had before they
-    /// were hashed and found to be `meta`'s (a write since shows in them).
-    /// Stamps taken at insertion would be too fresh to trust (a write in the
-    /// same clock tick leaves them equal), so the first run to use an entry
-    /// takes them. The write is made under the entry's lock (`held`, or taken
-    /// here if free) and only while the provenance is still `meta`: an entry
-    /// being filled or replaced is left alone. Skipping only costs a later
-    /// run the hashing.
+    /// were hashed and found to be `meta`'s (a write since shows in them),
+    /// for an entry whose recorded stamps do not hold: one filled before
+    /// stamps were recorded at insertion, or whose files' times were not
+    /// pinned, so that its stamps were too fresh to trust. The write is
+    /// made under the entry's lock (`held`, or taken here if free) and only
+    /// while the provenance is still `meta`: an entry being filled or
+    /// replaced is left alone. Skipping only costs a later run the hashing.
     pub fn remember_stamps(
         &self,
         entry: &Path,

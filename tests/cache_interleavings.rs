@@ -18,10 +18,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
+use support::cache_world::{CacheWorld, HOST, NS};
 use support::*;
 
-const HOST: &str = "registry.test";
-const NS: &str = "acme";
 const VERSION: &str = "1.0.0";
 /// No process may take longer; a hang fails instead of blocking.
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
@@ -29,60 +28,12 @@ const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 /// A registry of `registry.test/acme/TYPE` 1.0.0, a temp dir for work
 /// dirs and logs, one shared plugin cache and the CLI configuration
 /// pointing at both.
-struct World {
-    ca: TestCa,
-    server: TestServer,
-    tmp: tempfile::TempDir,
-    tree: PublishedTree,
-    types: Vec<String>,
-    cache: PathBuf,
-    config: PathBuf,
-}
+type World = CacheWorld;
 
 impl World {
-    fn new(types: &[&str]) -> Self {
-        let ca = TestCa::new();
-        let server = TestServer::https(&ca);
-        let tmp = tempfile::tempdir().unwrap();
-        let site = tmp.path().join("site");
-        server.serve_dir(&site);
-        let platform = current_platform();
-        let registry = types
-            .iter()
-            .fold(Registry::new(&PgpKey::generate()), |r, t| {
-                r.provider(
-                    ProviderSpec::new(NS, t, VERSION)
-                        .hostname(HOST)
-                        .platforms(&[platform.as_str()]),
-                )
-            });
-        let tree = registry.write(&site, &server.url());
-        std::fs::create_dir_all(tmp.path().join("home")).unwrap();
-        let cache = tmp.path().join("cache");
-        std::fs::create_dir_all(&cache).unwrap();
-        let config = tmp.path().join("cli.tfrc");
-        std::fs::write(
-            &config,
-            format!(
-                "host \"{HOST}\" {{\n  services = {{\n    \"providers.v1\" = \"{}\"\n  }}\n}}\nplugin_cache_dir = \"{}\"\n",
-                server.url_for("/v1/providers/"),
-                cache.display()
-            ),
-        )
-        .unwrap();
-        World {
-            ca,
-            server,
-            tmp,
-            tree,
-            types: types.iter().map(|t| t.to_string()).collect(),
-            cache,
-            config,
-        }
-    }
-
-    fn path(&self, relative: &str) -> PathBuf {
-        self.tmp.path().join(relative)
+    fn of_types(types: &[&str]) -> Self {
+        let packages: Vec<(&str, &str)> = types.iter().map(|t| (*t, VERSION)).collect();
+        CacheWorld::new(&packages)
     }
 
     /// A new work dir requiring every provider of the world.
@@ -90,9 +41,9 @@ impl World {
         let dir = self.path("work").join(name);
         std::fs::create_dir_all(&dir).unwrap();
         let providers: String = self
-            .types
+            .packages
             .iter()
-            .map(|t| {
+            .map(|(t, _)| {
                 format!("    {t} = {{\n      source  = \"{HOST}/{NS}/{t}\"\n      version = \"~> 1.0\"\n    }}\n")
             })
             .collect();
@@ -317,7 +268,7 @@ const FILL_STEPS: [&str; 4] = [
 /// download the package again and rename a second copy over it.
 #[test]
 fn a_look_during_publication_is_not_trusted_once_the_lock_is_held() {
-    let world = World::new(&["alpha"]);
+    let world = World::of_types(&["alpha"]);
     let (mut a, a_dir) = world.init("a", &["insert-midway"]);
     a.reaches("insert-midway");
     let (mut b, b_dir) = world.init("b", &["fill-before-lock"]);
@@ -338,7 +289,7 @@ fn a_look_during_publication_is_not_trusted_once_the_lock_is_held() {
 fn a_second_process_during_each_step_of_a_fill_reuses_it() {
     const WAITS: [&str; 2] = ["entry-lock-busy", "use-lock-busy"];
     for step in FILL_STEPS {
-        let world = World::new(&["alpha"]);
+        let world = World::of_types(&["alpha"]);
         let (mut a, a_dir) = world.init("a", &[step]);
         a.reaches(step);
         let (mut b, b_dir) = world.init("b", &WAITS);
@@ -365,7 +316,7 @@ fn a_second_process_during_each_step_of_a_fill_reuses_it() {
 /// from start to end: B, holding the lock, finds it complete and uses it.
 #[test]
 fn a_look_before_the_entry_existed_is_not_trusted_once_the_lock_is_held() {
-    let world = World::new(&["alpha"]);
+    let world = World::of_types(&["alpha"]);
     let (mut b, b_dir) = world.init("b", &["fill-before-lock"]);
     b.reaches("fill-before-lock");
     let (a, a_dir) = world.init("a", &[]);
@@ -383,7 +334,7 @@ fn a_look_before_the_entry_existed_is_not_trusted_once_the_lock_is_held() {
 #[test]
 fn a_fill_killed_at_any_step_leaves_a_whole_entry_or_none() {
     for step in FILL_STEPS {
-        let world = World::new(&["alpha"]);
+        let world = World::of_types(&["alpha"]);
         let (mut a, _) = world.init("a", &[step]);
         a.reaches(step);
         a.kill();
@@ -422,7 +373,7 @@ fn a_fill_killed_at_any_step_leaves_a_whole_entry_or_none() {
 #[test]
 fn cache_warm_and_init_racing_fill_once() {
     for warm_first in [true, false] {
-        let world = World::new(&["alpha"]);
+        let world = World::of_types(&["alpha"]);
         let warm_dir = world.workdir("warm");
         let (mut first, first_dir) = if warm_first {
             let warm = world.start("warm", &warm_dir, &["cache", "warm"], &["insert-midway"]);
@@ -464,7 +415,7 @@ fn cache_warm_and_init_racing_fill_once() {
 /// the one entry.
 #[test]
 fn two_multi_directory_runs_sharing_a_cache_fill_once() {
-    let world = World::new(&["alpha", "beta"]);
+    let world = World::of_types(&["alpha", "beta"]);
     let dirs: Vec<PathBuf> = (0..4).map(|i| world.workdir(&format!("d{i}"))).collect();
     let args = |pair: &[PathBuf]| -> Vec<String> {
         let mut args = vec!["init".to_owned(), "-no-color".to_owned()];
@@ -504,7 +455,7 @@ fn two_multi_directory_runs_sharing_a_cache_fill_once() {
 /// mix of the new provenance and the files being moved.
 #[test]
 fn cache_verify_racing_with_a_replacement_reports_only_real_damage() {
-    let world = World::new(&["alpha"]);
+    let world = World::of_types(&["alpha"]);
     let (first, _) = world.init("first", &[]);
     first.succeeds();
     // Damage the entry as an editor saving the file would.
@@ -541,7 +492,7 @@ fn sixteen_inits_fill_each_entry_once_in_every_round() {
     let types: Vec<String> = (0..10).map(|i| format!("synth{i:02}")).collect();
     let types: Vec<&str> = types.iter().map(String::as_str).collect();
     for round in 0..rounds {
-        let world = World::new(&types);
+        let world = World::of_types(&types);
         let processes: Vec<(Process, PathBuf)> = (0..PROCESSES)
             .map(|i| world.init(&format!("w{i}"), &[]))
             .collect();

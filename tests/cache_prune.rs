@@ -19,24 +19,16 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::Value;
+use support::cache_world::{CacheWorld, HOST, NS};
 use support::*;
 
-const HOST: &str = "registry.test";
-const NS: &str = "acme";
 /// No run may take longer; a hang fails instead of blocking.
 const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 const DAY: Duration = Duration::from_secs(86_400);
 
-/// A registry of `registry.test/acme/alpha` 1.0.0, 1.1.0 and 1.2.0 and
-/// `beta` 1.0.0, one plugin cache, and a CLI configuration for both.
-struct World {
-    ca: TestCa,
-    server: TestServer,
-    tmp: tempfile::TempDir,
-    tree: PublishedTree,
-    cache: PathBuf,
-    config: PathBuf,
-}
+/// `registry.test/acme/alpha` 1.0.0, 1.1.0 and 1.2.0 and `beta` 1.0.0,
+/// one plugin cache, and a CLI configuration for both.
+type World = CacheWorld;
 
 const PACKAGES: [(&str, &str); 4] = [
     ("alpha", "1.0.0"),
@@ -46,48 +38,8 @@ const PACKAGES: [(&str, &str); 4] = [
 ];
 
 impl World {
-    fn new() -> Self {
-        let ca = TestCa::new();
-        let server = TestServer::https(&ca);
-        let tmp = tempfile::tempdir().unwrap();
-        let site = tmp.path().join("site");
-        server.serve_dir(&site);
-        let platform = current_platform();
-        let registry = PACKAGES
-            .iter()
-            .fold(Registry::new(&PgpKey::generate()), |r, (t, v)| {
-                r.provider(
-                    ProviderSpec::new(NS, t, v)
-                        .hostname(HOST)
-                        .platforms(&[platform.as_str()]),
-                )
-            });
-        let tree = registry.write(&site, &server.url());
-        std::fs::create_dir_all(tmp.path().join("home")).unwrap();
-        let cache = tmp.path().join("cache");
-        std::fs::create_dir_all(&cache).unwrap();
-        let config = tmp.path().join("cli.tfrc");
-        std::fs::write(
-            &config,
-            format!(
-                "host \"{HOST}\" {{\n  services = {{\n    \"providers.v1\" = \"{}\"\n  }}\n}}\nplugin_cache_dir = \"{}\"\n",
-                server.url_for("/v1/providers/"),
-                cache.display()
-            ),
-        )
-        .unwrap();
-        World {
-            ca,
-            server,
-            tmp,
-            tree,
-            cache,
-            config,
-        }
-    }
-
-    fn path(&self, relative: &str) -> PathBuf {
-        self.tmp.path().join(relative)
+    fn with_packages() -> Self {
+        CacheWorld::new(&PACKAGES)
     }
 
     /// A work dir `work/NAME` pinning each `(type, version)`.
@@ -391,7 +343,7 @@ fn listing(root: &Path) -> Vec<(PathBuf, u64)> {
 /// directory's installed files in place.
 #[test]
 fn every_criterion_and_combination_selects_what_it_says() {
-    let world = World::new();
+    let world = World::with_packages();
     world.fill_all(40 * DAY);
     world.date_use("alpha", "1.2.0", DAY);
     // Repositories whose lock files pin alpha 1.1.0 and beta 1.0.0.
@@ -483,7 +435,7 @@ fn every_criterion_and_combination_selects_what_it_says() {
 /// refused with what to do instead, and nothing is removed.
 #[test]
 fn refusals_name_the_fix_and_remove_nothing() {
-    let world = World::new();
+    let world = World::with_packages();
     world.fill_all(40 * DAY);
     let garbage = world.path("garbage.hcl");
     std::fs::write(
@@ -528,7 +480,7 @@ fn refusals_name_the_fix_and_remove_nothing() {
 /// the `init` then completes with the entry's own files.
 #[test]
 fn an_entry_an_init_is_using_is_skipped_and_reported() {
-    let world = World::new();
+    let world = World::with_packages();
     world.fill_all(40 * DAY);
     let dir = world.workdir("held", &[("alpha", "1.1.0")]);
     let mut held = world.start("held", &dir, &["init", "-no-color"], &["use-held"]);
@@ -574,7 +526,7 @@ fn an_entry_an_init_is_using_is_skipped_and_reported() {
 /// again), and the cache is whole at the end.
 #[test]
 fn prunes_beside_eight_inits_never_break_one() {
-    let world = World::new();
+    let world = World::with_packages();
     world.fill_all(40 * DAY);
     let pins = |i: usize| [PACKAGES[i % 3], PACKAGES[3]];
     let dirs: Vec<PathBuf> = (0..8)
@@ -616,7 +568,7 @@ fn prunes_beside_eight_inits_never_break_one() {
 /// what was left; an `init` then fills the entry again.
 #[test]
 fn a_prune_killed_midway_is_finished_by_the_next() {
-    let world = World::new();
+    let world = World::with_packages();
     world.fill_all(40 * DAY);
     let mut prune = world.start(
         "prune",
@@ -657,7 +609,7 @@ fn a_prune_killed_midway_is_finished_by_the_next() {
 /// counts, and goes when prune removes the entry.
 #[test]
 fn stats_match_du_and_link_counts() {
-    let world = World::new();
+    let world = World::with_packages();
     world.fill_all(40 * DAY);
     world.date_use("alpha", "1.2.0", DAY);
     let second = world.workdir("second", &[PACKAGES[0], PACKAGES[3]]);
@@ -774,7 +726,7 @@ fn stats_match_du_and_link_counts() {
 /// everything installed.
 #[test]
 fn last_use_is_recorded_by_use_and_never_by_the_no_op_path() {
-    let world = World::new();
+    let world = World::with_packages();
     let first = world.workdir("first", &[("alpha", "1.0.0")]);
     world.init_ok(&first);
     let used = world.sidecar("alpha", "1.0.0", ".used");

@@ -270,34 +270,34 @@ impl Mirror {
                             .collect(),
                     )
                 });
-                let held = self.held(provider);
-                match last {
-                    Some(versions) => {
-                        (self.log)(format!(
-                            "upstream failed for {}; answering with the last version list it gave: {err}",
-                            provider.for_display()
-                        ));
-                        Ok((versions, Outcome::Stale))
-                    }
-                    None if !held.is_empty() => {
-                        (self.log)(format!(
-                            "upstream failed for {}; answering with the versions the store holds: {err}",
-                            provider.for_display()
-                        ));
-                        let mut versions: Vec<Version> =
-                            held.into_iter().map(|(version, _)| version).collect();
-                        versions.sort();
-                        versions.dedup();
-                        Ok((versions, Outcome::Stale))
-                    }
-                    None => Err(Reply::Failed(
+                if let Some(versions) = last {
+                    (self.log)(format!(
+                        "upstream failed for {}; answering with the last version list it gave: {err}",
+                        provider.for_display()
+                    ));
+                    return Ok((versions, Outcome::Stale));
+                }
+                let mut held: Vec<Version> = self
+                    .held(provider)
+                    .into_iter()
+                    .map(|(version, _)| version)
+                    .collect();
+                held.sort();
+                held.dedup();
+                if held.is_empty() {
+                    return Err(Reply::Failed(
                         502,
                         format!(
                             "upstream failed for {} and no earlier version list is kept: {err}",
                             provider.for_display()
                         ),
-                    )),
+                    ));
                 }
+                (self.log)(format!(
+                    "upstream failed for {}; answering with the versions the store holds: {err}",
+                    provider.for_display()
+                ));
+                Ok((held, Outcome::Stale))
             }
         }
     }

@@ -23,6 +23,7 @@ use futures_util::TryStreamExt;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
+use hyper::header::HeaderValue;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
@@ -344,7 +345,7 @@ impl Server {
             );
             response
                 .headers_mut()
-                .insert(hyper::header::ALLOW, "GET, HEAD".parse().expect("valid"));
+                .insert(hyper::header::ALLOW, HeaderValue::from_static("GET, HEAD"));
             return (response, logged);
         }
         let Some(route) = route::route(request.uri().path()) else {
@@ -361,16 +362,15 @@ impl Server {
             let mut response = plain(StatusCode::UNAUTHORIZED, "a bearer token is required\n");
             response.headers_mut().insert(
                 hyper::header::WWW_AUTHENTICATE,
-                "Bearer realm=\"tfinstall\"".parse().expect("valid"),
+                HeaderValue::from_static("Bearer realm=\"tfinstall\""),
             );
             return (response, logged);
         }
-        let provider = match &route {
-            Route::Index(p) | Route::Version(p, _) | Route::Archive(p, _, _) => p.clone(),
-            Route::Health => unreachable!("answered above"),
-        };
+        let provider = route
+            .provider()
+            .expect("only the health check, answered above, names no provider");
         logged.route = Some(route.clone());
-        if !self.allowed.allows(&provider) {
+        if !self.allowed.allows(provider) {
             return (
                 plain(
                     StatusCode::FORBIDDEN,
@@ -393,7 +393,7 @@ impl Server {
                 let mut response = Response::new(full(body));
                 response.headers_mut().insert(
                     hyper::header::CONTENT_TYPE,
-                    "application/json".parse().expect("valid"),
+                    HeaderValue::from_static("application/json"),
                 );
                 response
             }
@@ -449,7 +449,7 @@ async fn stream_file(file: std::fs::File) -> std::io::Result<Response<Body>> {
     let headers = response.headers_mut();
     headers.insert(
         hyper::header::CONTENT_TYPE,
-        "application/zip".parse().expect("valid"),
+        HeaderValue::from_static("application/zip"),
     );
     headers.insert(hyper::header::CONTENT_LENGTH, length.into());
     Ok(response)
@@ -470,7 +470,7 @@ fn plain(status: StatusCode, message: &str) -> Response<Body> {
     *response.status_mut() = status;
     response.headers_mut().insert(
         hyper::header::CONTENT_TYPE,
-        "text/plain; charset=utf-8".parse().expect("valid"),
+        HeaderValue::from_static("text/plain; charset=utf-8"),
     );
     response
 }

@@ -23,6 +23,16 @@ pub enum Route {
     Archive(ProviderAddr, Version, Platform),
 }
 
+impl Route {
+    /// The provider the request is about; `None` for the health check.
+    pub fn provider(&self) -> Option<&ProviderAddr> {
+        match self {
+            Route::Health => None,
+            Route::Index(p) | Route::Version(p, _) | Route::Archive(p, _, _) => Some(p),
+        }
+    }
+}
+
 /// The route `path` names, or `None` for anything else (a 404).
 pub fn route(path: &str) -> Option<Route> {
     if path == "/healthz" {

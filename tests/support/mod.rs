@@ -9,6 +9,7 @@
 //!
 //! Include it with `mod support;` and use the re-exports below.
 
+pub mod cache_world;
 pub mod credentials_helper;
 pub mod fake_package;
 pub mod fixtures;
