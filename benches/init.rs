@@ -713,23 +713,7 @@ impl Bench {
         }
         for run in 0..self.options.runs {
             for tool in self.options.tools.clone() {
-                let base = self
-                    .work
-                    .join("many")
-                    .join(tool.name())
-                    .join(format!("run{run}"));
-                let cache = base.join("plugin-cache");
-                fs::create_dir_all(&cache).expect("create plugin cache");
-                let config = base.join("cli.tfrc");
-                fs::write(
-                    &config,
-                    format!(
-                        "{}plugin_cache_dir = {:?}\n",
-                        self.host_block(),
-                        cache.display().to_string()
-                    ),
-                )
-                .expect("write CLI config");
+                let (base, config) = self.run_with_fresh_cache("many", tool, run);
                 let dirs: Vec<PathBuf> = (0..self.options.many_dirs)
                     .map(|i| {
                         let dir =
@@ -801,23 +785,7 @@ impl Bench {
         let mut samples: Vec<BTreeMap<Tool, Vec<Sample>>> = vec![BTreeMap::new(); 3];
         for run in 0..self.options.runs {
             for tool in self.options.tools.clone() {
-                let base = self
-                    .work
-                    .join("sequence")
-                    .join(tool.name())
-                    .join(format!("run{run}"));
-                let cache = base.join("plugin-cache");
-                fs::create_dir_all(&cache).expect("create plugin cache");
-                let config = base.join("cli.tfrc");
-                fs::write(
-                    &config,
-                    format!(
-                        "{}plugin_cache_dir = {:?}\n",
-                        self.host_block(),
-                        cache.display().to_string()
-                    ),
-                )
-                .expect("write CLI config");
+                let (base, config) = self.run_with_fresh_cache("sequence", tool, run);
                 let a = new_workdir(&base.join("a"), &main_tf);
                 let b = new_workdir(&base.join("b"), &main_tf);
                 for (step, dir) in [&a, &b, &b].into_iter().enumerate() {
@@ -846,6 +814,29 @@ impl Bench {
                 notes: Vec::new(),
             })
             .collect()
+    }
+
+    /// `WORK/SCENARIO/TOOL/runN` with an empty plugin cache and a CLI
+    /// configuration naming it; returns the directory and the configuration.
+    fn run_with_fresh_cache(&self, scenario: &str, tool: Tool, run: usize) -> (PathBuf, PathBuf) {
+        let base = self
+            .work
+            .join(scenario)
+            .join(tool.name())
+            .join(format!("run{run}"));
+        let cache = base.join("plugin-cache");
+        fs::create_dir_all(&cache).expect("create plugin cache");
+        let config = base.join("cli.tfrc");
+        fs::write(
+            &config,
+            format!(
+                "{}plugin_cache_dir = {:?}\n",
+                self.host_block(),
+                cache.display().to_string()
+            ),
+        )
+        .expect("write CLI config");
+        (base, config)
     }
 
     fn host_block(&self) -> String {
