@@ -1,14 +1,17 @@
-//! Archive downloads: streamed to disk and hashed on the way, so memory stays
-//! flat whatever the package size and the `zh:` hash costs no second read.
-//! Hashing and writing run on a thread of their own, beside the network side
-//! (TLS, HTTP/2), so a download is as fast as the slower of the two rather
-//! than their sum.
+//! Archive downloads: hashed on the way and either streamed to disk or
+//! unpacked as they arrive (see `package::extract::unpack_stream`), so
+//! memory stays flat whatever the package size, the `zh:` hash costs no
+//! second read, and an archive that is only to be unpacked is never written
+//! and read back. Hashing, writing and unpacking run on a thread of their
+//! own, beside the network side (TLS, HTTP/2), so a download is as fast as
+//! the slower of the two rather than their sum.
 //! Unlike Terraform, downloads are retried with backoff, resumed with `Range`
 //! where the server allows it, and abandoned when the server stalls or only
 //! trickles.
 
+use std::collections::VecDeque;
 use std::io::{IoSlice, Seek, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -20,6 +23,7 @@ use sha2::{Digest, Sha256};
 use url::Url;
 
 use crate::cliconfig::netrc::Netrc;
+use crate::package::extract::{Chunks, Declined, ExtractLimits, ExtractedFile, unpack_stream};
 
 #[derive(Clone, Debug)]
 pub struct DownloadSettings {
@@ -41,7 +45,7 @@ impl Default for DownloadSettings {
             retries: 3,
             stall_timeout: Duration::from_secs(30),
             backoff: Duration::from_secs(1),
-            max_bytes: crate::package::extract::ExtractLimits::default().max_total_bytes,
+            max_bytes: ExtractLimits::default().max_total_bytes,
         }
     }
 }
@@ -189,40 +193,68 @@ enum SinkOp {
     Restart,
 }
 
-/// The archive file and its SHA-256, fed from the network side through a
-/// bounded queue and owned by a blocking thread.
+/// Where a download goes as its bytes arrive.
+#[derive(Clone, Copy, Debug)]
+pub enum Destination<'a> {
+    /// A new file, for a caller that keeps the archive or reads it again.
+    File(&'a Path),
+    /// Straight into a package directory; the archive is never stored.
+    Unpacked(&'a UnpackInto),
+}
+
+/// A package directory to unpack a download into.
+#[derive(Clone, Debug)]
+pub struct UnpackInto {
+    /// Created by the download; the caller removes it after a failure or a
+    /// decline, and publishes it only once the archive's hash is verified.
+    pub dir: PathBuf,
+    pub provider_type: String,
+    pub limits: ExtractLimits,
+}
+
+/// What a finished download produced.
+#[derive(Debug)]
+pub struct Downloaded {
+    /// The archive's SHA-256.
+    pub sha256: [u8; 32],
+    /// The archive's length in bytes.
+    pub size: u64,
+    /// For [`Destination::Unpacked`], the package's files, or why the full
+    /// extractor must judge the archive instead (the caller then downloads
+    /// it again to a file).
+    pub unpacked: Option<Result<Vec<ExtractedFile>, Declined>>,
+}
+
+/// The archive's destination and its SHA-256, fed from the network side
+/// through a bounded queue and owned by a blocking thread.
 struct Sink {
     queue: Option<tokio::sync::mpsc::Sender<SinkOp>>,
-    writer: tokio::task::JoinHandle<std::io::Result<[u8; 32]>>,
+    /// Taken by the first [`finish`](Self::finish).
+    writer: Option<tokio::task::JoinHandle<std::io::Result<SinkOutput>>>,
+}
+
+struct SinkOutput {
+    sha256: [u8; 32],
+    unpacked: Option<Result<Vec<ExtractedFile>, Declined>>,
 }
 
 impl Sink {
-    fn new(file: std::fs::File) -> Sink {
-        let (queue, mut ops) = tokio::sync::mpsc::channel(SINK_QUEUE_BATCHES);
-        // Not synced to disk: the archive is unpacked from the page cache and
-        // deleted, and a crash throws the staging area away.
-        let writer = tokio::task::spawn_blocking(move || {
-            let mut file = file;
-            let mut hasher = Sha256::new();
-            while let Some(op) = ops.blocking_recv() {
-                match op {
-                    SinkOp::Data(chunks) => {
-                        chunks.iter().for_each(|chunk| hasher.update(chunk));
-                        write_all_vectored(&mut file, &chunks)?;
-                    }
-                    SinkOp::Restart => {
-                        file.set_len(0)?;
-                        file.rewind()?;
-                        hasher = Sha256::new();
-                    }
-                }
+    fn new(destination: Destination<'_>) -> std::io::Result<Sink> {
+        let (queue, ops) = tokio::sync::mpsc::channel(SINK_QUEUE_BATCHES);
+        let writer = match destination {
+            Destination::File(path) => {
+                let file = std::fs::File::create_new(path)?;
+                tokio::task::spawn_blocking(move || write_file(file, ops))
             }
-            Ok(hasher.finalize().into())
-        });
-        Sink {
+            Destination::Unpacked(into) => {
+                let into = into.clone();
+                tokio::task::spawn_blocking(move || unpack(into, ops))
+            }
+        };
+        Ok(Sink {
             queue: Some(queue),
-            writer,
-        }
+            writer: Some(writer),
+        })
     }
 
     async fn send(&mut self, op: SinkOp) -> Result<(), DownloadError> {
@@ -240,12 +272,130 @@ impl Sink {
         )))
     }
 
-    /// Waits for everything queued to be on disk; the archive's SHA-256.
-    async fn finish(&mut self) -> Result<[u8; 32], DownloadError> {
+    /// Waits for everything queued to be written or unpacked.
+    async fn finish(&mut self) -> Result<SinkOutput, DownloadError> {
         self.queue = None;
-        match (&mut self.writer).await {
-            Ok(result) => Ok(result?),
-            Err(err) => Err(DownloadError::Io(std::io::Error::other(err))),
+        match self.writer.take() {
+            Some(writer) => match writer.await {
+                Ok(result) => Ok(result?),
+                Err(err) => Err(DownloadError::Io(std::io::Error::other(err))),
+            },
+            None => Err(DownloadError::Io(std::io::Error::other(
+                "the archive writer stopped",
+            ))),
+        }
+    }
+}
+
+/// Not synced to disk: the archive is unpacked from the page cache or
+/// published by a rename that a crash leaves undone, and a crash throws the
+/// staging area away.
+fn write_file(
+    mut file: std::fs::File,
+    mut ops: tokio::sync::mpsc::Receiver<SinkOp>,
+) -> std::io::Result<SinkOutput> {
+    let mut hasher = Sha256::new();
+    while let Some(op) = ops.blocking_recv() {
+        match op {
+            SinkOp::Data(chunks) => {
+                chunks.iter().for_each(|chunk| hasher.update(chunk));
+                write_all_vectored(&mut file, &chunks)?;
+            }
+            SinkOp::Restart => {
+                file.set_len(0)?;
+                file.rewind()?;
+                hasher = Sha256::new();
+            }
+        }
+    }
+    Ok(SinkOutput {
+        sha256: hasher.finalize().into(),
+        unpacked: None,
+    })
+}
+
+/// Unpacks the bytes as they come. The hash covers every byte received,
+/// also past the point where the unpacker declined, so the caller can
+/// still judge the archive by its checksum first, as it would a file.
+fn unpack(
+    into: UnpackInto,
+    ops: tokio::sync::mpsc::Receiver<SinkOp>,
+) -> std::io::Result<SinkOutput> {
+    let mut feed = Feed {
+        ops,
+        hasher: Sha256::new(),
+        chunks: VecDeque::new(),
+        restarted: false,
+        ended: false,
+    };
+    loop {
+        std::fs::create_dir_all(&into.dir)?;
+        let unpacked = unpack_stream(&mut feed, &into.dir, &into.provider_type, &into.limits);
+        while feed.receive() {
+            feed.chunks.clear();
+        }
+        if !feed.restarted {
+            return Ok(SinkOutput {
+                sha256: std::mem::take(&mut feed.hasher).finalize().into(),
+                unpacked: Some(unpacked),
+            });
+        }
+        std::fs::remove_dir_all(&into.dir)?;
+        feed.restarted = false;
+        feed.hasher = Sha256::new();
+    }
+}
+
+/// The received bytes, hashed as they are taken off the queue.
+struct Feed {
+    ops: tokio::sync::mpsc::Receiver<SinkOp>,
+    hasher: Sha256,
+    chunks: VecDeque<Bytes>,
+    /// The download started over from its first byte: what was read so far
+    /// is void.
+    restarted: bool,
+    ended: bool,
+}
+
+impl Feed {
+    /// Takes the next batch; false once the download has ended or started
+    /// over.
+    fn receive(&mut self) -> bool {
+        if self.restarted || self.ended {
+            return false;
+        }
+        match self.ops.blocking_recv() {
+            Some(SinkOp::Data(chunks)) => {
+                chunks.iter().for_each(|chunk| self.hasher.update(chunk));
+                self.chunks.extend(chunks);
+                true
+            }
+            Some(SinkOp::Restart) => {
+                self.restarted = true;
+                self.chunks.clear();
+                false
+            }
+            None => {
+                self.ended = true;
+                false
+            }
+        }
+    }
+}
+
+impl Chunks for Feed {
+    fn next_chunk(&mut self) -> std::io::Result<Option<Bytes>> {
+        loop {
+            if let Some(chunk) = self.chunks.pop_front() {
+                return Ok(Some(chunk));
+            }
+            if !self.receive() {
+                return if self.restarted {
+                    Err(std::io::Error::other("the download started over"))
+                } else {
+                    Ok(None)
+                };
+            }
         }
     }
 }
@@ -266,22 +416,16 @@ impl Downloader {
         self
     }
 
-    /// Downloads `url` to `dest` (created new) and returns its SHA-256.
-    /// No Terraform credentials (tokens) are ever sent with an archive
-    /// request; `.netrc` credentials for its host are.
-    pub async fn download(&self, url: &Url, dest: &Path) -> Result<[u8; 32], DownloadError> {
-        self.download_with_progress(url, dest, &|_| {}).await
-    }
-
-    /// [`download`](Self::download), reporting the bytes on disk after
-    /// every chunk so a caller can show progress; a retry that has to start
-    /// over reports from zero again.
+    /// Downloads `url` to `dest`, reporting the bytes received after every
+    /// chunk so a caller can show progress; a retry that has to start over
+    /// reports from zero again. No Terraform credentials (tokens) are ever
+    /// sent with an archive request; `.netrc` credentials for its host are.
     pub async fn download_with_progress(
         &self,
         url: &Url,
-        dest: &Path,
+        dest: Destination<'_>,
         progress: &(dyn Fn(DownloadProgress) + Sync),
-    ) -> Result<[u8; 32], DownloadError> {
+    ) -> Result<Downloaded, DownloadError> {
         let netrc = self.netrc.as_ref().and_then(|n| n.authorization_for(url));
         self.download_authorized(url, netrc.as_deref(), dest, progress)
             .await
@@ -294,23 +438,45 @@ impl Downloader {
         &self,
         url: &Url,
         authorization: Option<&str>,
-        dest: &Path,
+        dest: Destination<'_>,
         progress: &(dyn Fn(DownloadProgress) + Sync),
-    ) -> Result<[u8; 32], DownloadError> {
-        let host = url.host_str().unwrap_or_default().to_string();
+    ) -> Result<Downloaded, DownloadError> {
         let mut partial = Partial {
-            sink: Sink::new(std::fs::File::create_new(dest)?),
+            sink: Sink::new(dest)?,
             written: 0,
             resumable: false,
         };
+        let fetched = self
+            .attempts(url, authorization, &mut partial, progress)
+            .await;
+        // Also after a failure: the caller removes what the sink wrote, so
+        // the sink must have stopped writing first.
+        let output = partial.sink.finish().await;
+        fetched?;
+        let output = output?;
+        Ok(Downloaded {
+            sha256: output.sha256,
+            size: partial.written,
+            unpacked: output.unpacked,
+        })
+    }
+
+    async fn attempts(
+        &self,
+        url: &Url,
+        authorization: Option<&str>,
+        partial: &mut Partial,
+        progress: &(dyn Fn(DownloadProgress) + Sync),
+    ) -> Result<(), DownloadError> {
+        let host = url.host_str().unwrap_or_default().to_string();
         let mut delay = self.settings.backoff;
         let mut attempt = 0;
         loop {
             match self
-                .attempt(url, authorization, &host, &mut partial, progress)
+                .attempt(url, authorization, &host, partial, progress)
                 .await
             {
-                Ok(()) => return partial.sink.finish().await,
+                Ok(()) => return Ok(()),
                 Err(err) if err.is_retryable() && attempt < self.settings.retries => {
                     attempt += 1;
                     tracing::debug!("retrying {url} after: {err}");

@@ -21,7 +21,7 @@ use support::{Compression, RawZip, Response, TestCa, TestServer, ZipEntry, build
 use tfinstall::addr::{Platform, ProviderAddr};
 use tfinstall::cliconfig::{self, CliEnv};
 use tfinstall::lockfile::Locks;
-use tfinstall::package::extract::{ExtractLimits, extract_package};
+use tfinstall::package::extract::{ExtractLimits, extract_package, unpack_stream};
 use tfinstall::source::Source;
 use tfinstall::source::discovery::Discovery;
 use tfinstall::source::network_mirror::NetworkMirror;
@@ -154,12 +154,57 @@ fn extract_contained(bytes: &[u8]) {
     top.sort();
     assert_eq!(top, ["dest", "package.zip"], "written outside dest");
     assert_no_links(&dest);
-    if let Ok(files) = result {
+    if let Ok(files) = &result {
         for file in files {
             let path = dest.join(&file.name);
             assert!(path.starts_with(&dest) && path.is_file(), "{}", file.name);
         }
     }
+
+    // The streaming unpacker, on the same bytes, either declines or makes
+    // exactly what the full extractor made; it never takes what the full
+    // extractor refuses.
+    let streamed_scratch = tempfile::tempdir().unwrap();
+    let streamed_dest = streamed_scratch.path().join("dest");
+    std::fs::create_dir(&streamed_dest).unwrap();
+    let mut pieces = bytes
+        .chunks(61)
+        .map(bytes::Bytes::copy_from_slice)
+        .collect::<Vec<_>>()
+        .into_iter();
+    let streamed = unpack_stream(&mut pieces, &streamed_dest, "null", &limits);
+    let top: Vec<_> = std::fs::read_dir(streamed_scratch.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(top, ["dest"], "the streaming unpacker wrote outside dest");
+    assert_no_links(&streamed_dest);
+    if let Ok(streamed_files) = streamed {
+        let files = result.expect("the streaming unpacker took a refused archive");
+        assert_eq!(files, streamed_files);
+        assert_eq!(tree(&dest), tree(&streamed_dest));
+    }
+}
+
+/// Every path below `dir` with its mode and content.
+fn tree(dir: &Path) -> Vec<(std::path::PathBuf, u32, Option<Vec<u8>>)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let content = meta.is_file().then(|| std::fs::read(&path).unwrap());
+            if meta.is_dir() {
+                stack.push(path.clone());
+            }
+            let relative = path.strip_prefix(dir).unwrap().to_path_buf();
+            found.push((relative, meta.permissions().mode() & 0o7777, content));
+        }
+    }
+    found.sort();
+    found
 }
 
 fn assert_no_links(dir: &Path) {

@@ -57,7 +57,8 @@ pub enum InstallEvent {
         locked: bool,
         package: String,
     },
-    /// The package passed its source's authentication, before unpacking.
+    /// The package passed its source's authentication, before its files
+    /// are used.
     Verified {
         provider: ProviderAddr,
         version: Version,

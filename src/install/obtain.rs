@@ -15,7 +15,7 @@ use crate::addr::{Platform, ProviderAddr};
 use crate::cache::{EntryMeta, EntryUse};
 use crate::diag::Diagnostic;
 use crate::engine::Engine;
-use crate::fetch::DownloadProgress;
+use crate::fetch::{Destination, DownloadProgress, UnpackInto};
 use crate::fsutil::blocking;
 use crate::http::TERRAFORM_COMPAT_VERSION;
 use crate::install::cache_use::CacheUse;
@@ -23,7 +23,7 @@ use crate::install::context::{CachedPackage, Installer, Selected};
 use crate::install::events::{InstallEvent, PROGRESS_INTERVAL, ProgressStage};
 use crate::install::link::{LinkMode, link_package};
 use crate::install::staging::Staging;
-use crate::package::extract::{extract_package, find_executable};
+use crate::package::extract::{ExtractedFile, extract_package, find_executable};
 use crate::package::stamps::{DirStamps, pin_mtimes};
 use crate::source::{
     IncompatibleProtocol, PackageAuthentication, PackageLocation, PackageMeta, RegistryPackages,
@@ -338,7 +338,6 @@ impl Installer {
                 Ok(package)
             }
             PackageLocation::Http(_) | PackageLocation::OciBlob(_) => {
-                let dest = staging.new_path(&meta.filename);
                 let last: Mutex<(Option<Instant>, u64)> = Mutex::new((None, 0));
                 let report = |p: DownloadProgress| {
                     let mut last = last.lock().unwrap_or_else(|e| e.into_inner());
@@ -348,23 +347,33 @@ impl Installer {
                         progress(ProgressStage::Downloading(p));
                     }
                 };
-                let fetched = async {
-                    let download = async {
-                        meta.location
-                            .download(&self.downloader, &dest, &report)
-                            .await
-                            .map_err(|err| err.to_string())
-                    };
-                    let digest = alongside_documents(&meta.authentication, download).await?;
-                    let size = last.lock().unwrap_or_else(|e| e.into_inner()).1;
+                let downloaded = |size| {
                     progress(ProgressStage::Downloading(DownloadProgress {
                         received: size,
                         total: Some(size),
-                    }));
+                    }))
+                };
+                if keep_archive.is_none()
+                    && let Some(package) = self
+                        .stage_streamed(meta, allowed, staged, emit, &report, &downloaded)
+                        .await?
+                {
+                    return Ok(package);
+                }
+                let dest = staging.new_path(&meta.filename);
+                let fetched = async {
+                    let download = async {
+                        meta.location
+                            .download(&self.downloader, Destination::File(&dest), &report)
+                            .await
+                            .map_err(|err| err.to_string())
+                    };
+                    let fetched = alongside_documents(&meta.authentication, download).await?;
+                    downloaded(fetched.size);
                     let archive = LocalArchive {
                         path: dest.clone(),
                         shown_as: PathBuf::from(meta.location.to_string()),
-                        digest: Some(digest),
+                        digest: Some(fetched.sha256),
                     };
                     self.stage_archive(archive, meta, allowed, staged, emit)
                         .await
@@ -382,6 +391,65 @@ impl Installer {
                     }
                 }
                 fetched
+            }
+        }
+    }
+
+    /// Downloads and unpacks at once, so the archive is never written and
+    /// read back (see `fetch::Destination::Unpacked`). Nothing in `staged`
+    /// counts until the archive's hash has passed the same checks as a
+    /// saved archive's. `None` when the streaming unpacker declined the
+    /// archive: the caller then downloads it again to a file, for the full
+    /// extractor to install or refuse with its own message.
+    async fn stage_streamed(
+        &self,
+        meta: &PackageMeta,
+        allowed: &BTreeSet<PackageHash>,
+        staged: &Path,
+        emit: &(dyn Fn(InstallEvent) + Sync),
+        report: &(dyn Fn(DownloadProgress) + Sync),
+        downloaded: &(dyn Fn(u64) + Sync),
+    ) -> Result<Option<StagedPackage>, StageError> {
+        let into = UnpackInto {
+            dir: staged.to_path_buf(),
+            provider_type: meta.provider.type_name.clone(),
+            limits: self.limits.clone(),
+        };
+        let download = async {
+            meta.location
+                .download(&self.downloader, Destination::Unpacked(&into), report)
+                .await
+                .map_err(|err| err.to_string())
+        };
+        let fetched = alongside_documents(&meta.authentication, download).await?;
+        downloaded(fetched.size);
+        let zh = PackageHash::zh_of_digest(&fetched.sha256);
+        let (auth, signed_hashes) = authenticate_archive(meta, &fetched.sha256, &zh, fetched.size)
+            .await
+            .map_err(StageError::Package)?;
+        match fetched.unpacked {
+            Some(Ok(files)) => {
+                report_verified(meta, &auth, emit);
+                staged_package(meta, allowed, &files, zh, auth, signed_hashes)
+                    .map(Some)
+                    .map_err(StageError::Package)
+            }
+            declined => {
+                if let Some(Err(reason)) = declined {
+                    tracing::debug!(
+                        "{} {}: unpacking while downloading declined ({reason}); downloading the archive again to unpack it from a file",
+                        meta.provider,
+                        meta.version
+                    );
+                }
+                let dir = staged.to_path_buf();
+                blocking(move || match std::fs::remove_dir_all(&dir) {
+                    Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(err),
+                    _ => Ok(()),
+                })
+                .await
+                .map_err(|err| StageError::Package(err.to_string()))?;
+                Ok(None)
             }
         }
     }
@@ -420,33 +488,9 @@ impl Installer {
             .map_err(|err| format!("failed to read {}: {err}", archive.display()))?
             .len();
         let (auth, signed_hashes) = authenticate_archive(meta, &digest, &zh, size).await?;
-        if let AuthResult::Signed(check) = &auth
-            && check.key_expired
-            && Engine::current() == Engine::OpenTofu
-        {
-            emit(InstallEvent::Warning(Diagnostic::warning(
-                "Provider signed with an expired key",
-                format!(
-                    "Provider {} v{} is signed with key {}, which has expired; this will fail in future versions of OpenTofu. Ask the provider's author to sign its releases with a current key. OPENTOFU_ENFORCE_GPG_EXPIRATION=true refuses such packages.",
-                    meta.provider.for_display(),
-                    meta.version,
-                    check.key_id
-                ),
-            )));
-        }
-        emit(InstallEvent::Verified {
-            provider: meta.provider.clone(),
-            version: meta.version.clone(),
-            auth: auth.clone(),
-        });
-        emit(InstallEvent::Progress {
-            provider: meta.provider.clone(),
-            version: meta.version.clone(),
-            stage: ProgressStage::Unpacking,
-        });
+        report_verified(meta, &auth, emit);
 
-        let provider = meta.provider.clone();
-        let type_name = provider.type_name.clone();
+        let type_name = meta.provider.type_name.clone();
         let limits = self.limits.clone();
         let dest = staged.to_path_buf();
         let src = archive.clone();
@@ -461,29 +505,70 @@ impl Installer {
         })
         .await
         .map_err(|err| err.to_string())?;
-        let entries: Vec<(String, [u8; 32])> =
-            files.iter().map(|f| (f.name.clone(), f.sha256)).collect();
-        let h1 = PackageHash::h1_of_files(&entries).map_err(|err| err.to_string())?;
-
-        if let PackageAuthentication::Hashes { listed, .. } = &meta.authentication
-            && !listed.contains(&zh)
-            && !listed.contains(&h1)
-        {
-            return Err(mirror_mismatch(listed));
-        }
-        if !allowed.is_empty() && !allowed.contains(&zh) && !allowed.contains(&h1) {
-            return Err(format!(
-                "the current package for {provider} {} doesn't match any of the checksums previously recorded in the dependency lock file; for more information: {CHECKSUM_DOCS}",
-                meta.version
-            ));
-        }
-        Ok(StagedPackage {
-            h1,
-            zh: Some(zh),
-            auth,
-            signed_hashes,
-        })
+        staged_package(meta, allowed, &files, zh, auth, signed_hashes)
     }
+}
+
+/// Tells the user the package passed authentication and is being unpacked
+/// (at once, when it was unpacked while it downloaded).
+fn report_verified(meta: &PackageMeta, auth: &AuthResult, emit: &(dyn Fn(InstallEvent) + Sync)) {
+    if let AuthResult::Signed(check) = auth
+        && check.key_expired
+        && Engine::current() == Engine::OpenTofu
+    {
+        emit(InstallEvent::Warning(Diagnostic::warning(
+            "Provider signed with an expired key",
+            format!(
+                "Provider {} v{} is signed with key {}, which has expired; this will fail in future versions of OpenTofu. Ask the provider's author to sign its releases with a current key. OPENTOFU_ENFORCE_GPG_EXPIRATION=true refuses such packages.",
+                meta.provider.for_display(),
+                meta.version,
+                check.key_id
+            ),
+        )));
+    }
+    emit(InstallEvent::Verified {
+        provider: meta.provider.clone(),
+        version: meta.version.clone(),
+        auth: auth.clone(),
+    });
+    emit(InstallEvent::Progress {
+        provider: meta.provider.clone(),
+        version: meta.version.clone(),
+        stage: ProgressStage::Unpacking,
+    });
+}
+
+/// The unpacked package's `h1:`, checked against what the mirror listed and
+/// what the lock file allows.
+fn staged_package(
+    meta: &PackageMeta,
+    allowed: &BTreeSet<PackageHash>,
+    files: &[ExtractedFile],
+    zh: PackageHash,
+    auth: AuthResult,
+    signed_hashes: Vec<PackageHash>,
+) -> Result<StagedPackage, String> {
+    let entries: Vec<(String, [u8; 32])> =
+        files.iter().map(|f| (f.name.clone(), f.sha256)).collect();
+    let h1 = PackageHash::h1_of_files(&entries).map_err(|err| err.to_string())?;
+    if let PackageAuthentication::Hashes { listed, .. } = &meta.authentication
+        && !listed.contains(&zh)
+        && !listed.contains(&h1)
+    {
+        return Err(mirror_mismatch(listed));
+    }
+    if !allowed.is_empty() && !allowed.contains(&zh) && !allowed.contains(&h1) {
+        return Err(format!(
+            "the current package for {} {} doesn't match any of the checksums previously recorded in the dependency lock file; for more information: {CHECKSUM_DOCS}",
+            meta.provider, meta.version
+        ));
+    }
+    Ok(StagedPackage {
+        h1,
+        zh: Some(zh),
+        auth,
+        signed_hashes,
+    })
 }
 
 /// An archive on disk, ready to be authenticated and unpacked.
@@ -572,8 +657,8 @@ async fn stage_unpacked(
 
 /// Runs the source's authentication for an archive whose SHA-256 and size
 /// are known (Terraform's `internal/getproviders/package_authentication.go`:
-/// the registry chain, or a mirror's hashes). Registry signatures are
-/// checked before anything is unpacked.
+/// the registry chain, or a mirror's hashes). It runs before anything
+/// unpacked from the archive is used.
 pub async fn authenticate_archive(
     meta: &PackageMeta,
     digest: &[u8; 32],

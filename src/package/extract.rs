@@ -49,6 +49,9 @@ use sha2::{Digest, Sha256};
 use zip::result::ZipError;
 use zip::{CompressionMethod, ZipArchive, ZipReadOptions};
 
+mod stream;
+pub use stream::{Chunks, Declined, unpack_stream};
+
 /// Longest single path component most file systems accept (ext4, APFS, NTFS).
 const MAX_COMPONENT_BYTES: usize = 255;
 /// Linux `PATH_MAX`; a longer relative name cannot be opened on Linux anyway.
@@ -408,7 +411,8 @@ struct PlannedEntry {
     kind: EntryKind,
     compressed_size: u64,
     declared_size: u64,
-    crc32: u32,
+    /// The CRC-32 to check, or `None` when the reader checks it itself.
+    crc32: Option<u32>,
 }
 
 #[derive(Clone, Copy)]
@@ -492,7 +496,7 @@ fn plan_entries<R: Read + Seek>(
             kind,
             compressed_size: entry.compressed_size(),
             declared_size: entry.size(),
-            crc32: entry.crc32(),
+            crc32: Some(entry.crc32()),
         });
     }
     if !has_executable {
@@ -664,7 +668,7 @@ impl PackageWriter<'_> {
             .compressed_size
             .saturating_mul(self.limits.max_ratio)
             .max(RATIO_GRACE_BYTES);
-        let mut crc32 = crc32fast::Hasher::new();
+        let mut crc32 = entry.crc32.map(|_| crc32fast::Hasher::new());
         let mut size: u64 = 0;
         // Inflates one buffer, checks the limits on it and adds it to the
         // CRC; false once the entry has ended.
@@ -689,7 +693,9 @@ impl PackageWriter<'_> {
                     limit: self.limits.max_ratio,
                 });
             }
-            crc32.update(buffer);
+            if let Some(crc32) = &mut crc32 {
+                crc32.update(buffer);
+            }
             Ok(!at_end)
         };
         let _unpacking = Unpacking::start();
@@ -708,13 +714,15 @@ impl PackageWriter<'_> {
                 ),
             });
         }
-        let actual = crc32.finalize();
-        if actual != entry.crc32 {
-            return Err(ExtractError::CrcMismatch {
-                name: entry.name.clone(),
-                expected: entry.crc32,
-                actual,
-            });
+        if let (Some(crc32), Some(expected)) = (crc32, entry.crc32) {
+            let actual = crc32.finalize();
+            if actual != expected {
+                return Err(ExtractError::CrcMismatch {
+                    name: entry.name.clone(),
+                    expected,
+                    actual,
+                });
+            }
         }
         set_file_mode(&out, mode).map_err(write_err)?;
         Ok(ExtractedFile {
@@ -954,13 +962,32 @@ mod tests {
             self.extract_with(archive, &ExtractLimits::default())
         }
 
+        /// Extracts with [`extract_package`] and checks the streaming
+        /// unpacker against it on the same bytes: it must decline whatever
+        /// is refused, and make exactly the same tree of whatever it takes.
         fn extract_with(
             &self,
             archive: &[u8],
             limits: &ExtractLimits,
         ) -> Result<Vec<ExtractedFile>, ExtractError> {
             fs::write(self.zip_path(), archive).unwrap();
-            extract_package(&self.zip_path(), &self.dest(), TYPE, limits)
+            let extracted = extract_package(&self.zip_path(), &self.dest(), TYPE, limits);
+            let streamed = Streamed::unpack(archive, limits);
+            if let (Ok(files), Ok(streamed_files)) = (&extracted, &streamed.files) {
+                assert_eq!(files, streamed_files);
+                assert_eq!(tree(&self.dest()), tree(&streamed.dest()));
+            }
+            // A write error comes from what a test planted in `dest`, not
+            // from the archive.
+            if let Err(err) = &extracted
+                && !matches!(err, ExtractError::Write { .. })
+            {
+                assert!(
+                    streamed.files.is_err(),
+                    "the streaming unpacker took an archive refused with: {err}"
+                );
+            }
+            extracted
         }
 
         /// Every path in the scratch dir other than the archive is in `dest`.
@@ -992,6 +1019,69 @@ mod tests {
                 .mode()
                 & 0o7777
         }
+    }
+
+    /// The streaming unpacker's result on an archive, in a scratch
+    /// directory of its own.
+    struct Streamed {
+        dir: TempDir,
+        files: Result<Vec<ExtractedFile>, Declined>,
+    }
+
+    impl Streamed {
+        fn unpack(archive: &[u8], limits: &ExtractLimits) -> Streamed {
+            let dir = tempfile::tempdir().unwrap();
+            let dest = dir.path().join("dest");
+            fs::create_dir(&dest).unwrap();
+            let files = unpack_stream(&mut in_pieces(archive), &dest, TYPE, limits);
+            let top: Vec<_> = fs::read_dir(dir.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            assert_eq!(top, ["dest"], "the streaming unpacker wrote outside dest");
+            Streamed { dir, files }
+        }
+
+        fn dest(&self) -> PathBuf {
+            self.dir.path().join("dest")
+        }
+    }
+
+    /// The archive in pieces of changing sizes, so that headers and data
+    /// are split across them as a network splits a download.
+    fn in_pieces(archive: &[u8]) -> impl Iterator<Item = bytes::Bytes> {
+        let mut pieces = Vec::new();
+        let mut rest = archive;
+        for len in [1, 3, 29, 4103].iter().cycle() {
+            if rest.is_empty() {
+                break;
+            }
+            let (piece, after) = rest.split_at((*len).min(rest.len()));
+            pieces.push(bytes::Bytes::copy_from_slice(piece));
+            rest = after;
+        }
+        pieces.into_iter()
+    }
+
+    /// Every path below `dir` with its kind, mode and content.
+    fn tree(dir: &Path) -> Vec<(PathBuf, u32, Option<Vec<u8>>)> {
+        let mut found = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(at) = stack.pop() {
+            for entry in fs::read_dir(&at).unwrap() {
+                let path = entry.unwrap().path();
+                let meta = fs::symlink_metadata(&path).unwrap();
+                assert!(meta.is_dir() || meta.is_file(), "{}", path.display());
+                let content = meta.is_file().then(|| fs::read(&path).unwrap());
+                if meta.is_dir() {
+                    stack.push(path.clone());
+                }
+                let relative = path.strip_prefix(dir).unwrap().to_path_buf();
+                found.push((relative, meta.permissions().mode() & 0o7777, content));
+            }
+        }
+        found.sort();
+        found
     }
 
     /// Extracts an archive that must be refused before anything is written,
@@ -1300,6 +1390,72 @@ mod tests {
             matches!(err, ExtractError::ExecutableNotFound { .. }),
             "{err}"
         );
+    }
+
+    #[test]
+    fn ordinary_archives_unpack_while_streaming() {
+        let stored = options().compression_method(CompressionMethod::Stored);
+        let archives = [
+            package_with("README"),
+            package_with("docs/nested/README"),
+            build(|w| {
+                add(w, EXE, EXE_DATA, stored.unix_permissions(0o755));
+                add(w, "empty", b"", stored);
+            }),
+            build(|w| {
+                w.add_directory("docs/", options()).unwrap();
+                add_exe(w);
+                add(w, "docs/README", README_DATA, options());
+            }),
+            fs::read("testdata/extract/infozip-terraform-provider-null_2.1.0_linux_amd64.zip")
+                .unwrap(),
+            // Sizes after the data, as Go's archive/zip writes them.
+            {
+                let mut writer = ZipWriter::new_stream(Vec::new());
+                add_exe(&mut writer);
+                add(&mut writer, "README", README_DATA, options());
+                writer.finish().unwrap().into_inner()
+            },
+        ];
+        for archive in archives {
+            let scratch = Scratch::new();
+            let files = scratch.extract(&archive).unwrap();
+            let streamed = Streamed::unpack(&archive, &ExtractLimits::default());
+            assert_eq!(streamed.files.as_ref(), Ok(&files));
+        }
+    }
+
+    #[test]
+    fn archives_a_front_reader_cannot_follow_are_declined_while_streaming() {
+        let stored = options().compression_method(CompressionMethod::Stored);
+        let mut writer = ZipWriter::new_stream(Vec::new());
+        add(&mut writer, EXE, EXE_DATA, stored.unix_permissions(0o755));
+        let stored_with_size_after = writer.finish().unwrap().into_inner();
+        let zip64 = build(|w| {
+            add_exe(w);
+            add(w, "README", README_DATA, options().large_file(true));
+        });
+        let mut prefixed = b"#!/bin/sh\nexit 0\n".to_vec();
+        prefixed.extend(package_with("README"));
+        for archive in [stored_with_size_after, zip64, prefixed] {
+            let streamed = Streamed::unpack(&archive, &ExtractLimits::default());
+            assert!(streamed.files.is_err());
+            Scratch::new().extract(&archive).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_corrupt_entry_is_declined_while_streaming() {
+        let stored = options().compression_method(CompressionMethod::Stored);
+        let mut archive = build(|w| {
+            add_exe(w);
+            add(w, "README", README_DATA, stored);
+        });
+        let at = find(&archive, README_DATA);
+        archive[at] ^= 1;
+        let streamed = Streamed::unpack(&archive, &ExtractLimits::default());
+        assert!(streamed.files.is_err());
+        assert!(Scratch::new().extract(&archive).is_err());
     }
 
     // ---- names ----

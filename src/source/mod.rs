@@ -17,7 +17,7 @@ pub mod shared;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -26,7 +26,7 @@ use futures_util::future::{BoxFuture, Shared};
 use url::Url;
 
 use crate::addr::{Platform, ProviderAddr};
-use crate::fetch::{DownloadError, DownloadProgress, Downloader};
+use crate::fetch::{Destination, DownloadError, DownloadProgress, Downloaded, Downloader};
 use crate::verify::hash::PackageHash;
 use crate::verify::signature::SigningKey;
 use crate::version::Version;
@@ -130,9 +130,9 @@ impl PackageLocation {
     pub async fn download(
         &self,
         downloader: &Downloader,
-        dest: &Path,
+        dest: Destination<'_>,
         progress: &(dyn Fn(DownloadProgress) + Sync),
-    ) -> Result<[u8; 32], DownloadError> {
+    ) -> Result<Downloaded, DownloadError> {
         match self {
             PackageLocation::Http(url) => {
                 downloader.download_with_progress(url, dest, progress).await

@@ -2,7 +2,7 @@
 //! sections "List Available Versions" and "Find a Provider Package"):
 //! version lists and package metadata from a host's `providers.v1` service.
 //! The signed checksum list is fetched alongside the archive; the installer
-//! checks the signature before it unpacks anything.
+//! checks the signature before anything unpacked from the archive is used.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};

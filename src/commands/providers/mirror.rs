@@ -33,7 +33,7 @@ use crate::cache::PluginCache;
 use crate::cli::ProvidersMirrorArgs;
 use crate::cliconfig::{self, CliEnv};
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::fetch::{DownloadSettings, Downloader};
+use crate::fetch::{Destination, DownloadSettings, Downloader};
 use crate::fsutil::blocking;
 use crate::fsutil::write_atomic;
 use crate::install::link::copy_tree_hashed;
@@ -634,8 +634,9 @@ async fn obtain(run: &Run, meta: &PackageMeta, staged: &Path) -> Result<[u8; 32]
     match &meta.location {
         PackageLocation::Http(_) | PackageLocation::OciBlob(_) => meta
             .location
-            .download(&run.downloader, staged, &|_| {})
+            .download(&run.downloader, Destination::File(staged), &|_| {})
             .await
+            .map(|downloaded| downloaded.sha256)
             .map_err(|err| err.to_string()),
         PackageLocation::LocalArchive(src) => {
             let (src, dest) = (src.clone(), staged.to_path_buf());

@@ -19,7 +19,6 @@ pub mod template;
 
 use std::collections::HashMap;
 use std::fmt;
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -33,7 +32,7 @@ use self::layout::{
 };
 use self::template::{RepositoryAddr, RepositoryTemplate};
 use crate::addr::{Platform, ProviderAddr};
-use crate::fetch::{DownloadError, DownloadProgress, Downloader};
+use crate::fetch::{Destination, DownloadError, DownloadProgress, Downloaded, Downloader};
 use crate::source::{
     AvailableVersions, MissingPlatform, PackageAuthentication, PackageLocation, PackageMeta,
     Source, SourceError,
@@ -322,14 +321,14 @@ impl OciBlob {
     }
 
     /// Downloads the blob to `dest` with the registry's credentials (not sent
-    /// on when the registry redirects to storage elsewhere); its SHA-256,
-    /// which is the one the blob is addressed by, or an error.
+    /// on when the registry redirects to storage elsewhere), checking that
+    /// its SHA-256 is the one the blob is addressed by.
     pub async fn download(
         &self,
         downloader: &Downloader,
-        dest: &Path,
+        dest: Destination<'_>,
         progress: &(dyn Fn(DownloadProgress) + Sync),
-    ) -> Result<[u8; 32], DownloadError> {
+    ) -> Result<Downloaded, DownloadError> {
         let url = self
             .registry
             .url(&self.repository, &format!("blobs/{}", self.digest_text()));
@@ -358,17 +357,17 @@ impl OciBlob {
             .registry
             .authorization(&self.repository, Access::Pull)
             .await;
-        let digest = downloader
+        let downloaded = downloader
             .download_authorized(&url, authorization.as_deref(), dest, progress)
             .await?;
-        if digest != self.digest {
+        if downloaded.sha256 != self.digest {
             return Err(DownloadError::DigestMismatch {
                 host: self.registry.host().to_string(),
                 expected: self.digest_text(),
-                actual: format!("sha256:{}", hex::encode(digest)),
+                actual: format!("sha256:{}", hex::encode(downloaded.sha256)),
             });
         }
-        Ok(digest)
+        Ok(downloaded)
     }
 }
 

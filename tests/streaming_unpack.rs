@@ -1,0 +1,207 @@
+//! A downloaded package is unpacked as its bytes arrive, never saved as an
+//! archive first; an archive the streaming unpacker cannot vouch for is
+//! fetched again to a file and judged by the full extractor. Through the
+//! binary, over a registry and a network mirror.
+
+mod support;
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use rand::{RngCore as _, SeedableRng as _};
+use support::hardening::{Channel, NAMESPACE, Origin, Project, TYPE, output_text};
+use support::{Compression, Fault, ZipEntry, build_zip, h1_of_zip};
+
+const EXE: &str = "terraform-provider-null_v1.0.0";
+const VERSION: &str = "1.0.0";
+const NETWORK: [Channel; 2] = [Channel::NetworkMirror, Channel::Registry];
+/// What the server sends before it stalls.
+const SENT_BEFORE_STALL: usize = 3 << 20;
+
+fn executable(len: usize) -> Vec<u8> {
+    let mut data = vec![0u8; len];
+    rand::rngs::StdRng::seed_from_u64(25).fill_bytes(&mut data);
+    data
+}
+
+/// Every path below `dir`, with its size.
+fn files_below(dir: &Path) -> Vec<(std::path::PathBuf, u64)> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(at) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&at) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(meta) = entry.metadata() else {
+                continue;
+            };
+            if meta.is_dir() {
+                stack.push(entry.path());
+            } else {
+                found.push((entry.path(), meta.len()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn a_package_is_unpacked_while_it_downloads_and_no_archive_is_saved() {
+    for channel in NETWORK {
+        let origin = Origin::new(channel);
+        let data = executable(8 << 20);
+        let archive = build_zip(
+            &[ZipEntry::executable(EXE, data.clone())],
+            Compression::Stored,
+        );
+        origin.publish(&[(VERSION, archive)]);
+        let project = Project::new();
+        project.require(&origin.source(), VERSION);
+        let path = origin.archive_path(VERSION);
+        origin
+            .server()
+            .fault_sequence(&path, [Fault::StallAfter(SENT_BEFORE_STALL)]);
+
+        let mut command = project.init(&[]);
+        origin.configure(&project, &mut command);
+        let mut spawned = std::process::Command::new(command.get_program());
+        spawned.args(command.get_args());
+        for (name, value) in command.get_envs() {
+            match value {
+                Some(value) => spawned.env(name, value),
+                None => spawned.env_remove(name),
+            };
+        }
+        if let Some(dir) = command.get_current_dir() {
+            spawned.current_dir(dir);
+        }
+        let mut child = spawned
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        // The server has sent 3 MiB and waits: what arrived is already on
+        // disk as the executable, in the staging area, and no archive is.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let partial = loop {
+            let files = files_below(project.root());
+            let partial = files.iter().find(|(path, len)| {
+                path.starts_with(project.staging_dir())
+                    && path.file_name().is_some_and(|name| name == EXE)
+                    && *len >= 1 << 20
+            });
+            if let Some((_, len)) = partial {
+                break *len;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{channel:?}: no partly unpacked executable in {files:?}"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        assert!(partial < data.len() as u64, "{channel:?}");
+        let files = files_below(project.root());
+        assert!(
+            !files
+                .iter()
+                .any(|(path, _)| path.extension().is_some_and(|ext| ext == "zip")),
+            "{channel:?}: an archive was saved: {files:?}"
+        );
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(project.lock_file(), None, "{channel:?}");
+        assert!(
+            !project.package_dir(&origin.host(), VERSION).exists(),
+            "{channel:?}"
+        );
+
+        // The next run installs it whole, from one request, and leaves no
+        // staging behind.
+        origin.server().clear_faults();
+        origin.server().clear_log();
+        let mut command = project.init(&[]);
+        origin.configure(&project, &mut command);
+        let output = command.output().unwrap();
+        let (stdout, stderr) = output_text(&output);
+        assert!(output.status.success(), "{channel:?}\n{stdout}\n{stderr}");
+        let installed = project.package_dir(&origin.host(), VERSION).join(EXE);
+        assert!(std::fs::read(installed).unwrap() == data, "{channel:?}");
+        assert_eq!(origin.server().count(&path), 1, "{channel:?}");
+        assert!(!project.staging_dir().exists(), "{channel:?}");
+    }
+}
+
+/// Installs `archive` over each network channel; the installed directory
+/// must hold `files`, and the archive must have been asked for `requests`
+/// times.
+fn installs_exactly(archive: &[u8], files: &[(&str, &[u8])], requests: usize) {
+    for channel in NETWORK {
+        let origin = Origin::new(channel);
+        origin.publish(&[(VERSION, archive.to_vec())]);
+        let project = Project::new();
+        project.require(&origin.source(), VERSION);
+        let mut command = project.init(&[]);
+        origin.configure(&project, &mut command);
+        let output = command.output().unwrap();
+        let (stdout, stderr) = output_text(&output);
+        assert!(output.status.success(), "{channel:?}\n{stdout}\n{stderr}");
+
+        let dir = project.package_dir(&origin.host(), VERSION);
+        for (name, content) in files {
+            assert!(
+                std::fs::read(dir.join(name)).unwrap() == *content,
+                "{channel:?}: {name}"
+            );
+        }
+        assert_eq!(
+            origin.server().count(&origin.archive_path(VERSION)),
+            requests,
+            "{channel:?}"
+        );
+        let lock = project.lock_file().unwrap();
+        assert!(
+            lock.contains(&h1_of_zip(archive)),
+            "{channel:?}: {lock}\n(the provider is {NAMESPACE}/{TYPE})"
+        );
+        assert!(!project.staging_dir().exists(), "{channel:?}");
+    }
+}
+
+/// A zip written front to back, each entry's sizes after its data (a data
+/// descriptor), as Go's `archive/zip` writes every provider release that
+/// goreleaser packs.
+fn sizes_after_data(method: zip::CompressionMethod, data: &[u8]) -> Vec<u8> {
+    let mut writer = zip::ZipWriter::new_stream(Vec::new());
+    let options = zip::write::SimpleFileOptions::default()
+        .compression_method(method)
+        .unix_permissions(0o755);
+    writer.start_file(EXE, options).unwrap();
+    std::io::Write::write_all(&mut writer, data).unwrap();
+    writer.start_file("README", options).unwrap();
+    std::io::Write::write_all(&mut writer, b"docs\n").unwrap();
+    let archive = writer.finish().unwrap().into_inner();
+    assert_ne!(
+        archive[6] & 0x08,
+        0,
+        "the entry should use a data descriptor"
+    );
+    archive
+}
+
+#[test]
+fn a_go_made_archive_unpacks_while_it_downloads() {
+    let data = executable(256 << 10);
+    let archive = sizes_after_data(zip::CompressionMethod::Deflated, &data);
+    installs_exactly(&archive, &[(EXE, &data), ("README", b"docs\n")], 1);
+}
+
+#[test]
+fn an_archive_the_stream_cannot_take_is_fetched_again_and_installs_exactly() {
+    // A stored entry whose size follows it cannot be found from the front.
+    let data = executable(64 << 10);
+    let archive = sizes_after_data(zip::CompressionMethod::Stored, &data);
+    installs_exactly(&archive, &[(EXE, &data), ("README", b"docs\n")], 2);
+}
