@@ -243,13 +243,20 @@ impl Installer {
             },
             stamps: None,
         };
-        let dir = cache
-            .cache
-            .insert(&entry_lock, &record)
-            .map_err(cache_failed)?;
+        // Publishing stats, renames and syncs: off the one runtime thread,
+        // where it held up every other download and publication.
+        let plugin_cache = cache.cache.clone();
+        // The lock comes back to be held until the fill is recorded.
+        let (dir, stamps, _entry_lock) = blocking(move || {
+            let dir = plugin_cache.insert(&entry_lock, &record)?;
+            let stamps = DirStamps::of(&dir);
+            Ok((dir, stamps, entry_lock))
+        })
+        .await
+        .map_err(cache_failed)?;
         crate::failpoint::pause("fill-after-insert");
         cache.fills.record(&s.provider, &s.version, &self.platform);
-        if let Ok(Some(stamps)) = DirStamps::of(&dir) {
+        if let Ok(Some(stamps)) = stamps {
             cache.fills.learn(
                 &s.provider,
                 &s.version,
