@@ -110,20 +110,7 @@ impl World {
 
     /// Starts `init -upgrade` as a child process we can kill.
     fn spawn(&self, project: &Project) -> Child {
-        let command = self.command(project, &["-upgrade"]);
-        let mut std_command = std::process::Command::new(command.get_program());
-        std_command.args(command.get_args());
-        for (name, value) in command.get_envs() {
-            match value {
-                Some(value) => std_command.env(name, value),
-                None => std_command.env_remove(name),
-            };
-        }
-        if let Some(dir) = command.get_current_dir() {
-            std_command.current_dir(dir);
-        }
-        std_command
-            .stdin(Stdio::null())
+        support::spawnable(&self.command(project, &["-upgrade"]))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

@@ -17,7 +17,7 @@ use std::time::Duration;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{Value, json};
-use support::{Compression, RawZip, Response, TestCa, TestServer, ZipEntry, build_zip};
+use support::{Compression, RawZip, Response, Snapshot, TestCa, TestServer, ZipEntry, build_zip};
 use tfinstall::addr::{Platform, ProviderAddr};
 use tfinstall::cliconfig::{self, CliEnv};
 use tfinstall::lockfile::Locks;
@@ -182,29 +182,10 @@ fn extract_contained(bytes: &[u8]) {
     if let Ok(streamed_files) = streamed {
         let files = result.expect("the streaming unpacker took a refused archive");
         assert_eq!(files, streamed_files);
-        assert_eq!(tree(&dest), tree(&streamed_dest));
+        Snapshot::of(&streamed_dest)
+            .without_times()
+            .assert_same(&Snapshot::of(&dest).without_times(), "the streamed tree");
     }
-}
-
-/// Every path below `dir` with its mode and content.
-fn tree(dir: &Path) -> Vec<(std::path::PathBuf, u32, Option<Vec<u8>>)> {
-    use std::os::unix::fs::PermissionsExt;
-    let mut found = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(at) = stack.pop() {
-        for entry in std::fs::read_dir(&at).unwrap() {
-            let path = entry.unwrap().path();
-            let meta = std::fs::symlink_metadata(&path).unwrap();
-            let content = meta.is_file().then(|| std::fs::read(&path).unwrap());
-            if meta.is_dir() {
-                stack.push(path.clone());
-            }
-            let relative = path.strip_prefix(dir).unwrap().to_path_buf();
-            found.push((relative, meta.permissions().mode() & 0o7777, content));
-        }
-    }
-    found.sort();
-    found
 }
 
 fn assert_no_links(dir: &Path) {

@@ -183,19 +183,10 @@ impl World {
     /// A `std::process::Command` for what [`World::command`] would run, to
     /// spawn and kill; output goes to `log` (stdout and stderr).
     fn spawn(&self, dir: &Path, config: &Path, args: &[&str], log: &Path) -> Child {
-        let command = self.command(dir, config, args);
-        let mut std_command = std::process::Command::new(command.get_program());
-        std_command.args(command.get_args());
-        for (name, value) in command.get_envs() {
-            match value {
-                Some(value) => std_command.env(name, value),
-                None => std_command.env_remove(name),
-            };
-        }
-        std_command.current_dir(dir);
+        let mut command = support::spawnable(&self.command(dir, config, args));
+        command.current_dir(dir);
         let out = std::fs::File::create(log).unwrap();
-        std_command
-            .stdin(Stdio::null())
+        command
             .stdout(out.try_clone().unwrap())
             .stderr(out)
             .spawn()

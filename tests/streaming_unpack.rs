@@ -66,19 +66,7 @@ fn a_package_is_unpacked_while_it_downloads_and_no_archive_is_saved() {
 
         let mut command = project.init(&[]);
         origin.configure(&project, &mut command);
-        let mut spawned = std::process::Command::new(command.get_program());
-        spawned.args(command.get_args());
-        for (name, value) in command.get_envs() {
-            match value {
-                Some(value) => spawned.env(name, value),
-                None => spawned.env_remove(name),
-            };
-        }
-        if let Some(dir) = command.get_current_dir() {
-            spawned.current_dir(dir);
-        }
-        let mut child = spawned
-            .stdin(Stdio::null())
+        let mut child = support::spawnable(&command)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()

@@ -146,6 +146,25 @@ pub fn tfinstall_command(home: &Path) -> assert_cmd::Command {
     )
 }
 
+/// The `std::process::Command` that `command` would run (program,
+/// arguments, environment, directory), for a test that spawns the process
+/// to kill it; standard input is closed.
+pub fn spawnable(command: &assert_cmd::Command) -> std::process::Command {
+    let mut spawnable = std::process::Command::new(command.get_program());
+    spawnable.args(command.get_args());
+    for (name, value) in command.get_envs() {
+        match value {
+            Some(value) => spawnable.env(name, value),
+            None => spawnable.env_remove(name),
+        };
+    }
+    if let Some(dir) = command.get_current_dir() {
+        spawnable.current_dir(dir);
+    }
+    spawnable.stdin(std::process::Stdio::null());
+    spawnable
+}
+
 /// [`tfinstall_command`] run with this umask (e.g. `0o027`), through
 /// `/bin/sh`, since the umask is per process and tests share one.
 pub fn tfinstall_command_with_umask(home: &Path, umask: u32) -> assert_cmd::Command {

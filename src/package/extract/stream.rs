@@ -38,8 +38,8 @@ use sha2::Digest;
 use zip::ZipArchive;
 
 use super::{
-    EntryKind, ExtractLimits, ExtractedFile, PIPELINE_MIN_BYTES, PathClaims, RATIO_GRACE_BYTES,
-    Unpacking, copy_inline, copy_pipelined, create_new_dir, create_new_file, fill, plan_entries,
+    EntryKind, ExtractLimits, ExtractedFile, PIPELINE_MIN_BYTES, PackageWriter, PathClaims,
+    RATIO_GRACE_BYTES, Unpacking, copy_inline, copy_pipelined, create_new_file, fill, plan_entries,
     validate_name,
 };
 
@@ -101,11 +101,13 @@ pub fn unpack_stream(
         recent_bytes: 0,
     };
     let mut unpacker = Unpacker {
-        dest,
-        limits,
+        writer: PackageWriter {
+            dest,
+            limits,
+            created_dirs: Default::default(),
+            inflated_total: 0,
+        },
         claims: PathClaims::default(),
-        created_dirs: Default::default(),
-        inflated_total: 0,
         entries: Vec::new(),
         files: Vec::new(),
     };
@@ -285,11 +287,8 @@ struct StreamedEntry {
 }
 
 struct Unpacker<'a> {
-    dest: &'a Path,
-    limits: &'a ExtractLimits,
+    writer: PackageWriter<'a>,
     claims: PathClaims,
-    created_dirs: std::collections::HashSet<String>,
-    inflated_total: u64,
     entries: Vec<StreamedEntry>,
     files: Vec<ExtractedFile>,
 }
@@ -301,7 +300,7 @@ impl Unpacker<'_> {
         input: &mut Input<'_, impl Chunks>,
         header_start: u64,
     ) -> Result<(), Declined> {
-        if self.entries.len() as u64 >= self.limits.max_entries {
+        if self.entries.len() as u64 >= self.writer.limits.max_entries {
             return declined("more entries than the limit");
         }
         let mut header = input.structure(26)?;
@@ -386,19 +385,9 @@ impl Unpacker<'_> {
     }
 
     fn ensure_dir(&mut self, path: &str) -> Result<(), Declined> {
-        let ends = path
-            .match_indices('/')
-            .map(|(end, _)| end)
-            .chain(std::iter::once(path.len()));
-        for end in ends {
-            let prefix = &path[..end];
-            if self.created_dirs.contains(prefix) {
-                continue;
-            }
-            create_new_dir(&self.dest.join(prefix)).map_err(|err| Declined(err.to_string()))?;
-            self.created_dirs.insert(prefix.to_owned());
-        }
-        Ok(())
+        self.writer
+            .ensure_dir(path)
+            .map_err(|err| Declined(err.to_string()))
     }
 
     /// Inflates, hashes and writes one file, private until the central
@@ -411,14 +400,14 @@ impl Unpacker<'_> {
         mut data: EntryData,
         expected_size: Option<u64>,
     ) -> Result<(ExtractedFile, u64, u32), Declined> {
-        let dest = self.dest;
+        let dest = self.writer.dest;
         let write_err = |err: io::Error| super::ExtractError::Write {
             path: dest.join(path),
             source: err,
         };
         let out = create_new_file(&dest.join(path)).map_err(|err| Declined(err.to_string()))?;
-        let limits = self.limits;
-        let mut inflated_total = self.inflated_total;
+        let limits = self.writer.limits;
+        let mut inflated_total = self.writer.inflated_total;
         let mut crc32 = crc32fast::Hasher::new();
         let mut size: u64 = 0;
         let mut consumed: u64 = 0;
@@ -459,7 +448,7 @@ impl Unpacker<'_> {
             copy_inline(out, &mut inflate, &write_err)
         };
         let (sha256, _) = copied.map_err(|err| Declined(err.to_string()))?;
-        self.inflated_total = inflated_total;
+        self.writer.inflated_total = inflated_total;
         Ok((
             ExtractedFile {
                 name: path.to_owned(),
@@ -519,7 +508,7 @@ impl Unpacker<'_> {
                     {
                         return declined("an entry the central directory describes otherwise");
                     }
-                    set_mode(&self.dest.join(&planned.path), mode)
+                    set_mode(&self.writer.dest.join(&planned.path), mode)
                         .map_err(|err| Declined(err.to_string()))?;
                 }
                 _ => return declined("an entry of another kind in the central directory"),
