@@ -1426,6 +1426,20 @@ mod tests {
     }
 
     #[test]
+    fn many_entries_unpack_while_streaming() {
+        let archive = build(|w| {
+            add_exe(w);
+            for i in 0..500 {
+                add(w, &format!("docs/{}/f{i}", i % 7), README_DATA, options());
+            }
+        });
+        let scratch = Scratch::new();
+        let files = scratch.extract(&archive).unwrap();
+        let streamed = Streamed::unpack(&archive, &ExtractLimits::default());
+        assert_eq!(streamed.files.as_ref(), Ok(&files));
+    }
+
+    #[test]
     fn archives_a_front_reader_cannot_follow_are_declined_while_streaming() {
         let stored = options().compression_method(CompressionMethod::Stored);
         let mut writer = ZipWriter::new_stream(Vec::new());

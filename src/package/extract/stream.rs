@@ -217,10 +217,28 @@ impl<C: Chunks> Input<'_, C> {
     }
 
     fn into_image(self, central_start: u64) -> KeptImage {
-        let mut pieces = self.kept;
-        pieces.extend(self.recent);
-        pieces.retain(|(_, bytes)| !bytes.is_empty());
-        pieces.sort_by_key(|(at, _)| *at);
+        let mut all = self.kept;
+        all.extend(self.recent);
+        all.sort_by_key(|(at, _)| *at);
+        // Kept and recent bytes overlap where they are the same bytes of the
+        // stream; merged, the pieces can be found by binary search.
+        let mut pieces: Vec<(u64, Bytes)> = Vec::with_capacity(all.len());
+        for (mut start, mut bytes) in all {
+            if let Some((last_start, last)) = pieces.last() {
+                let last_end = last_start + last.len() as u64;
+                let end = start + bytes.len() as u64;
+                if end <= last_end {
+                    continue;
+                }
+                if start < last_end {
+                    bytes = bytes.slice((last_end - start) as usize..);
+                    start = last_end;
+                }
+            }
+            if !bytes.is_empty() {
+                pieces.push((start, bytes));
+            }
+        }
         KeptImage {
             pieces,
             len: self.offset,
@@ -234,6 +252,7 @@ impl<C: Chunks> Input<'_, C> {
 /// offsets that fails on anything else, so that a check needing file data
 /// declines instead of judging without it.
 struct KeptImage {
+    /// Sorted, not overlapping.
     pieces: Vec<(u64, Bytes)>,
     len: u64,
     position: u64,
@@ -246,11 +265,11 @@ impl Read for KeptImage {
             return Ok(0);
         }
         let at = self.position;
-        let found = self
-            .pieces
-            .iter()
-            .rev()
-            .find(|(start, bytes)| *start <= at && at < start + bytes.len() as u64);
+        let after = self.pieces.partition_point(|(start, _)| *start <= at);
+        let found = after
+            .checked_sub(1)
+            .map(|index| &self.pieces[index])
+            .filter(|(start, bytes)| at < start + bytes.len() as u64);
         let Some((start, bytes)) = found else {
             return Err(io::Error::other(
                 "a byte the streaming unpacker did not keep",
