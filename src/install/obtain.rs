@@ -35,12 +35,13 @@ use crate::verify::sums::{acceptable_hashes, checksum_for};
 use crate::verify::{AuthError, AuthResult, expired_keys_refused, signature_may_be_skipped};
 use crate::version::{Version, VersionConstraints};
 
-/// Unpacking is CPU work on page-cache data: more packages unpacking at once
-/// than there are cores finish no sooner, and each adds its read and write
-/// buffers (half a MiB) to the peak memory, which then grew with the number
-/// of providers downloaded at once instead of staying flat (issue 15). One
-/// limit for the process, since `init DIR…` runs many installers side by
-/// side.
+/// Unpacking a saved archive is CPU work on page-cache data: more packages
+/// unpacking at once than there are cores finish no sooner, and each adds
+/// its read and write buffers (half a MiB) to the peak memory, which then
+/// grew with the number of providers downloaded at once instead of staying
+/// flat (issue 15). One limit for the process, since `init DIR…` runs many
+/// installers side by side. Downloads that unpack as they arrive are paced
+/// by the network instead and are bounded by the download parallelism.
 static UNPACKING_SLOTS: LazyLock<Semaphore> =
     LazyLock::new(|| Semaphore::new(std::thread::available_parallelism().map_or(1, usize::from)));
 
