@@ -231,6 +231,44 @@ struct Sink {
     queue: Option<tokio::sync::mpsc::Sender<SinkOp>>,
     /// Taken by the first [`finish`](Self::finish).
     writer: Option<tokio::task::JoinHandle<std::io::Result<SinkOutput>>>,
+    /// Set once the blocking thread has stopped (or will never run).
+    stopped: Arc<Stopped>,
+}
+
+#[derive(Default)]
+struct Stopped {
+    done: std::sync::Mutex<bool>,
+    changed: std::sync::Condvar,
+}
+
+/// Moved into the blocking thread's closure: dropped when the thread ends,
+/// or with the closure if it never runs.
+struct StoppedOnDrop(Arc<Stopped>);
+
+impl Drop for StoppedOnDrop {
+    fn drop(&mut self) {
+        *self.0.done.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.0.changed.notify_all();
+    }
+}
+
+/// A download abandoned half-way (its future dropped, as when a registry's
+/// checksum documents fail first) waits here for its thread: the caller
+/// removes the staging directory next, and an unpacking thread still
+/// running would write into it, or create it again. With the queue closed
+/// the thread stops after the piece it is on.
+impl Drop for Sink {
+    fn drop(&mut self) {
+        self.queue = None;
+        let mut done = self.stopped.done.lock().unwrap_or_else(|e| e.into_inner());
+        while !*done {
+            done = self
+                .stopped
+                .changed
+                .wait(done)
+                .unwrap_or_else(|e| e.into_inner());
+        }
+    }
 }
 
 struct SinkOutput {
@@ -241,19 +279,28 @@ struct SinkOutput {
 impl Sink {
     fn new(destination: Destination<'_>) -> std::io::Result<Sink> {
         let (queue, ops) = tokio::sync::mpsc::channel(SINK_QUEUE_BATCHES);
+        let stopped = Arc::new(Stopped::default());
+        let signal = StoppedOnDrop(stopped.clone());
         let writer = match destination {
             Destination::File(path) => {
                 let file = std::fs::File::create_new(path)?;
-                tokio::task::spawn_blocking(move || write_file(file, ops))
+                tokio::task::spawn_blocking(move || {
+                    let _signal = signal;
+                    write_file(file, ops)
+                })
             }
             Destination::Unpacked(into) => {
                 let into = into.clone();
-                tokio::task::spawn_blocking(move || unpack(into, ops))
+                tokio::task::spawn_blocking(move || {
+                    let _signal = signal;
+                    unpack(into, ops)
+                })
             }
         };
         Ok(Sink {
             queue: Some(queue),
             writer: Some(writer),
+            stopped,
         })
     }
 
@@ -329,7 +376,12 @@ fn unpack(
         ended: false,
     };
     loop {
-        std::fs::create_dir_all(&into.dir)?;
+        // Not `create_dir_all`: a staging area already removed must not be
+        // made again.
+        match std::fs::create_dir(&into.dir) {
+            Err(err) if err.kind() != std::io::ErrorKind::AlreadyExists => return Err(err),
+            _ => {}
+        }
         let unpacked = unpack_stream(&mut feed, &into.dir, &into.provider_type, &into.limits);
         while feed.receive() {
             feed.chunks.clear();
