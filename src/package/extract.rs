@@ -411,8 +411,7 @@ struct PlannedEntry {
     kind: EntryKind,
     compressed_size: u64,
     declared_size: u64,
-    /// The CRC-32 to check, or `None` when the reader checks it itself.
-    crc32: Option<u32>,
+    crc32: u32,
 }
 
 #[derive(Clone, Copy)]
@@ -496,7 +495,7 @@ fn plan_entries<R: Read + Seek>(
             kind,
             compressed_size: entry.compressed_size(),
             declared_size: entry.size(),
-            crc32: Some(entry.crc32()),
+            crc32: entry.crc32(),
         });
     }
     if !has_executable {
@@ -668,7 +667,7 @@ impl PackageWriter<'_> {
             .compressed_size
             .saturating_mul(self.limits.max_ratio)
             .max(RATIO_GRACE_BYTES);
-        let mut crc32 = entry.crc32.map(|_| crc32fast::Hasher::new());
+        let mut crc32 = crc32fast::Hasher::new();
         let mut size: u64 = 0;
         // Inflates one buffer, checks the limits on it and adds it to the
         // CRC; false once the entry has ended.
@@ -693,9 +692,7 @@ impl PackageWriter<'_> {
                     limit: self.limits.max_ratio,
                 });
             }
-            if let Some(crc32) = &mut crc32 {
-                crc32.update(buffer);
-            }
+            crc32.update(buffer);
             Ok(!at_end)
         };
         let _unpacking = Unpacking::start();
@@ -714,15 +711,13 @@ impl PackageWriter<'_> {
                 ),
             });
         }
-        if let (Some(crc32), Some(expected)) = (crc32, entry.crc32) {
-            let actual = crc32.finalize();
-            if actual != expected {
-                return Err(ExtractError::CrcMismatch {
-                    name: entry.name.clone(),
-                    expected,
-                    actual,
-                });
-            }
+        let actual = crc32.finalize();
+        if actual != entry.crc32 {
+            return Err(ExtractError::CrcMismatch {
+                name: entry.name.clone(),
+                expected: entry.crc32,
+                actual,
+            });
         }
         set_file_mode(&out, mode).map_err(write_err)?;
         Ok(ExtractedFile {

@@ -375,8 +375,7 @@ impl Unpacker<'_> {
             self.ensure_dir(parent)?;
         }
         let expected_size = (!described_after).then_some(u64::from(size));
-        let written = self.write_file(input, &path, data, expected_size)?;
-        let (consumed, file_crc) = (written.1, written.2);
+        let (file, consumed, file_crc) = self.write_file(input, &path, data, expected_size)?;
         let mut described = (crc32, u64::from(compressed), u64::from(size));
         if described_after {
             let mut descriptor = input.structure(12)?;
@@ -391,10 +390,10 @@ impl Unpacker<'_> {
                 u64::from(descriptor.get_u32_le()),
             );
         }
-        if described != (file_crc, consumed, written.0.size) {
+        if described != (file_crc, consumed, file.size) {
             return declined("an entry that is not what its header says");
         }
-        self.files.push(written.0);
+        self.files.push(file);
         self.entries.push(StreamedEntry {
             header_start,
             name,
@@ -518,7 +517,7 @@ impl Unpacker<'_> {
                 (EntryKind::Directory, None) => {}
                 (EntryKind::File { mode }, Some((index, compressed, crc32))) => {
                     let file = &self.files[index];
-                    if (compressed, file.size, Some(crc32))
+                    if (compressed, file.size, crc32)
                         != (
                             planned.compressed_size,
                             planned.declared_size,
