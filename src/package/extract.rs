@@ -649,24 +649,63 @@ impl PackageWriter<'_> {
         &mut self,
         entry: &PlannedEntry,
         mode: u32,
-        mut data: impl Read,
+        data: impl Read,
     ) -> Result<ExtractedFile, ExtractError> {
-        if let Some((parent, _)) = entry.path.rsplit_once('/') {
-            self.ensure_dir(parent)?;
-        }
-        let path = self.dest.join(&entry.path);
-        let write_err = |source| ExtractError::Write {
-            path: path.clone(),
-            source,
-        };
-        let out = create_new_file(&path).map_err(write_err)?;
         // The compressed size bounds what the zip crate reads from the
         // archive for this entry, so it is a sound denominator even if the
         // header lies about it.
-        let ratio_cap = entry
-            .compressed_size
-            .saturating_mul(self.limits.max_ratio)
-            .max(RATIO_GRACE_BYTES);
+        let (file, out, actual) = self.write_data(
+            &entry.path,
+            &entry.name,
+            data,
+            || entry.compressed_size,
+            Some(entry.declared_size),
+        )?;
+        if file.size != entry.declared_size {
+            return Err(ExtractError::CorruptEntry {
+                name: entry.name.clone(),
+                detail: format!(
+                    "it inflates to {} bytes but its header declares {}",
+                    file.size, entry.declared_size
+                ),
+            });
+        }
+        if actual != entry.crc32 {
+            return Err(ExtractError::CrcMismatch {
+                name: entry.name.clone(),
+                expected: entry.crc32,
+                actual,
+            });
+        }
+        set_file_mode(&out, mode).map_err(|source| ExtractError::Write {
+            path: self.dest.join(&entry.path),
+            source,
+        })?;
+        Ok(file)
+    }
+
+    /// Inflates `data` into a new private file at `path` (entry `name` in
+    /// messages), hashing it and holding it to the limits; the file, its
+    /// handle and its CRC-32. `compressed` is how many compressed bytes the
+    /// entry has taken so far, the ratio's denominator; `expected_size`
+    /// decides whether hashing and writing get a thread of their own.
+    fn write_data(
+        &mut self,
+        path: &str,
+        name: &str,
+        mut data: impl Read,
+        compressed: impl Fn() -> u64,
+        expected_size: Option<u64>,
+    ) -> Result<(ExtractedFile, File, u32), ExtractError> {
+        if let Some((parent, _)) = path.rsplit_once('/') {
+            self.ensure_dir(parent)?;
+        }
+        let full_path = self.dest.join(path);
+        let write_err = |source| ExtractError::Write {
+            path: full_path.clone(),
+            source,
+        };
+        let out = create_new_file(&full_path).map_err(write_err)?;
         let mut crc32 = crc32fast::Hasher::new();
         let mut size: u64 = 0;
         // Inflates one buffer, checks the limits on it and adds it to the
@@ -674,7 +713,7 @@ impl PackageWriter<'_> {
         let mut inflate = |buffer: &mut Vec<u8>| -> Result<bool, ExtractError> {
             let (filled, at_end) =
                 fill(&mut data, buffer).map_err(|err| ExtractError::CorruptEntry {
-                    name: entry.name.clone(),
+                    name: name.to_owned(),
                     detail: err.to_string(),
                 })?;
             buffer.truncate(filled);
@@ -686,9 +725,12 @@ impl PackageWriter<'_> {
                     limit: self.limits.max_total_bytes,
                 });
             }
+            let ratio_cap = compressed()
+                .saturating_mul(self.limits.max_ratio)
+                .max(RATIO_GRACE_BYTES);
             if size > ratio_cap {
                 return Err(ExtractError::RatioExceeded {
-                    name: entry.name.clone(),
+                    name: name.to_owned(),
                     limit: self.limits.max_ratio,
                 });
             }
@@ -696,35 +738,18 @@ impl PackageWriter<'_> {
             Ok(!at_end)
         };
         let _unpacking = Unpacking::start();
-        let (sha256, out) =
-            if entry.declared_size >= PIPELINE_MIN_BYTES && Unpacking::core_to_spare() {
-                copy_pipelined(out, &mut inflate, &write_err)?
-            } else {
-                copy_inline(out, &mut inflate, &write_err)?
-            };
-        if size != entry.declared_size {
-            return Err(ExtractError::CorruptEntry {
-                name: entry.name.clone(),
-                detail: format!(
-                    "it inflates to {size} bytes but its header declares {}",
-                    entry.declared_size
-                ),
-            });
-        }
-        let actual = crc32.finalize();
-        if actual != entry.crc32 {
-            return Err(ExtractError::CrcMismatch {
-                name: entry.name.clone(),
-                expected: entry.crc32,
-                actual,
-            });
-        }
-        set_file_mode(&out, mode).map_err(write_err)?;
-        Ok(ExtractedFile {
-            name: entry.path.clone(),
+        let large = expected_size.is_none_or(|size| size >= PIPELINE_MIN_BYTES);
+        let (sha256, out) = if large && Unpacking::core_to_spare() {
+            copy_pipelined(out, &mut inflate, &write_err)?
+        } else {
+            copy_inline(out, &mut inflate, &write_err)?
+        };
+        let file = ExtractedFile {
+            name: path.to_owned(),
             sha256: sha256.finalize().into(),
             size,
-        })
+        };
+        Ok((file, out, crc32.finalize()))
     }
 }
 

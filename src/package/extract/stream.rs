@@ -28,19 +28,17 @@
 //!
 //! [`extract_package`]: super::extract_package
 
+use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
 
 use bytes::{Buf, Bytes};
 use flate2::{Decompress, FlushDecompress, Status};
-use sha2::Digest;
 use zip::ZipArchive;
 
 use super::{
-    EntryKind, ExtractLimits, ExtractedFile, PIPELINE_MIN_BYTES, PackageWriter, PathClaims,
-    RATIO_GRACE_BYTES, Unpacking, copy_inline, copy_pipelined, create_new_file, fill, plan_entries,
-    validate_name,
+    EntryKind, ExtractLimits, ExtractedFile, PackageWriter, PathClaims, plan_entries, validate_name,
 };
 
 const LOCAL_HEADER: u32 = 0x0403_4b50;
@@ -371,9 +369,6 @@ impl Unpacker<'_> {
             },
             _ => return declined("an entry that cannot be read from the front"),
         };
-        if let Some((parent, _)) = path.rsplit_once('/') {
-            self.ensure_dir(parent)?;
-        }
         let expected_size = (!described_after).then_some(u64::from(size));
         let (file, consumed, file_crc) = self.write_file(input, &path, data, expected_size)?;
         let mut described = (crc32, u64::from(compressed), u64::from(size));
@@ -418,64 +413,17 @@ impl Unpacker<'_> {
         mut data: EntryData,
         expected_size: Option<u64>,
     ) -> Result<(ExtractedFile, u64, u32), Declined> {
-        let dest = self.writer.dest;
-        let write_err = |err: io::Error| super::ExtractError::Write {
-            path: dest.join(path),
-            source: err,
+        let consumed = Cell::new(0);
+        let reader = DataReader {
+            input,
+            data: &mut data,
+            consumed: &consumed,
         };
-        let out = create_new_file(&dest.join(path)).map_err(|err| Declined(err.to_string()))?;
-        let limits = self.writer.limits;
-        let mut inflated_total = self.writer.inflated_total;
-        let mut crc32 = crc32fast::Hasher::new();
-        let mut size: u64 = 0;
-        let mut consumed: u64 = 0;
-        let mut inflate = |buffer: &mut Vec<u8>| -> Result<bool, super::ExtractError> {
-            let corrupt = |detail: String| super::ExtractError::CorruptEntry {
-                name: path.to_owned(),
-                detail,
-            };
-            let (filled, at_end) = {
-                let mut reader = DataReader {
-                    input: &mut *input,
-                    data: &mut data,
-                    consumed: &mut consumed,
-                };
-                fill(&mut reader, buffer).map_err(|err| corrupt(err.to_string()))?
-            };
-            buffer.truncate(filled);
-            size += filled as u64;
-            inflated_total += filled as u64;
-            if inflated_total > limits.max_total_bytes {
-                return Err(corrupt("over the size limit".into()));
-            }
-            if size
-                > consumed
-                    .saturating_mul(limits.max_ratio)
-                    .max(RATIO_GRACE_BYTES)
-            {
-                return Err(corrupt("over the compression ratio limit".into()));
-            }
-            crc32.update(buffer);
-            Ok(!at_end)
-        };
-        let _unpacking = Unpacking::start();
-        let large = expected_size.is_none_or(|size| size >= PIPELINE_MIN_BYTES);
-        let copied = if large && Unpacking::core_to_spare() {
-            copy_pipelined(out, &mut inflate, &write_err)
-        } else {
-            copy_inline(out, &mut inflate, &write_err)
-        };
-        let (sha256, _) = copied.map_err(|err| Declined(err.to_string()))?;
-        self.writer.inflated_total = inflated_total;
-        Ok((
-            ExtractedFile {
-                name: path.to_owned(),
-                sha256: sha256.finalize().into(),
-                size,
-            },
-            consumed,
-            crc32.finalize(),
-        ))
+        let (file, _, crc32) = self
+            .writer
+            .write_data(path, path, reader, || consumed.get(), expected_size)
+            .map_err(|err| Declined(err.to_string()))?;
+        Ok((file, consumed.get(), crc32))
     }
 
     /// Runs [`extract_package`](super::extract_package)'s checks on the kept
@@ -555,7 +503,7 @@ enum EntryData {
 struct DataReader<'i, 'c, C> {
     input: &'i mut Input<'c, C>,
     data: &'i mut EntryData,
-    consumed: &'i mut u64,
+    consumed: &'i Cell<u64>,
 }
 
 impl<C: Chunks> Read for DataReader<'_, '_, C> {
@@ -576,7 +524,7 @@ impl<C: Chunks> Read for DataReader<'_, '_, C> {
                 buf[..len].copy_from_slice(&chunk[..len]);
                 self.input.consume(len);
                 *left -= len as u64;
-                *self.consumed += len as u64;
+                self.consumed.set(self.consumed.get() + len as u64);
                 Ok(len)
             }
             EntryData::Deflated {
@@ -598,7 +546,7 @@ impl<C: Chunks> Read for DataReader<'_, '_, C> {
                 let used = (inflater.total_in() - before_in) as usize;
                 let produced = (inflater.total_out() - before_out) as usize;
                 self.input.consume(used);
-                *self.consumed += used as u64;
+                self.consumed.set(self.consumed.get() + used as u64);
                 if let Some(left) = left {
                     *left -= used as u64;
                 }
