@@ -47,6 +47,28 @@ fn files_below(dir: &Path) -> Vec<(std::path::PathBuf, u64)> {
     found
 }
 
+/// Waits until the executable, partly written, is in the staging area;
+/// returns its length so far.
+fn partly_unpacked(project: &Project, channel: Channel) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let files = files_below(project.root());
+        let partial = files.iter().find(|(path, len)| {
+            path.starts_with(project.staging_dir())
+                && path.file_name().is_some_and(|name| name == EXE)
+                && *len >= 1 << 20
+        });
+        if let Some((_, len)) = partial {
+            return *len;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{channel:?}: no partly unpacked executable in {files:?}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 #[test]
 fn a_package_is_unpacked_while_it_downloads_and_no_archive_is_saved() {
     for channel in NETWORK {
@@ -73,23 +95,7 @@ fn a_package_is_unpacked_while_it_downloads_and_no_archive_is_saved() {
             .unwrap();
         // The server has sent 3 MiB and waits: what arrived is already on
         // disk as the executable, in the staging area, and no archive is.
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let partial = loop {
-            let files = files_below(project.root());
-            let partial = files.iter().find(|(path, len)| {
-                path.starts_with(project.staging_dir())
-                    && path.file_name().is_some_and(|name| name == EXE)
-                    && *len >= 1 << 20
-            });
-            if let Some((_, len)) = partial {
-                break *len;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{channel:?}: no partly unpacked executable in {files:?}"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        };
+        let partial = partly_unpacked(&project, channel);
         assert!(partial < data.len() as u64, "{channel:?}");
         let files = files_below(project.root());
         assert!(
@@ -192,4 +198,76 @@ fn an_archive_the_stream_cannot_take_is_fetched_again_and_installs_exactly() {
     let data = executable(64 << 10);
     let archive = sizes_after_data(zip::CompressionMethod::Stored, &data);
     installs_exactly(&archive, &[(EXE, &data), ("README", b"docs\n")], 2);
+}
+
+/// The nice value of each of a process's threads, by thread name (Linux
+/// `/proc/PID/task/TID/stat`, field 19).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn thread_nice_values(pid: u32) -> Vec<(String, i64)> {
+    let mut threads = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).unwrap() {
+        let task = task.unwrap().path();
+        let (Ok(name), Ok(stat)) = (
+            std::fs::read_to_string(task.join("comm")),
+            std::fs::read_to_string(task.join("stat")),
+        ) else {
+            continue;
+        };
+        // The fields after the parenthesised name, from field 3 (state) on.
+        let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 1..]
+            .split_whitespace()
+            .collect();
+        threads.push((name.trim().to_owned(), fields[16].parse().unwrap()));
+    }
+    threads
+}
+
+/// Unpacking and hashing run ten steps nicer than the thread that reads the
+/// network, so that with every core busy the network is still read at once
+/// and the sender never waits on a full receive window.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[test]
+fn the_unpacking_thread_yields_to_the_network() {
+    let channel = Channel::Registry;
+    let origin = Origin::new(channel);
+    let archive = build_zip(
+        &[ZipEntry::executable(EXE, executable(8 << 20))],
+        Compression::Stored,
+    );
+    origin.publish(&[(VERSION, archive)]);
+    let project = Project::new();
+    project.require(&origin.source(), VERSION);
+    origin.server().fault_sequence(
+        &origin.archive_path(VERSION),
+        [Fault::StallAfter(SENT_BEFORE_STALL)],
+    );
+    let mut command = project.init(&[]);
+    origin.configure(&project, &mut command);
+    let mut child = support::spawnable(&command)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    partly_unpacked(&project, channel);
+    let threads = thread_nice_values(child.id());
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let main = threads
+        .iter()
+        .find(|(name, _)| name == "tfinstall")
+        .map(|(_, nice)| *nice)
+        .unwrap_or_else(|| panic!("no main thread in {threads:?}"));
+    // The unpacking thread, and the thread it may start to write a large
+    // file beside it, which inherits its name and nice value.
+    let sinks: Vec<i64> = threads
+        .iter()
+        .filter(|(name, _)| name == "download-sink")
+        .map(|(_, nice)| *nice)
+        .collect();
+    assert!(!sinks.is_empty(), "{threads:?}");
+    assert!(
+        sinks.iter().all(|nice| *nice == (main + 10).min(19)),
+        "{threads:?}"
+    );
 }
