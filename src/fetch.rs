@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes};
 use futures_util::StreamExt;
 use reqwest::StatusCode;
 use reqwest::header::{ACCEPT_RANGES, CONTENT_RANGE, CONTENT_TYPE, RANGE};
@@ -24,6 +24,7 @@ use url::Url;
 
 use crate::cliconfig::netrc::Netrc;
 use crate::package::extract::{Chunks, Declined, ExtractLimits, ExtractedFile, unpack_stream};
+use crate::sha256::Sha256Lane;
 
 #[derive(Clone, Debug)]
 pub struct DownloadSettings {
@@ -415,7 +416,9 @@ fn unpack(
 ) -> std::io::Result<SinkOutput> {
     let mut feed = Feed {
         ops,
-        hasher: Sha256::new(),
+        hash: Sha256Lane::new(),
+        unhashed: VecDeque::new(),
+        unhashed_bytes: 0,
         chunks: VecDeque::new(),
         restarted: false,
         ended: false,
@@ -432,21 +435,33 @@ fn unpack(
             feed.chunks.clear();
         }
         if !feed.restarted {
+            feed.hash_alone_beyond(0);
             return Ok(SinkOutput {
-                sha256: std::mem::take(&mut feed.hasher).finalize().into(),
+                sha256: std::mem::take(&mut feed.hash).finalize(),
                 unpacked: Some(unpacked),
             });
         }
         std::fs::remove_dir_all(&into.dir)?;
         feed.restarted = false;
-        feed.hasher = Sha256::new();
+        feed.hash = Sha256Lane::new();
     }
 }
 
-/// The received bytes, hashed as they are taken off the queue.
+/// Received bytes not yet hashed, at most: past this they are hashed on
+/// their own. Four batches: more than the queue and the batch being
+/// unpacked hold, so in an ordinary download every byte is paired.
+const MAX_UNHASHED_BYTES: usize = 4 * BATCH_BYTES;
+
+/// The received bytes. Their hash is advanced beside the hash of each file
+/// the unpacker writes, two lanes at once ([`Chunks::hash_beside`]), and
+/// on their own for whatever is not paired (headers, the central directory,
+/// an unpacker that declined).
 struct Feed {
     ops: tokio::sync::mpsc::Receiver<SinkOp>,
-    hasher: Sha256,
+    hash: Sha256Lane,
+    /// Received and not yet in `hash`, oldest first.
+    unhashed: VecDeque<Bytes>,
+    unhashed_bytes: usize,
     chunks: VecDeque<Bytes>,
     /// The download started over from its first byte: what was read so far
     /// is void.
@@ -463,13 +478,17 @@ impl Feed {
         }
         match self.ops.blocking_recv() {
             Some(SinkOp::Data(chunks)) => {
-                chunks.iter().for_each(|chunk| self.hasher.update(chunk));
+                self.unhashed_bytes += chunks.iter().map(Bytes::len).sum::<usize>();
+                self.unhashed.extend(chunks.iter().cloned());
+                self.hash_alone_beyond(MAX_UNHASHED_BYTES);
                 self.chunks.extend(chunks);
                 true
             }
             Some(SinkOp::Restart) => {
                 self.restarted = true;
                 self.chunks.clear();
+                self.unhashed.clear();
+                self.unhashed_bytes = 0;
                 false
             }
             None => {
@@ -478,9 +497,38 @@ impl Feed {
             }
         }
     }
+
+    /// Hashes the oldest unhashed bytes on their own until at most `limit`
+    /// are left.
+    fn hash_alone_beyond(&mut self, limit: usize) {
+        while self.unhashed_bytes > limit {
+            let Some(chunk) = self.unhashed.pop_front() else {
+                break;
+            };
+            self.hash.update(&chunk);
+            self.unhashed_bytes -= chunk.len();
+        }
+    }
 }
 
 impl Chunks for Feed {
+    fn hash_beside(&mut self, file_hash: &mut Sha256Lane, mut data: &[u8]) {
+        while !data.is_empty() {
+            let Some(oldest) = self.unhashed.front_mut() else {
+                break;
+            };
+            let len = oldest.len().min(data.len());
+            crate::sha256::update_both(&mut self.hash, &oldest[..len], file_hash, &data[..len]);
+            oldest.advance(len);
+            if oldest.is_empty() {
+                self.unhashed.pop_front();
+            }
+            self.unhashed_bytes -= len;
+            data = &data[len..];
+        }
+        file_hash.update(data);
+    }
+
     fn next_chunk(&mut self) -> std::io::Result<Option<Bytes>> {
         loop {
             if let Some(chunk) = self.chunks.pop_front() {
@@ -838,4 +886,124 @@ fn write_all_vectored(file: &mut std::fs::File, chunks: &[Bytes]) -> std::io::Re
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn zip_of(files: &[(&str, &[u8])], method: zip::CompressionMethod) -> Vec<u8> {
+        let mut writer = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
+        let options = zip::write::SimpleFileOptions::default()
+            .compression_method(method)
+            .unix_permissions(0o755);
+        for (name, data) in files {
+            writer.start_file(*name, options).unwrap();
+            writer.write_all(data).unwrap();
+        }
+        writer.finish().unwrap().into_inner()
+    }
+
+    fn noise(len: usize, seed: u32) -> Vec<u8> {
+        (0..len as u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761).wrapping_add(seed) >> 13) as u8)
+            .collect()
+    }
+
+    /// Runs the unpacking side of a download on `ops` as it runs in a sink.
+    fn unpacked(ops: Vec<SinkOp>) -> (tempfile::TempDir, SinkOutput) {
+        let scratch = tempfile::tempdir().unwrap();
+        let into = UnpackInto {
+            dir: scratch.path().join("package"),
+            provider_type: "null".to_owned(),
+            limits: ExtractLimits::default(),
+        };
+        let (queue, receiver) = tokio::sync::mpsc::channel(ops.len().max(1));
+        for op in ops {
+            queue.try_send(op).unwrap_or_else(|_| unreachable!());
+        }
+        drop(queue);
+        let output = unpack(into, receiver).unwrap();
+        (scratch, output)
+    }
+
+    /// The archive in batches of `batch` bytes, in chunks of `chunk`.
+    fn batches(archive: &[u8], batch: usize, chunk: usize) -> Vec<SinkOp> {
+        archive
+            .chunks(batch)
+            .map(|batch| SinkOp::Data(batch.chunks(chunk).map(Bytes::copy_from_slice).collect()))
+            .collect()
+    }
+
+    /// The archive's hash is advanced beside each file's, so both must come
+    /// out exactly as SHA-256 of what was received and of what was written,
+    /// however the bytes arrive and whether the entries pair up or not.
+    #[test]
+    fn the_archive_and_its_files_hash_exactly_however_the_bytes_arrive() {
+        let executable = noise(3 * BATCH_BYTES + 12_345, 1);
+        let readme = b"docs\n".repeat(30_000);
+        for method in [
+            zip::CompressionMethod::Stored,
+            zip::CompressionMethod::Deflated,
+        ] {
+            let archive = zip_of(
+                &[
+                    ("terraform-provider-null_v1.0.0", &executable),
+                    ("README", &readme),
+                ],
+                method,
+            );
+            let archive_sha256: [u8; 32] = Sha256::digest(&archive).into();
+            for (batch, chunk) in [
+                (BATCH_BYTES, 16_384),
+                (100_000, 4_099),
+                (7, 3),
+                (archive.len(), archive.len()),
+            ] {
+                let (_scratch, output) = unpacked(batches(&archive, batch, chunk));
+                assert_eq!(output.sha256, archive_sha256, "{method:?} {batch}/{chunk}");
+                let files = output.unpacked.unwrap().unwrap();
+                let sha256_of =
+                    |name: &str| files.iter().find(|file| file.name == name).unwrap().sha256;
+                assert_eq!(
+                    sha256_of("terraform-provider-null_v1.0.0"),
+                    <[u8; 32]>::from(Sha256::digest(&executable)),
+                    "{method:?} {batch}/{chunk}"
+                );
+                assert_eq!(
+                    sha256_of("README"),
+                    <[u8; 32]>::from(Sha256::digest(&readme)),
+                    "{method:?} {batch}/{chunk}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn bytes_received_before_a_restart_are_not_in_the_hash() {
+        let archive = zip_of(
+            &[("terraform-provider-null_v1.0.0", &noise(2 * BATCH_BYTES, 2))],
+            zip::CompressionMethod::Stored,
+        );
+        let mut ops = batches(&archive[..BATCH_BYTES + 10], 50_000, 16_384);
+        ops.push(SinkOp::Restart);
+        ops.extend(batches(&archive, BATCH_BYTES, 16_384));
+        let (_scratch, output) = unpacked(ops);
+        assert_eq!(output.sha256, <[u8; 32]>::from(Sha256::digest(&archive)));
+        assert!(output.unpacked.unwrap().is_ok());
+    }
+
+    #[test]
+    fn a_declined_archive_is_still_hashed_whole() {
+        // Data before the first entry: the stream declines at once, and the
+        // rest is hashed on its own.
+        let mut archive = b"prefix".repeat(100_000);
+        archive.extend(zip_of(
+            &[("terraform-provider-null_v1.0.0", &noise(BATCH_BYTES, 3))],
+            zip::CompressionMethod::Stored,
+        ));
+        let (_scratch, output) = unpacked(batches(&archive, BATCH_BYTES, 16_384));
+        assert_eq!(output.sha256, <[u8; 32]>::from(Sha256::digest(&archive)));
+        assert!(output.unpacked.unwrap().is_err());
+    }
 }

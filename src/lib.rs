@@ -23,6 +23,7 @@ pub mod module;
 pub mod output;
 pub mod package;
 pub mod serve;
+pub mod sha256;
 pub mod source;
 pub mod ui;
 pub mod units;

@@ -45,12 +45,23 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
-use sha2::{Digest, Sha256};
+use crate::sha256::Sha256Lane;
+
 use zip::result::ZipError;
 use zip::{CompressionMethod, ZipArchive, ZipReadOptions};
 
 mod stream;
 pub use stream::{Chunks, Declined, unpack_stream};
+
+/// An entry's inflated bytes, read by [`PackageWriter::write_data`].
+trait EntryReader: Read {
+    /// Adds a buffer of the entry's bytes to the file's hash.
+    fn hash(&mut self, file_hash: &mut Sha256Lane, data: &[u8]) {
+        file_hash.update(data);
+    }
+}
+
+impl<R: Read> EntryReader for zip::read::ZipFile<'_, R> {}
 
 /// Longest single path component most file systems accept (ext4, APFS, NTFS).
 const MAX_COMPONENT_BYTES: usize = 255;
@@ -649,7 +660,7 @@ impl PackageWriter<'_> {
         &mut self,
         entry: &PlannedEntry,
         mode: u32,
-        data: impl Read,
+        data: impl EntryReader,
     ) -> Result<ExtractedFile, ExtractError> {
         // The compressed size bounds what the zip crate reads from the
         // archive for this entry, so it is a sound denominator even if the
@@ -693,7 +704,7 @@ impl PackageWriter<'_> {
         &mut self,
         path: &str,
         name: &str,
-        mut data: impl Read,
+        mut data: impl EntryReader,
         compressed: impl Fn() -> u64,
         expected_size: Option<u64>,
     ) -> Result<(ExtractedFile, File, u32), ExtractError> {
@@ -708,8 +719,13 @@ impl PackageWriter<'_> {
         let out = create_new_file(&full_path).map_err(write_err)?;
         let mut crc32 = crc32fast::Hasher::new();
         let mut size: u64 = 0;
+        let _unpacking = Unpacking::start();
+        let large = expected_size.is_none_or(|size| size >= PIPELINE_MIN_BYTES);
+        let pipelined = large && Unpacking::core_to_spare();
+        let mut inline_hash = Sha256Lane::new();
         // Inflates one buffer, checks the limits on it and adds it to the
-        // CRC; false once the entry has ended.
+        // CRC (and to the hash, unless a second thread hashes); false once
+        // the entry has ended.
         let mut inflate = |buffer: &mut Vec<u8>| -> Result<bool, ExtractError> {
             let (filled, at_end) =
                 fill(&mut data, buffer).map_err(|err| ExtractError::CorruptEntry {
@@ -735,18 +751,20 @@ impl PackageWriter<'_> {
                 });
             }
             crc32.update(buffer);
+            if !pipelined {
+                data.hash(&mut inline_hash, buffer);
+            }
             Ok(!at_end)
         };
-        let _unpacking = Unpacking::start();
-        let large = expected_size.is_none_or(|size| size >= PIPELINE_MIN_BYTES);
-        let (sha256, out) = if large && Unpacking::core_to_spare() {
+        let (sha256, out) = if pipelined {
             copy_pipelined(out, &mut inflate, &write_err)?
         } else {
-            copy_inline(out, &mut inflate, &write_err)?
+            let out = copy_inline(out, &mut inflate, &write_err)?;
+            (inline_hash, out)
         };
         let file = ExtractedFile {
             name: path.to_owned(),
-            sha256: sha256.finalize().into(),
+            sha256: sha256.finalize(),
             size,
         };
         Ok((file, out, crc32.finalize()))
@@ -799,20 +817,18 @@ fn fill(data: &mut impl Read, buffer: &mut Vec<u8>) -> io::Result<(usize, bool)>
     Ok((filled, false))
 }
 
-/// Hashes and writes each inflated buffer in turn.
+/// Writes each inflated (and hashed) buffer in turn.
 fn copy_inline(
     mut out: File,
     inflate: &mut impl FnMut(&mut Vec<u8>) -> Result<bool, ExtractError>,
     write_err: &impl Fn(io::Error) -> ExtractError,
-) -> Result<(Sha256, File), ExtractError> {
-    let mut sha256 = Sha256::new();
+) -> Result<File, ExtractError> {
     let mut buffer = Vec::with_capacity(COPY_BUFFER_BYTES);
     loop {
         let more = inflate(&mut buffer)?;
-        sha256.update(&buffer);
         out.write_all(&buffer).map_err(write_err)?;
         if !more {
-            return Ok((sha256, out));
+            return Ok(out);
         }
     }
 }
@@ -825,7 +841,7 @@ fn copy_pipelined(
     mut out: File,
     inflate: &mut impl FnMut(&mut Vec<u8>) -> Result<bool, ExtractError>,
     write_err: &impl Fn(io::Error) -> ExtractError,
-) -> Result<(Sha256, File), ExtractError> {
+) -> Result<(Sha256Lane, File), ExtractError> {
     const BUFFERS: usize = 3;
     let (full_tx, full_rx) = mpsc::sync_channel::<Vec<u8>>(BUFFERS);
     let (empty_tx, empty_rx) = mpsc::sync_channel::<Vec<u8>>(BUFFERS);
@@ -833,8 +849,8 @@ fn copy_pipelined(
         let _ = empty_tx.send(Vec::with_capacity(COPY_BUFFER_BYTES));
     }
     std::thread::scope(|scope| {
-        let writer = scope.spawn(move || -> io::Result<(Sha256, File)> {
-            let mut sha256 = Sha256::new();
+        let writer = scope.spawn(move || -> io::Result<(Sha256Lane, File)> {
+            let mut sha256 = Sha256Lane::new();
             for buffer in full_rx {
                 sha256.update(&buffer);
                 out.write_all(&buffer)?;
@@ -914,6 +930,7 @@ mod tests {
     use zip::{System, ZipWriter};
 
     use super::*;
+    use sha2::{Digest, Sha256};
 
     const TYPE: &str = "null";
     const EXE: &str = "terraform-provider-null_v1.0.0_x5";
@@ -1957,7 +1974,7 @@ mod tests {
         let mut inflate = stored(data.clone());
         let out = File::create(dir.path().join("out")).unwrap();
         let (sha, _) = copy_pipelined(out, &mut inflate, &write_err).unwrap();
-        assert_eq!(<[u8; 32]>::from(sha.finalize()), sha256(&data));
+        assert_eq!(sha.finalize(), sha256(&data));
         assert_eq!(fs::read(dir.path().join("out")).unwrap(), data);
 
         // The inflating side fails on its third buffer.

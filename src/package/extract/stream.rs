@@ -38,8 +38,10 @@ use flate2::{Decompress, FlushDecompress, Status};
 use zip::ZipArchive;
 
 use super::{
-    EntryKind, ExtractLimits, ExtractedFile, PackageWriter, PathClaims, plan_entries, validate_name,
+    EntryKind, EntryReader, ExtractLimits, ExtractedFile, PackageWriter, PathClaims, plan_entries,
+    validate_name,
 };
+use crate::sha256::Sha256Lane;
 
 const LOCAL_HEADER: u32 = 0x0403_4b50;
 const CENTRAL_HEADER: u32 = 0x0201_4b50;
@@ -70,6 +72,13 @@ fn declined<T>(reason: impl Into<String>) -> Result<T, Declined> {
 /// error when the bytes so far are void (the download started over).
 pub trait Chunks {
     fn next_chunk(&mut self) -> io::Result<Option<Bytes>>;
+
+    /// Adds an unpacked file's bytes to its hash. A source that hashes the
+    /// archive itself advances that hash here too, two lanes at once (see
+    /// [`crate::sha256`]).
+    fn hash_beside(&mut self, file_hash: &mut Sha256Lane, data: &[u8]) {
+        file_hash.update(data);
+    }
 }
 
 impl<I: Iterator<Item = Bytes>> Chunks for I {
@@ -504,6 +513,12 @@ struct DataReader<'i, 'c, C> {
     input: &'i mut Input<'c, C>,
     data: &'i mut EntryData,
     consumed: &'i Cell<u64>,
+}
+
+impl<C: Chunks> EntryReader for DataReader<'_, '_, C> {
+    fn hash(&mut self, file_hash: &mut Sha256Lane, data: &[u8]) {
+        self.input.chunks.hash_beside(file_hash, data);
+    }
 }
 
 impl<C: Chunks> Read for DataReader<'_, '_, C> {
