@@ -6,7 +6,7 @@
 //! before it, round after round, so one hash leaves the core's SHA unit
 //! idle between rounds; two independent messages advanced in the same loop
 //! fill those gaps. On the benchmark machine (AMD EPYC) two lanes hash
-//! 2.3 GB/s together against 1.8 GB/s one after the other, and SHA-256 is
+//! 2.9 GB/s together against 1.7 GB/s one after the other, and SHA-256 is
 //! the largest part of a cold install's CPU time. No maintained crate
 //! hashes two messages together (sha2 and ring take one at a time), so the
 //! two-lane block loop is written here; everything else (one block alone,
