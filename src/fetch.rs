@@ -227,12 +227,12 @@ pub struct Downloaded {
 }
 
 /// The archive's destination and its SHA-256, fed from the network side
-/// through a bounded queue and owned by a blocking thread.
+/// through a bounded queue and owned by a thread of its own ([`spawn_writer`]).
 struct Sink {
     queue: Option<tokio::sync::mpsc::Sender<SinkOp>>,
     /// Taken by the first [`finish`](Self::finish).
     writer: Option<tokio::sync::oneshot::Receiver<std::io::Result<SinkOutput>>>,
-    /// Set once the blocking thread has stopped (or will never run).
+    /// Set once the writer thread has stopped (or will never run).
     stopped: Arc<Stopped>,
 }
 
@@ -242,7 +242,7 @@ struct Stopped {
     changed: std::sync::Condvar,
 }
 
-/// Moved into the blocking thread's closure: dropped when the thread ends,
+/// Moved into the writer thread's closure: dropped when the thread ends,
 /// or with the closure if it never runs.
 struct StoppedOnDrop(Arc<Stopped>);
 
