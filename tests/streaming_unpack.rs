@@ -47,11 +47,41 @@ fn files_below(dir: &Path) -> Vec<(std::path::PathBuf, u64)> {
     found
 }
 
-/// Waits until the executable, partly written, is in the staging area;
-/// returns its length so far.
-fn partly_unpacked(project: &Project, channel: Channel) -> u64 {
+/// An init over `channel` of an 8 MiB executable that the server stalls
+/// after 3 MiB, caught once the executable is partly written in the
+/// staging area.
+struct StalledInit {
+    origin: Origin,
+    project: Project,
+    init: std::process::Child,
+    data: Vec<u8>,
+    /// How much of the executable was written.
+    partial: u64,
+}
+
+fn stalled_init(channel: Channel) -> StalledInit {
+    let origin = Origin::new(channel);
+    let data = executable(8 << 20);
+    let archive = build_zip(
+        &[ZipEntry::executable(EXE, data.clone())],
+        Compression::Stored,
+    );
+    origin.publish(&[(VERSION, archive)]);
+    let project = Project::new();
+    project.require(&origin.source(), VERSION);
+    origin.server().fault_sequence(
+        &origin.archive_path(VERSION),
+        [Fault::StallAfter(SENT_BEFORE_STALL)],
+    );
+    let mut command = project.init(&[]);
+    origin.configure(&project, &mut command);
+    let init = support::spawnable(&command)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
+    let partial = loop {
         let files = files_below(project.root());
         let partial = files.iter().find(|(path, len)| {
             path.starts_with(project.staging_dir())
@@ -59,43 +89,36 @@ fn partly_unpacked(project: &Project, channel: Channel) -> u64 {
                 && *len >= 1 << 20
         });
         if let Some((_, len)) = partial {
-            return *len;
+            break *len;
         }
         assert!(
             Instant::now() < deadline,
             "{channel:?}: no partly unpacked executable in {files:?}"
         );
         std::thread::sleep(Duration::from_millis(10));
+    };
+    StalledInit {
+        origin,
+        project,
+        init,
+        data,
+        partial,
     }
 }
 
 #[test]
 fn a_package_is_unpacked_while_it_downloads_and_no_archive_is_saved() {
     for channel in NETWORK {
-        let origin = Origin::new(channel);
-        let data = executable(8 << 20);
-        let archive = build_zip(
-            &[ZipEntry::executable(EXE, data.clone())],
-            Compression::Stored,
-        );
-        origin.publish(&[(VERSION, archive)]);
-        let project = Project::new();
-        project.require(&origin.source(), VERSION);
-        let path = origin.archive_path(VERSION);
-        origin
-            .server()
-            .fault_sequence(&path, [Fault::StallAfter(SENT_BEFORE_STALL)]);
-
-        let mut command = project.init(&[]);
-        origin.configure(&project, &mut command);
-        let mut child = support::spawnable(&command)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
         // The server has sent 3 MiB and waits: what arrived is already on
         // disk as the executable, in the staging area, and no archive is.
-        let partial = partly_unpacked(&project, channel);
+        let StalledInit {
+            origin,
+            project,
+            init: mut child,
+            data,
+            partial,
+        } = stalled_init(channel);
+        let path = origin.archive_path(VERSION);
         assert!(partial < data.len() as u64, "{channel:?}");
         let files = files_below(project.root());
         assert!(
@@ -228,30 +251,11 @@ fn thread_nice_values(pid: u32) -> Vec<(String, i64)> {
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[test]
 fn the_unpacking_thread_yields_to_the_network() {
-    let channel = Channel::Registry;
-    let origin = Origin::new(channel);
-    let archive = build_zip(
-        &[ZipEntry::executable(EXE, executable(8 << 20))],
-        Compression::Stored,
-    );
-    origin.publish(&[(VERSION, archive)]);
-    let project = Project::new();
-    project.require(&origin.source(), VERSION);
-    origin.server().fault_sequence(
-        &origin.archive_path(VERSION),
-        [Fault::StallAfter(SENT_BEFORE_STALL)],
-    );
-    let mut command = project.init(&[]);
-    origin.configure(&project, &mut command);
-    let mut child = support::spawnable(&command)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    partly_unpacked(&project, channel);
-    let threads = thread_nice_values(child.id());
-    child.kill().unwrap();
-    child.wait().unwrap();
+    // Bound whole: the server and the project must outlive the reading.
+    let mut stalled = stalled_init(Channel::Registry);
+    let threads = thread_nice_values(stalled.init.id());
+    stalled.init.kill().unwrap();
+    stalled.init.wait().unwrap();
 
     let main = threads
         .iter()
