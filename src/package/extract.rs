@@ -59,6 +59,14 @@ trait EntryReader: Read {
     fn hash(&mut self, file_hash: &mut Sha256Lane, data: &[u8]) {
         file_hash.update(data);
     }
+
+    /// True for a download being unpacked as it arrives: it comes at the
+    /// network's pace, and [`hash`](Self::hash) may advance the archive's
+    /// hash beside the file's, which a second thread hashing the file
+    /// alone would forgo. Such an entry is hashed where it is inflated.
+    fn hashes_where_read(&self) -> bool {
+        false
+    }
 }
 
 impl<R: Read> EntryReader for zip::read::ZipFile<'_, R> {}
@@ -698,8 +706,9 @@ impl PackageWriter<'_> {
     /// Inflates `data` into a new private file at `path` (entry `name` in
     /// messages), hashing it and holding it to the limits; the file, its
     /// handle and its CRC-32. `compressed` is how many compressed bytes the
-    /// entry has taken so far, the ratio's denominator; `expected_size`
-    /// decides whether hashing and writing get a thread of their own.
+    /// entry has taken so far, the ratio's denominator; `expected_size` and
+    /// [`EntryReader::hashes_where_read`] decide whether hashing and writing
+    /// get a thread of their own.
     fn write_data(
         &mut self,
         path: &str,
@@ -721,7 +730,7 @@ impl PackageWriter<'_> {
         let mut size: u64 = 0;
         let _unpacking = Unpacking::start();
         let large = expected_size.is_none_or(|size| size >= PIPELINE_MIN_BYTES);
-        let pipelined = large && Unpacking::core_to_spare();
+        let pipelined = large && !data.hashes_where_read() && Unpacking::core_to_spare();
         let mut inline_hash = Sha256Lane::new();
         // Inflates one buffer, checks the limits on it and adds it to the
         // CRC (and to the hash, unless a second thread hashes); false once

@@ -519,6 +519,10 @@ impl<C: Chunks> EntryReader for DataReader<'_, '_, C> {
     fn hash(&mut self, file_hash: &mut Sha256Lane, data: &[u8]) {
         self.input.chunks.hash_beside(file_hash, data);
     }
+
+    fn hashes_where_read(&self) -> bool {
+        true
+    }
 }
 
 impl<C: Chunks> Read for DataReader<'_, '_, C> {
