@@ -232,25 +232,8 @@ struct Sink {
     queue: Option<tokio::sync::mpsc::Sender<SinkOp>>,
     /// Taken by the first [`finish`](Self::finish).
     writer: Option<tokio::sync::oneshot::Receiver<std::io::Result<SinkOutput>>>,
-    /// Set once the writer thread has stopped (or will never run).
-    stopped: Arc<Stopped>,
-}
-
-#[derive(Default)]
-struct Stopped {
-    done: std::sync::Mutex<bool>,
-    changed: std::sync::Condvar,
-}
-
-/// Moved into the writer thread's closure: dropped when the thread ends,
-/// or with the closure if it never runs.
-struct StoppedOnDrop(Arc<Stopped>);
-
-impl Drop for StoppedOnDrop {
-    fn drop(&mut self) {
-        *self.0.done.lock().unwrap_or_else(|e| e.into_inner()) = true;
-        self.0.changed.notify_all();
-    }
+    /// Joined when the sink is dropped.
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 /// A download abandoned half-way (its future dropped, as when a registry's
@@ -261,13 +244,8 @@ impl Drop for StoppedOnDrop {
 impl Drop for Sink {
     fn drop(&mut self) {
         self.queue = None;
-        let mut done = self.stopped.done.lock().unwrap_or_else(|e| e.into_inner());
-        while !*done {
-            done = self
-                .stopped
-                .changed
-                .wait(done)
-                .unwrap_or_else(|e| e.into_inner());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
         }
     }
 }
@@ -280,28 +258,20 @@ struct SinkOutput {
 impl Sink {
     fn new(destination: Destination<'_>) -> std::io::Result<Sink> {
         let (queue, ops) = tokio::sync::mpsc::channel(SINK_QUEUE_BATCHES);
-        let stopped = Arc::new(Stopped::default());
-        let signal = StoppedOnDrop(stopped.clone());
-        let writer = match destination {
+        let (thread, writer) = match destination {
             Destination::File(path) => {
                 let file = std::fs::File::create_new(path)?;
-                spawn_writer(move || {
-                    let _signal = signal;
-                    write_file(file, ops)
-                })?
+                spawn_writer(move || write_file(file, ops))?
             }
             Destination::Unpacked(into) => {
                 let into = into.clone();
-                spawn_writer(move || {
-                    let _signal = signal;
-                    unpack(into, ops)
-                })?
+                spawn_writer(move || unpack(into, ops))?
             }
         };
         Ok(Sink {
             queue: Some(queue),
             writer: Some(writer),
-            stopped,
+            thread: Some(thread),
         })
     }
 
@@ -348,17 +318,21 @@ impl Sink {
 /// tenth to nothing). A thread of its own rather than one from the blocking
 /// pool, because a thread cannot be given its priority back and pool
 /// threads go on to other work.
+/// The thread, and its result for an async caller to await.
 fn spawn_writer<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
-) -> std::io::Result<tokio::sync::oneshot::Receiver<T>> {
+) -> std::io::Result<(
+    std::thread::JoinHandle<()>,
+    tokio::sync::oneshot::Receiver<T>,
+)> {
     let (result, received) = tokio::sync::oneshot::channel();
-    std::thread::Builder::new()
+    let thread = std::thread::Builder::new()
         .name("download-sink".into())
         .spawn(move || {
             lower_thread_priority();
             let _ = result.send(work());
         })?;
-    Ok(received)
+    Ok((thread, received))
 }
 
 /// Ten steps nicer than the process: the writers' share of a busy processor

@@ -98,8 +98,9 @@ fn main() -> ExitCode {
 /// glibc gives a thread that allocates while another holds the lock an arena
 /// of its own (up to eight per core), and what is freed in an arena stays
 /// there for that arena's next use. Each download is written or unpacked on
-/// a thread of its own, so peak memory grew with the number of providers: 33 MB for 100 × 1 MB against 23 MB for 10 × 20 MB, and 22 MB
-/// for both with two arenas (issue 15). Set before any thread starts.
+/// a thread of its own, so peak memory grew with the number of providers:
+/// 33 MB for 100 × 1 MB against 23 MB for 10 × 20 MB, and 22 MB for both
+/// with two arenas (issue 15). Set before any thread starts.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn limit_malloc_arenas() {
     // SAFETY: mallopt only sets an allocator parameter; it is called here

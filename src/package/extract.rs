@@ -45,10 +45,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
-use crate::sha256::Sha256Lane;
-
 use zip::result::ZipError;
 use zip::{CompressionMethod, ZipArchive, ZipReadOptions};
+
+use crate::sha256::Sha256Lane;
 
 mod stream;
 pub use stream::{Chunks, Declined, unpack_stream};
