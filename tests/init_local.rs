@@ -888,24 +888,6 @@ const UPSTREAM: &str = concat!(
     "/testdata/vectors/hashicorp/terraform/internal"
 );
 
-/// Copies a fixture tree, leaving out what a local run of the README's
-/// command leaves behind (ignored by git, so absent from a fresh clone).
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        if [".terraform", ".terraform.lock.hcl"].contains(&&*entry.file_name().to_string_lossy()) {
-            continue;
-        }
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
-
 /// Every upstream package tree with an `h1:` vector (Terraform's testdata
 /// under `internal/getproviders` and `internal/providercache`), installed
 /// from an unpacked mirror under this platform's name (the hash covers only
@@ -980,7 +962,7 @@ fn upstream_package_trees_hash_to_the_spec_vectors() {
     ];
     let mut required = String::new();
     for (index, (from, addr, version, _)) in trees.iter().enumerate() {
-        copy_dir(
+        copy_fixture_tree(
             Path::new(from),
             &mirror.join(addr).join(version).join(&platform),
         );
@@ -1036,7 +1018,7 @@ fn upstream_package_trees_hash_to_the_spec_vectors() {
 #[test]
 fn the_bundled_example_installs_offline() {
     let case = Project::new();
-    copy_dir(
+    copy_fixture_tree(
         Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/testdata/example")),
         &case.work.join("example"),
     );

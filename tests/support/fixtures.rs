@@ -41,6 +41,9 @@ pub struct ProviderSpec {
     pub platforms: Vec<String>,
     pub protocols: Vec<String>,
     pub payload: Payload,
+    /// Zips published as they are, by platform, instead of ones built from
+    /// `payload` (the bundled example's packages, say).
+    pub archives: BTreeMap<String, Vec<u8>>,
 }
 
 impl ProviderSpec {
@@ -55,6 +58,7 @@ impl ProviderSpec {
             platforms: vec![super::current_platform()],
             protocols: vec!["5.0".to_owned()],
             payload: Payload::Small,
+            archives: BTreeMap::new(),
         }
     }
 
@@ -75,6 +79,12 @@ impl ProviderSpec {
 
     pub fn payload(mut self, payload: Payload) -> Self {
         self.payload = payload;
+        self
+    }
+
+    /// Publishes `zip` as the package for `platform`.
+    pub fn archive(mut self, platform: &str, zip: Vec<u8>) -> Self {
+        self.archives.insert(platform.to_owned(), zip);
         self
     }
 
@@ -115,8 +125,12 @@ impl ProviderSpec {
         }
     }
 
-    /// The package zip: the executable alone, deflated, mode 0755.
+    /// The package zip: the archive given for `platform`, else the
+    /// executable alone, deflated, mode 0755.
     pub fn package_zip(&self, platform: &str) -> Vec<u8> {
+        if let Some(zip) = self.archives.get(platform) {
+            return zip.clone();
+        }
         let executable =
             ZipEntry::executable(self.executable_name(), self.executable_content(platform));
         build_zip(&[executable], Compression::Deflated)
@@ -125,6 +139,9 @@ impl ProviderSpec {
     /// The `h1:` hash of the package contents (same for the zip and for its
     /// extraction, since the zip has no directory entries).
     pub fn h1(&self, platform: &str) -> String {
+        if let Some(zip) = self.archives.get(platform) {
+            return super::h1_of_zip(zip);
+        }
         h1_hash(&[(self.executable_name(), self.executable_content(platform))])
     }
 }

@@ -53,6 +53,26 @@ pub use self::{
     zips::{Compression, RawZip, ZipEntry, build_zip},
 };
 
+/// Copies a fixture tree as a fresh clone has it: without what a local run
+/// of the README's quick start leaves in the bundled example (`.terraform`
+/// and the lock file, ignored by git).
+pub fn copy_fixture_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let name = entry.file_name();
+        if name == ".terraform" || name == ".terraform.lock.hcl" {
+            continue;
+        }
+        let target = to.join(&name);
+        if entry.file_type().unwrap().is_dir() {
+            copy_fixture_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
 /// The `Authorization` value of HTTP Basic credentials `login:password`.
 pub fn basic_auth(login: &str, password: &str) -> String {
     format!(
