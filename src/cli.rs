@@ -7,7 +7,7 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::builder::TypedValueParser as _;
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory as _, Parser, Subcommand};
 
 use crate::engine::Engine;
 use crate::install::layout::LayoutKind;
@@ -494,6 +494,51 @@ pub struct CompletionsArgs {
     pub shell: clap_complete::Shell,
 }
 
+/// Each command's page in the docs, named at the end of its long help
+/// (`--help`) so that the help and the docs point at each other. Paths are
+/// relative to the repository, which is what a user has; a subcommand
+/// (`cache warm`) has its command's page.
+pub const DOC_PAGES: [(&str, &str); 5] = [
+    ("init", "docs/init.md"),
+    ("providers", "docs/providers.md"),
+    ("cache", "docs/cache.md"),
+    ("serve", "docs/serve.md"),
+    ("completions", "README.md#commands"),
+];
+
+/// The parser: [`Cli`]'s, with each command's page from [`DOC_PAGES`] (and
+/// the index for `tfinstall --help`) at the end of its long help.
+pub fn command() -> clap::Command {
+    let mut cli = with_page(Cli::command(), "README.md and docs/README.md");
+    for (name, page) in DOC_PAGES {
+        cli = cli.mut_subcommand(name, |command| {
+            let names: Vec<String> = command
+                .get_subcommands()
+                .map(|sub| sub.get_name().to_owned())
+                .collect();
+            let mut command = with_page(command, page);
+            for name in names {
+                command = command.mut_subcommand(name, |sub| with_page(sub, page));
+            }
+            command
+        });
+    }
+    cli
+}
+
+/// `command` with `page` named after the rest of its long help.
+fn with_page(command: clap::Command, page: &str) -> clap::Command {
+    let line = format!("Documentation: {page} in tfinstall's repository.");
+    let help = match command
+        .get_after_long_help()
+        .or_else(|| command.get_after_help())
+    {
+        Some(help) => format!("{help}\n\n{line}"),
+        None => line,
+    };
+    command.after_long_help(help)
+}
+
 /// Respells `-name` and `-name=value` as `--name…` for every argument before a
 /// lone `--`. Single-letter flags (`-h`, `-V`) are left alone.
 pub fn normalize_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
@@ -536,6 +581,29 @@ mod tests {
             .into_iter()
             .map(|a| a.into_string().unwrap())
             .collect()
+    }
+
+    #[test]
+    fn each_commands_long_help_names_its_page() {
+        let repository = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let cli = command();
+        for command in cli.get_subcommands() {
+            let (_, page) = DOC_PAGES
+                .iter()
+                .find(|(name, _)| *name == command.get_name())
+                .unwrap_or_else(|| panic!("no page in DOC_PAGES for {}", command.get_name()));
+            let file = page.split('#').next().unwrap_or_default();
+            assert!(repository.join(file).is_file(), "{page}");
+            let mut commands = vec![command.clone()];
+            commands.extend(command.get_subcommands().cloned());
+            for mut command in commands {
+                let help = command.render_long_help().to_string();
+                assert!(
+                    help.contains(&format!("Documentation: {page} in tfinstall's repository.")),
+                    "{help}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -1,14 +1,17 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::FromArgMatches as _;
 
 use tfinstall::cli::{CacheCommand, Cli, Command, ProvidersCommand, normalize_args};
 use tfinstall::engine::Engine;
 
 fn main() -> ExitCode {
     limit_malloc_arenas();
-    let cli = match Cli::try_parse_from(normalize_args(std::env::args_os())) {
+    let cli = match tfinstall::cli::command()
+        .try_get_matches_from(normalize_args(std::env::args_os()))
+        .and_then(|matches| Cli::from_arg_matches(&matches))
+    {
         Ok(cli) => cli,
         Err(err) => {
             let _ = err.print();
