@@ -217,6 +217,11 @@ pub struct CacheWarmArgs {
     #[arg(long = "no-color")]
     pub no_color: bool,
 
+    /// Provider policy file: which providers and versions may be installed,
+    /// and how trusted their packages must be (docs/policy.md).
+    #[arg(long, value_name = "FILE", env = "TFINSTALL_POLICY")]
+    pub policy: Option<PathBuf>,
+
     /// Configuration directories whose providers to cache.
     #[arg(value_name = "DIR")]
     pub dirs: Vec<PathBuf>,
@@ -254,6 +259,11 @@ pub struct ServeArgs {
     /// `registry.terraform.io/hashicorp/*`); replaces the default list.
     #[arg(long = "allow", value_name = "PATTERN")]
     pub allow: Vec<String>,
+
+    /// Provider policy file: which providers and versions may be installed,
+    /// and how trusted their packages must be (docs/policy.md).
+    #[arg(long, value_name = "FILE", env = "TFINSTALL_POLICY")]
+    pub policy: Option<PathBuf>,
 
     /// File of bearer tokens, one a line; every request must carry one.
     #[arg(long = "auth-token-file", value_name = "FILE")]
@@ -294,6 +304,34 @@ pub enum ProvidersCommand {
     /// h1: and zh: hashes verified for its archive, so an OpenTofu client
     /// with trust_all_hashes can lock every platform from one install.
     Mirror(ProvidersMirrorArgs),
+    /// Check the lock files, and the packages installed, of DIR… (default:
+    /// the working directory) against the provider policy, without the
+    /// network.
+    #[command(
+        long_about = "Check the lock files, and the packages installed, of DIR… (default: the working directory) against the provider policy, without the network.\n\n\
+Every entry of each .terraform.lock.hcl is checked against the policy's allow and deny rules, and every package installed in .terraform (or $TF_DATA_DIR) is also checked against its trust rules, with how tfinstall recorded it was authenticated when it installed it (a package installed by something else has no such record, and counts as unauthenticated). One line is printed per violation, and the exit status is 1 if there is any.",
+        after_long_help = "Examples:\n  \
+tfinstall providers check -policy=policy.hcl\n  \
+TFINSTALL_POLICY=/etc/tfinstall/policy.hcl tfinstall providers check live/*\n  \
+tfinstall providers check -policy=policy.hcl -json | jq -c 'select(.type == \"policy\" and .allowed == false)'"
+    )]
+    Check(ProvidersCheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ProvidersCheckArgs {
+    /// Provider policy file to check against (docs/policy.md).
+    #[arg(long, value_name = "FILE", env = "TFINSTALL_POLICY")]
+    pub policy: Option<PathBuf>,
+
+    /// One JSON object per line: each decision, then the result (see
+    /// docs/json-output.md).
+    #[arg(long)]
+    pub json: bool,
+
+    /// Working directories to check; default: the current one.
+    #[arg(value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -317,6 +355,11 @@ pub struct ProvidersLockArgs {
     /// Disable coloured output.
     #[arg(long = "no-color")]
     pub no_color: bool,
+
+    /// Provider policy file: which providers and versions may be installed,
+    /// and how trusted their packages must be (docs/policy.md).
+    #[arg(long, value_name = "FILE", env = "TFINSTALL_POLICY")]
+    pub policy: Option<PathBuf>,
 
     /// Lock only these providers (source addresses such as hashicorp/aws).
     #[arg(value_name = "PROVIDER")]
@@ -352,6 +395,11 @@ pub struct ProvidersMirrorArgs {
     /// Disable coloured output.
     #[arg(long = "no-color")]
     pub no_color: bool,
+
+    /// Provider policy file: which providers and versions may be installed,
+    /// and how trusted their packages must be (docs/policy.md).
+    #[arg(long, value_name = "FILE", env = "TFINSTALL_POLICY")]
+    pub policy: Option<PathBuf>,
 
     /// The mirror directory, or an OCI registry to publish to as
     /// 'oci://HOST[:PORT]/REPOSITORY' with ${namespace}, ${type} and
@@ -458,6 +506,11 @@ pub struct InitArgs {
         hide_default_value = true
     )]
     pub input: String,
+
+    /// Provider policy file: which providers and versions may be installed,
+    /// and how trusted their packages must be (docs/policy.md).
+    #[arg(long, value_name = "FILE", env = "TFINSTALL_POLICY")]
+    pub policy: Option<PathBuf>,
 
     /// Working directories to initialise in one run, each exactly as
     /// `tfinstall -chdir=DIR init` would; version lists and packages are

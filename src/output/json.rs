@@ -301,10 +301,43 @@ impl JsonLines {
                     }),
                 )
             }
+            InstallEvent::PolicyScreened { provider, removed } => {
+                for (decision, versions) in crate::policy::by_decision(removed) {
+                    let versions: Vec<String> = versions.iter().map(ToString::to_string).collect();
+                    let mut fields = decision.json(provider, None, None);
+                    fields["versions"] = json!(versions);
+                    self.policy(
+                        "info",
+                        &format!(
+                            "Policy: {} {}: {decision}",
+                            provider.for_display(),
+                            versions.join(", ")
+                        ),
+                        fields,
+                    );
+                }
+            }
+            InstallEvent::PolicyDecided {
+                provider,
+                version,
+                decision,
+                auth,
+            } => self.policy(
+                if decision.allowed() { "info" } else { "error" },
+                &format!("Policy: {} v{version}: {decision}", provider.for_display()),
+                decision.json(provider, Some(version), Some(auth)),
+            ),
             // Unpacking and completion only drive the terminal display; the
             // `verified` and `installed` messages say the same for machines.
             InstallEvent::Progress { .. } => {}
         }
+    }
+
+    /// A decision of the provider policy: on versions (`versions`), on a
+    /// package (`version`, `trust`, `key_id`), or (`providers check`) on a
+    /// lock entry or an installed package.
+    pub fn policy(&self, level: &str, text: &str, fields: Value) {
+        self.emit(level, text, "policy", fields);
     }
 
     /// Terraform's note after installing packages signed by a partner or
