@@ -108,7 +108,9 @@ been through the server, its h1:.\n\n\
 Only providers of allowed hosts are served: by default the public registries \
 and the hosts the CLI configuration names (host and credentials blocks, \
 include patterns); -allow replaces that list. Requests for other hosts get 403 \
-with no upstream request.",
+with no upstream request. With -policy, version lists leave out what the \
+provider policy denies, and a denied version or refused package gets 403 \
+with the rule, as JSON (docs/policy.md).",
         after_long_help = "Examples:\n  \
 tfinstall serve -listen=0.0.0.0:8443 -tls-cert=mirror.pem -tls-key=mirror-key.pem\n  \
 tfinstall serve -listen=127.0.0.1:0 -tls-cert=c.pem -tls-key=k.pem -platform=linux_amd64 -allow='registry.terraform.io/hashicorp/*' -auth-token-file=tokens -json\n\n\

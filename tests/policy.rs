@@ -523,7 +523,15 @@ fn providers_check_reports_each_violation_without_the_network() {
     project
         .run(&["providers", "check", "-policy=policy.hcl"])
         .assert_success()
-        .assert_stdout_has("Checked 2 lock entries and installed packages against the provider policy: no violations.");
+        .assert_stdout_has("Checked 2 lock entries and installed packages against the provider policy: no violations.")
+        .assert_not_contains("No lock file");
+    // A directory with nothing to check passes, but says so.
+    std::fs::create_dir_all(project.work.join("elsewhere")).unwrap();
+    project
+        .run(&["providers", "check", "-policy=policy.hcl", "elsewhere"])
+        .assert_success()
+        .assert_says("Warning: No lock file")
+        .assert_says("elsewhere has no .terraform.lock.hcl");
 }
 
 /// A policy file that cannot be read fails every command before anything

@@ -85,6 +85,19 @@ fn check(args: &ProvidersCheckArgs, out: &Output) -> Result<Tally, Diagnostics> 
             .into());
         }
         let lock_path = in_dir(dir, LOCK_FILE);
+        if !lock_path.is_file() {
+            // A check pointed at the wrong directory must not pass unseen.
+            out.diagnostics(
+                &Diagnostic::warning(
+                    "No lock file",
+                    format!(
+                        "{} has no {LOCK_FILE}, so only its installed packages (if any) were checked. Run tfinstall init there first, or check the directory that has one.",
+                        dir.display()
+                    ),
+                )
+                .into(),
+            );
+        }
         let (locks, diags) = Locks::load(&lock_path);
         if diags.has_errors() {
             return Err(diags);
