@@ -137,7 +137,14 @@ pub struct EntryMeta {
 pub enum AuthRecord {
     Unauthenticated,
     VerifiedChecksum,
-    Signed { trust: TrustRecord, key_id: String },
+    Signed {
+        trust: TrustRecord,
+        key_id: String,
+        /// The signing key had expired, which the provider policy may
+        /// refuse (`accept_expired_keys = false`).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        key_expired: bool,
+    },
     SigningSkipped,
 }
 
@@ -161,6 +168,7 @@ impl From<&AuthResult> for AuthRecord {
                     Trust::SelfSigned => TrustRecord::SelfSigned,
                 },
                 key_id: check.key_id.clone(),
+                key_expired: check.key_expired,
             },
             AuthResult::SigningSkipped => AuthRecord::SigningSkipped,
         }
@@ -172,15 +180,18 @@ impl From<&AuthRecord> for AuthResult {
         match record {
             AuthRecord::Unauthenticated => AuthResult::Unauthenticated,
             AuthRecord::VerifiedChecksum => AuthResult::VerifiedChecksum,
-            AuthRecord::Signed { trust, key_id } => AuthResult::Signed(SignatureCheck {
+            AuthRecord::Signed {
+                trust,
+                key_id,
+                key_expired,
+            } => AuthResult::Signed(SignatureCheck {
                 trust: match trust {
                     TrustRecord::Hashicorp => Trust::HashiCorp,
                     TrustRecord::Partner => Trust::Partner,
                     TrustRecord::SelfSigned => Trust::SelfSigned,
                 },
                 key_id: key_id.clone(),
-                // Reported when the entry was filled.
-                key_expired: false,
+                key_expired: *key_expired,
             }),
             AuthRecord::SigningSkipped => AuthResult::SigningSkipped,
         }
@@ -680,6 +691,7 @@ mod tests {
             auth: AuthRecord::Signed {
                 trust: TrustRecord::SelfSigned,
                 key_id: "ABCDEF0123456789".into(),
+                key_expired: true,
             },
             origin: "https://example.com/p.zip".into(),
             stamps: None,
@@ -724,6 +736,23 @@ mod tests {
         let recorded = entry.meta.unwrap();
         assert_eq!(recorded.h1(), Some(PackageHash::h1_of_dir(&dir).unwrap()));
         assert_eq!(AuthResult::from(&recorded.auth).to_string(), "self-signed");
+        // The key's expiry is kept for the provider policy; records made
+        // before it was kept read as unexpired.
+        let AuthResult::Signed(check) = AuthResult::from(&recorded.auth) else {
+            panic!("recorded as signed");
+        };
+        assert!(check.key_expired);
+        let older: AuthRecord = serde_json::from_str(
+            r#"{"result":"signed","trust":"partner","key_id":"ABCDEF0123456789"}"#,
+        )
+        .unwrap();
+        assert!(matches!(
+            older,
+            AuthRecord::Signed {
+                key_expired: false,
+                ..
+            }
+        ));
         let mode = fs::metadata(dir.join("terraform-provider-null"))
             .unwrap()
             .permissions();

@@ -108,7 +108,9 @@ been through the server, its h1:.\n\n\
 Only providers of allowed hosts are served: by default the public registries \
 and the hosts the CLI configuration names (host and credentials blocks, \
 include patterns); -allow replaces that list. Requests for other hosts get 403 \
-with no upstream request.",
+with no upstream request. With -policy, version lists leave out what the \
+provider policy denies, and a denied version or refused package gets 403 \
+with the rule, as JSON (docs/policy.md).",
         after_long_help = "Examples:\n  \
 tfinstall serve -listen=0.0.0.0:8443 -tls-cert=mirror.pem -tls-key=mirror-key.pem\n  \
 tfinstall serve -listen=127.0.0.1:0 -tls-cert=c.pem -tls-key=k.pem -platform=linux_amd64 -allow='registry.terraform.io/hashicorp/*' -auth-token-file=tokens -json\n\n\
@@ -217,6 +219,11 @@ pub struct CacheWarmArgs {
     #[arg(long = "no-color")]
     pub no_color: bool,
 
+    /// Provider policy file: which providers and versions may be installed,
+    /// and how trusted their packages must be (docs/policy.md).
+    #[arg(long, value_name = "FILE", env = "TFINSTALL_POLICY")]
+    pub policy: Option<PathBuf>,
+
     /// Configuration directories whose providers to cache.
     #[arg(value_name = "DIR")]
     pub dirs: Vec<PathBuf>,
@@ -254,6 +261,11 @@ pub struct ServeArgs {
     /// `registry.terraform.io/hashicorp/*`); replaces the default list.
     #[arg(long = "allow", value_name = "PATTERN")]
     pub allow: Vec<String>,
+
+    /// Provider policy file: which providers and versions may be installed,
+    /// and how trusted their packages must be (docs/policy.md).
+    #[arg(long, value_name = "FILE", env = "TFINSTALL_POLICY")]
+    pub policy: Option<PathBuf>,
 
     /// File of bearer tokens, one a line; every request must carry one.
     #[arg(long = "auth-token-file", value_name = "FILE")]
@@ -294,6 +306,34 @@ pub enum ProvidersCommand {
     /// h1: and zh: hashes verified for its archive, so an OpenTofu client
     /// with trust_all_hashes can lock every platform from one install.
     Mirror(ProvidersMirrorArgs),
+    /// Check the lock files, and the packages installed, of DIR… (default:
+    /// the working directory) against the provider policy, without the
+    /// network.
+    #[command(
+        long_about = "Check the lock files, and the packages installed, of DIR… (default: the working directory) against the provider policy, without the network.\n\n\
+Every entry of each .terraform.lock.hcl is checked against the policy's allow and deny rules, and every package installed in .terraform (or $TF_DATA_DIR) is also checked against its trust rules, with how tfinstall recorded it was authenticated when it installed it (a package installed by something else has no such record, and counts as unauthenticated). One line is printed per violation, and the exit status is 1 if there is any.",
+        after_long_help = "Examples:\n  \
+tfinstall providers check -policy=policy.hcl\n  \
+TFINSTALL_POLICY=/etc/tfinstall/policy.hcl tfinstall providers check live/*\n  \
+tfinstall providers check -policy=policy.hcl -json | jq -c 'select(.type == \"policy\" and .allowed == false)'"
+    )]
+    Check(ProvidersCheckArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ProvidersCheckArgs {
+    /// Provider policy file to check against (docs/policy.md).
+    #[arg(long, value_name = "FILE", env = "TFINSTALL_POLICY")]
+    pub policy: Option<PathBuf>,
+
+    /// One JSON object per line: each decision, then the result (see
+    /// docs/json-output.md).
+    #[arg(long)]
+    pub json: bool,
+
+    /// Working directories to check; default: the current one.
+    #[arg(value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -317,6 +357,11 @@ pub struct ProvidersLockArgs {
     /// Disable coloured output.
     #[arg(long = "no-color")]
     pub no_color: bool,
+
+    /// Provider policy file: which providers and versions may be installed,
+    /// and how trusted their packages must be (docs/policy.md).
+    #[arg(long, value_name = "FILE", env = "TFINSTALL_POLICY")]
+    pub policy: Option<PathBuf>,
 
     /// Lock only these providers (source addresses such as hashicorp/aws).
     #[arg(value_name = "PROVIDER")]
@@ -352,6 +397,11 @@ pub struct ProvidersMirrorArgs {
     /// Disable coloured output.
     #[arg(long = "no-color")]
     pub no_color: bool,
+
+    /// Provider policy file: which providers and versions may be installed,
+    /// and how trusted their packages must be (docs/policy.md).
+    #[arg(long, value_name = "FILE", env = "TFINSTALL_POLICY")]
+    pub policy: Option<PathBuf>,
 
     /// The mirror directory, or an OCI registry to publish to as
     /// 'oci://HOST[:PORT]/REPOSITORY' with ${namespace}, ${type} and
@@ -459,6 +509,11 @@ pub struct InitArgs {
     )]
     pub input: String,
 
+    /// Provider policy file: which providers and versions may be installed,
+    /// and how trusted their packages must be (docs/policy.md).
+    #[arg(long, value_name = "FILE", env = "TFINSTALL_POLICY")]
+    pub policy: Option<PathBuf>,
+
     /// Working directories to initialise in one run, each exactly as
     /// `tfinstall -chdir=DIR init` would; version lists and packages are
     /// fetched once for all of them. None means the current directory.
@@ -497,7 +552,8 @@ pub struct CompletionsArgs {
 /// Each command's page in the docs, named at the end of its long help
 /// (`--help`) so that the help and the docs point at each other. Paths are
 /// relative to the repository, which is what a user has; a subcommand
-/// (`cache warm`) has its command's page.
+/// (`cache warm`) has its command's page unless [`SUBCOMMAND_PAGES`] names
+/// one of its own.
 pub const DOC_PAGES: [(&str, &str); 5] = [
     ("init", "docs/init.md"),
     ("providers", "docs/providers.md"),
@@ -505,6 +561,17 @@ pub const DOC_PAGES: [(&str, &str); 5] = [
     ("serve", "docs/serve.md"),
     ("completions", "README.md#commands"),
 ];
+
+/// Subcommands documented on a page other than their command's.
+const SUBCOMMAND_PAGES: [(&str, &str, &str); 1] = [("providers", "check", "docs/policy.md")];
+
+/// The page that documents `sub` of `command`, whose own page is `page`.
+fn page_of(command: &str, sub: &str, page: &'static str) -> &'static str {
+    SUBCOMMAND_PAGES
+        .iter()
+        .find(|(c, s, _)| *c == command && *s == sub)
+        .map_or(page, |(_, _, own)| own)
+}
 
 /// The parser: [`Cli`]'s, with each command's page from [`DOC_PAGES`] (and
 /// the index for `tfinstall --help`) at the end of its long help.
@@ -517,8 +584,9 @@ pub fn command() -> clap::Command {
                 .map(|sub| sub.get_name().to_owned())
                 .collect();
             let mut command = with_page(command, page);
-            for name in names {
-                command = command.mut_subcommand(name, |sub| with_page(sub, page));
+            for sub in names {
+                let page = page_of(name, &sub, page);
+                command = command.mut_subcommand(sub, |command| with_page(command, page));
             }
             command
         });
@@ -592,11 +660,14 @@ mod tests {
                 .iter()
                 .find(|(name, _)| *name == command.get_name())
                 .unwrap_or_else(|| panic!("no page in DOC_PAGES for {}", command.get_name()));
-            let file = page.split('#').next().unwrap_or_default();
-            assert!(repository.join(file).is_file(), "{page}");
-            let mut commands = vec![command.clone()];
-            commands.extend(command.get_subcommands().cloned());
-            for mut command in commands {
+            let mut commands = vec![(*page, command.clone())];
+            commands.extend(command.get_subcommands().map(|sub| {
+                let page = page_of(command.get_name(), sub.get_name(), page);
+                (page, sub.clone())
+            }));
+            for (page, mut command) in commands {
+                let file = page.split('#').next().unwrap_or_default();
+                assert!(repository.join(file).is_file(), "{page}");
                 let help = command.render_long_help().to_string();
                 assert!(
                     help.contains(&format!("Documentation: {page} in tfinstall's repository.")),

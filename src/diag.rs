@@ -162,9 +162,50 @@ impl fmt::Display for Diagnostics {
     }
 }
 
+/// Byte offsets to 1-based line/column, counting columns in characters as
+/// HCL does (close enough: HCL counts grapheme clusters): what a reader of
+/// hcl-edit's byte spans needs to say where a problem is.
+pub struct LineMap<'a> {
+    src: &'a str,
+    line_starts: Vec<usize>,
+}
+
+impl<'a> LineMap<'a> {
+    pub fn new(src: &'a str) -> Self {
+        let line_starts = std::iter::once(0)
+            .chain(src.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        LineMap { src, line_starts }
+    }
+
+    /// The text the offsets are into.
+    pub fn src(&self) -> &'a str {
+        self.src
+    }
+
+    pub fn position(&self, offset: usize) -> (usize, usize) {
+        let offset = offset.min(self.src.len());
+        let line_index = self.line_starts.partition_point(|&start| start <= offset) - 1;
+        let line_start = self.line_starts[line_index];
+        let column = self
+            .src
+            .get(line_start..offset)
+            .map_or(0, |text| text.chars().count());
+        (line_index + 1, column + 1)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn positions_count_characters() {
+        let map = LineMap::new("äb\ncd");
+        assert_eq!(map.position(2), (1, 2));
+        assert_eq!(map.position(4), (2, 1));
+        assert_eq!(map.position(99), (2, 3));
+    }
 
     #[test]
     fn collect_keeps_every_error_and_only_errors_fail() {

@@ -19,7 +19,7 @@ use hcl_edit::expr::Expression;
 use hcl_edit::structure::{Attribute, Block, Body};
 
 use crate::addr::ProviderAddr;
-use crate::diag::{Diagnostic, Diagnostics};
+use crate::diag::{Diagnostic, Diagnostics, LineMap};
 use crate::engine::Engine;
 use crate::fsutil;
 use crate::go_quote::{go_quote, is_print};
@@ -191,33 +191,6 @@ impl Locks {
 
     pub fn is_empty(&self) -> bool {
         self.providers.is_empty()
-    }
-}
-
-/// Byte offsets to 1-based line/column, counting columns in characters as
-/// HCL does (close enough: HCL counts grapheme clusters).
-struct LineMap<'a> {
-    src: &'a str,
-    line_starts: Vec<usize>,
-}
-
-impl<'a> LineMap<'a> {
-    fn new(src: &'a str) -> Self {
-        let line_starts = std::iter::once(0)
-            .chain(src.match_indices('\n').map(|(i, _)| i + 1))
-            .collect();
-        LineMap { src, line_starts }
-    }
-
-    fn position(&self, offset: usize) -> (usize, usize) {
-        let offset = offset.min(self.src.len());
-        let line_index = self.line_starts.partition_point(|&start| start <= offset) - 1;
-        let line_start = self.line_starts[line_index];
-        let column = self
-            .src
-            .get(line_start..offset)
-            .map_or(0, |text| text.chars().count());
-        (line_index + 1, column + 1)
     }
 }
 
@@ -692,7 +665,7 @@ impl<'a> Decoder<'a> {
             .and_then(|label| label.span())
             .or_else(|| block.ident.span())?
             .end;
-        let src = self.lines.src.get(header_end + self.base..)?;
+        let src = self.lines.src().get(header_end + self.base..)?;
         let mut rest = src;
         loop {
             let trimmed = rest.trim_start_matches([' ', '\t']);
@@ -1409,10 +1382,5 @@ provider "registry.terraform.io/a/e" { version = upper("1.0.0") }
         let subject = diags.0[0].subject.clone().unwrap();
         assert_eq!(diags.0[0].summary, "Missing required argument");
         assert_eq!((subject.line, subject.column), (1, 39));
-
-        let map = LineMap::new("äb\ncd");
-        assert_eq!(map.position(2), (1, 2));
-        assert_eq!(map.position(4), (2, 1));
-        assert_eq!(map.position(99), (2, 3));
     }
 }

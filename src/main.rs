@@ -80,6 +80,9 @@ fn main() -> ExitCode {
             Some(ProvidersCommand::Mirror(mirror)) => runtime.block_on(
                 tfinstall::commands::providers::mirror::run(mirror, launch_dir),
             ),
+            Some(ProvidersCommand::Check(check)) => {
+                tfinstall::commands::providers::check::run(check)
+            }
             None => tfinstall::commands::providers::tree::run(args),
         },
         Command::Completions(args) => tfinstall::commands::completions::run(args),

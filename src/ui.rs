@@ -97,9 +97,13 @@ impl Ui {
                 provider.for_display(),
                 self.auth_words(auth)
             ),
+            // The policy's decisions are for `-json`; a refusal comes as an
+            // error of its own.
             InstallEvent::Warning(_)
             | InstallEvent::Selected { .. }
             | InstallEvent::Verified { .. }
+            | InstallEvent::PolicyScreened { .. }
+            | InstallEvent::PolicyDecided { .. }
             | InstallEvent::Progress { .. } => return None,
         })
     }

@@ -267,10 +267,7 @@ impl VersionConstraints {
     /// every selection, and a pre-release must also be named by an exact
     /// selection, so that `>= 1.0` never silently picks `2.0.0-beta1`.
     pub fn allows(&self, version: &Version) -> bool {
-        if version.is_unspecified() {
-            return false;
-        }
-        if !self.selections.iter().all(|s| s.contains(version)) {
+        if !self.bounds_contain(version) {
             return false;
         }
         !version.is_prerelease()
@@ -278,6 +275,14 @@ impl VersionConstraints {
                 .selections
                 .iter()
                 .any(|s| s.operator == Operator::Equal && s.boundary == *version)
+    }
+
+    /// Whether `version` meets every selection, a pre-release like any other
+    /// version. A rule that refuses versions needs this rather than
+    /// [`VersionConstraints::allows`]: a provider policy's `deny` of `>= 5.0.0`
+    /// must refuse `5.1.0-beta1` too.
+    pub fn bounds_contain(&self, version: &Version) -> bool {
+        !version.is_unspecified() && self.selections.iter().all(|s| s.contains(version))
     }
 
     /// The only version these constraints can allow, when an exact selection
@@ -1312,5 +1317,16 @@ mod tests {
         );
         assert_eq!(pinned("~> 1.2.0"), None);
         assert_eq!(pinned(""), None);
+    }
+
+    #[test]
+    fn bounds_contain_pre_releases_that_allows_refuses() {
+        let range = constraints(">= 5.0.0, < 6.0.0");
+        assert!(range.bounds_contain(&v("5.1.0-beta1")));
+        assert!(!range.allows(&v("5.1.0-beta1")));
+        assert!(range.bounds_contain(&v("5.1.0")) && range.allows(&v("5.1.0")));
+        assert!(!range.bounds_contain(&v("6.0.0")));
+        assert!(!range.bounds_contain(&v("4.9.9-rc1")));
+        assert!(VersionConstraints::empty().bounds_contain(&v("0.1.0-alpha")));
     }
 }

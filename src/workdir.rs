@@ -23,6 +23,17 @@ pub fn data_dir() -> PathBuf {
     }
 }
 
+/// `path` in the working directory `dir`, spelt as Terraform spells it
+/// when `dir` is the current directory (messages name `.terraform.lock.hcl`,
+/// not `./.terraform.lock.hcl`).
+pub fn in_dir(dir: &Path, path: impl AsRef<Path>) -> PathBuf {
+    if dir == Path::new(".") {
+        path.as_ref().to_path_buf()
+    } else {
+        dir.join(path)
+    }
+}
+
 /// Writes `locks` to the lock file in the working directory, reporting a
 /// failure the way Terraform does.
 pub fn save_lock_file(locks: &Locks) -> Result<(), Diagnostics> {

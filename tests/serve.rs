@@ -42,6 +42,11 @@ impl Upstream {
     }
 
     fn with_payload(types: &[&str], payload: Payload) -> Self {
+        Self::publishing(types, &[VERSION], payload)
+    }
+
+    /// Each of `types` at each of `versions`.
+    fn publishing(types: &[&str], versions: &[&str], payload: Payload) -> Self {
         let ca = TestCa::new();
         let server = TestServer::https(&ca);
         let tmp = tempfile::tempdir().unwrap();
@@ -52,9 +57,10 @@ impl Upstream {
         let platforms: Vec<&str> = platforms.iter().map(String::as_str).collect();
         let registry = types
             .iter()
-            .fold(Registry::new(&PgpKey::generate_ecdsa()), |r, t| {
+            .flat_map(|t| versions.iter().map(move |v| (t, v)))
+            .fold(Registry::new(&PgpKey::generate_ecdsa()), |r, (t, v)| {
                 r.provider(
-                    ProviderSpec::new(NS, t, VERSION)
+                    ProviderSpec::new(NS, t, v)
                         .hostname(HOST)
                         .platforms(&platforms)
                         .payload(payload),
@@ -756,6 +762,110 @@ fn a_plugin_cache_is_served_as_it_is_with_upstream_down() {
 }
 
 /// A blocking HTTPS client trusting only the test CA.
+/// With `-policy`, `serve` lists only the versions the policy allows, so
+/// an unmodified Terraform 1.0.3 installs the newest allowed one; a denied
+/// version's documents and archives are answered 403 with the decision as
+/// JSON and nothing asked of upstream; and a package below the minimum
+/// trust is refused once fetched, and never stored.
+#[test]
+fn a_policy_keeps_denied_versions_from_clients_and_upstream() {
+    let upstream = Upstream::publishing(
+        &["alpha", "beta"],
+        &["1.0.0", "1.1.0", "2.0.0"],
+        Payload::Small,
+    );
+    let policy = upstream.path("policy.hcl");
+    std::fs::write(
+        &policy,
+        format!(
+            "deny \"{HOST}/{NS}/alpha\" {{\n  versions = \"2.0.0\"\n}}\nallow \"{HOST}/{NS}/beta\" {{\n  min_trust = \"signed by HashiCorp\"\n}}\n"
+        ),
+    )
+    .unwrap();
+    let store = upstream.path("store/x").parent().unwrap().to_path_buf();
+    let serve = upstream.serve(&store, &[&format!("-policy={}", policy.display())]);
+
+    let dir = upstream
+        .path("work/newest/x")
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    std::fs::write(
+        dir.join("main.tf"),
+        format!(
+            "terraform {{\n  required_providers {{\n    alpha = {{\n      source  = \"{HOST}/{NS}/alpha\"\n      version = \">= 1.0.0\"\n    }}\n  }}\n}}\n"
+        ),
+    )
+    .unwrap();
+    let output = upstream.terraform_init(Terraform::V1_0_3, &dir, &serve.mirror_config());
+    succeeded("terraform init through serve with a policy", &output);
+    let installed = dir
+        .join(".terraform/providers")
+        .join(HOST)
+        .join(NS)
+        .join("alpha");
+    let versions: Vec<String> = std::fs::read_dir(&installed)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(versions, ["1.1.0"], "{}", serve.log());
+
+    let client = Client::new(&upstream.ca);
+    let base = format!("{}{HOST}/{NS}", serve.url);
+    let (status, body) = client.get(&format!("{base}/alpha/index.json"), None);
+    assert_eq!(
+        (status, body.as_str()),
+        (200, "{\"versions\":{\"1.0.0\":{},\"1.1.0\":{}}}")
+    );
+    let denied_archive = format!(
+        "{base}/alpha/terraform-provider-alpha_2.0.0_{}.zip",
+        current_platform()
+    );
+    for url in [format!("{base}/alpha/2.0.0.json"), denied_archive] {
+        let (status, body) = client.get(&url, None);
+        assert_eq!(status, 403, "{url}: {body}");
+        let reason: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(reason["allowed"], false);
+        assert_eq!(reason["version"], "2.0.0");
+        assert_eq!(reason["rule"]["kind"], "deny");
+        assert_eq!(reason["rule"]["line"], 1);
+    }
+    assert!(
+        !upstream
+            .server()
+            .requests()
+            .iter()
+            .any(|r| r.path.contains("2.0.0")),
+        "upstream was asked for a denied version"
+    );
+
+    let (status, body) = client.get(
+        &format!(
+            "{base}/beta/terraform-provider-beta_1.0.0_{}.zip",
+            current_platform()
+        ),
+        None,
+    );
+    assert_eq!(status, 403, "{body}");
+    let reason: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(reason["trust"], "self-signed");
+    assert_eq!(reason["rule"]["kind"], "allow");
+    assert_eq!(reason["rule"]["line"], 5);
+    let entry = store
+        .join(HOST)
+        .join(NS)
+        .join("beta/1.0.0")
+        .join(current_platform());
+    assert!(!entry.exists(), "a refused package was stored");
+    assert!(
+        serve
+            .log()
+            .contains("refused registry.test/acme/beta v1.0.0"),
+        "{}",
+        serve.log()
+    );
+}
+
 struct Client {
     client: reqwest::Client,
     runtime: tokio::runtime::Runtime,

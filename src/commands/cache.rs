@@ -22,6 +22,7 @@ use crate::install::installer::{CacheUse, Installer};
 use crate::install::layout::{InstallLayout, LayoutKind};
 use crate::lockfile::Locks;
 use crate::output::Output;
+use crate::policy::Policy;
 use crate::source::configured::{NetworkSources, SourceOptions, build_source};
 use crate::units::{format_age, format_size, format_utc};
 use crate::workdir::configuration_requirements;
@@ -469,6 +470,7 @@ async fn run_warm(
     out: &Arc<Output>,
 ) -> Result<Diagnostics, Diagnostics> {
     let platforms = target_platforms(&args.platforms)?;
+    let policy = Policy::from_flag(args.policy.as_deref())?;
     let env = CliEnv::from_process();
     let (mut cli_config, mut config_diags) = cliconfig::load(&env);
     // Filling a cache that does not exist yet (a fresh CI image) is what
@@ -529,13 +531,20 @@ async fn run_warm(
     // are filled once however many of them need a package; the results are
     // then listed in the order given.
     let cache_use = CacheUse::new(cache.clone(), cli_config.plugin_cache_may_break_lock_file);
-    let (source, downloader, cache_use, out, cache_root) =
-        (&source, &downloader, &cache_use, &out, cache.root());
+    let (source, downloader, cache_use, out, cache_root, policy) = (
+        &source,
+        &downloader,
+        &cache_use,
+        &out,
+        cache.root(),
+        &policy,
+    );
     let warms = configurations.iter().flat_map(|(requirements, locks)| {
         platforms.iter().map(move |platform| {
             let installer = Installer {
                 parallelism: args.parallelism,
                 cache: Some(cache_use.clone()),
+                policy: policy.clone(),
                 events: warm_events(Arc::clone(out)),
                 // Nothing is installed: a layout in a directory that does not
                 // exist keeps every "already installed" check false.

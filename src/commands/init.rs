@@ -18,11 +18,12 @@ use crate::install::staging::{FileMode, Staging};
 use crate::lockfile::Locks;
 use crate::output::{LockFileChange, Output};
 use crate::package::extract::ExtractLimits;
+use crate::policy::Policy;
 use crate::source::Source;
 use crate::source::configured::{
     NetworkSources, SourceOptions, build_offline_source, build_source,
 };
-use crate::workdir::{LOCK_FILE, configuration_requirements, data_dir};
+use crate::workdir::{LOCK_FILE, configuration_requirements, data_dir, in_dir};
 
 pub async fn run(args: InitArgs, launch_dir: PathBuf) -> bool {
     let out = Output::new(args.json, args.no_color);
@@ -203,6 +204,7 @@ struct Run<'a> {
     downloader: Arc<Downloader>,
     cache: Option<CacheUse>,
     link_mode: LinkMode,
+    policy: Option<Arc<Policy>>,
     /// The cache of a multi-directory run without a configured one, removed
     /// when the run ends (the packages it held stay, hard-linked or copied).
     _run_cache: Option<tempfile::TempDir>,
@@ -234,6 +236,9 @@ impl<'a> Run<'a> {
             (Engine::Terraform, None) => LayoutKind::Plugins,
             (Engine::OpenTofu, None) => LayoutKind::Providers,
         };
+        // Before anything else is read: a policy that cannot be read
+        // installs nothing.
+        let policy = Policy::from_flag(args.policy.as_deref())?;
         let env = CliEnv::from_process();
         let (cli_config, config_diags) = cliconfig::load(&env);
         out.config_problems(&config_diags);
@@ -291,6 +296,7 @@ impl<'a> Run<'a> {
             downloader,
             cache,
             link_mode,
+            policy,
             _run_cache: run_cache,
         })
     }
@@ -331,17 +337,6 @@ fn same_filesystem(a: &Path, b: &Path) -> bool {
 #[cfg(not(unix))]
 fn same_filesystem(_: &Path, _: &Path) -> bool {
     false
-}
-
-/// `path` in the working directory `dir`, spelt as Terraform spells it
-/// when `dir` is the current directory (messages name `.terraform.lock.hcl`,
-/// not `./.terraform.lock.hcl`).
-fn in_dir(dir: &Path, path: impl AsRef<Path>) -> PathBuf {
-    if dir == Path::new(".") {
-        path.as_ref().to_path_buf()
-    } else {
-        dir.join(path)
-    }
 }
 
 /// `init` in one working directory, `dir` (`.` after -chdir): the files it
@@ -417,6 +412,7 @@ async fn init(run: &Run<'_>, dir: &Path, out: &Arc<Output>) -> Result<Initialize
         link_mode: run.link_mode,
         events: out.event_sink(),
         offline: args.offline,
+        policy: run.policy.clone(),
         ..Installer::new(
             source,
             InstallLayout::new(&data_dir, run.layout),

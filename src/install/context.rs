@@ -15,6 +15,7 @@ use crate::install::events::EventSink;
 use crate::install::layout::InstallLayout;
 use crate::install::link::LinkMode;
 use crate::package::extract::ExtractLimits;
+use crate::policy::Policy;
 use crate::source::{PackageMeta, Source, SourceError};
 use crate::verify::AuthResult;
 use crate::verify::hash::PackageHash;
@@ -64,13 +65,16 @@ pub struct Installer {
     /// `init -offline`: the source is local only, and a version it lacks is
     /// reported with the versions it has.
     pub offline: bool,
+    /// The provider policy (`-policy`), which every version and package
+    /// this installer considers must pass ([`super::admission`]).
+    pub policy: Option<Arc<Policy>>,
 }
 
 impl Installer {
     /// An installer with the defaults every command starts from: no plugin
     /// cache, no overrides, default limits and parallelism, hard links
-    /// where possible, online, and events going nowhere. Commands change
-    /// what they need with struct update syntax.
+    /// where possible, online, no policy, and events going nowhere.
+    /// Commands change what they need with struct update syntax.
     pub fn new(
         source: Arc<dyn Source>,
         layout: InstallLayout,
@@ -89,6 +93,7 @@ impl Installer {
             link_mode: LinkMode::Auto,
             events: Arc::new(|_| {}),
             offline: false,
+            policy: None,
         }
     }
 }

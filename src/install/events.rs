@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::addr::ProviderAddr;
 use crate::diag::Diagnostic;
 use crate::fetch::DownloadProgress;
+use crate::policy::Decision;
 use crate::verify::AuthResult;
 use crate::version::Version;
 
@@ -62,6 +63,22 @@ pub enum InstallEvent {
     Verified {
         provider: ProviderAddr,
         version: Version,
+        auth: AuthResult,
+    },
+    /// The provider policy removed these versions of the provider from the
+    /// choice (or refused the one the lock file selects), each with the
+    /// decision that removed it.
+    PolicyScreened {
+        provider: ProviderAddr,
+        removed: Vec<(Version, Decision)>,
+    },
+    /// The provider policy's decision on a package, given how it was
+    /// authenticated: one about to be used (fresh, cached or installed),
+    /// or one refused.
+    PolicyDecided {
+        provider: ProviderAddr,
+        version: Version,
+        decision: Decision,
         auth: AuthResult,
     },
     /// How far a package has got; live, see [`InstallEvent::is_live`].

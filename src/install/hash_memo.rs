@@ -7,6 +7,11 @@
 //! installed package's hash is remembered with its files' stamps
 //! ([`crate::package::stamps`], which says when they can be trusted), and
 //! hashed again only when they no longer hold.
+//!
+//! Beside each hash goes how the package was authenticated when it was
+//! installed: the provider policy asks it of an installed package, whose
+//! trust nothing else records. Losing the memo costs a re-hash and, under
+//! a policy that asks for trust, a fetch; never a wrong answer.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -17,8 +22,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::{Deserialize, Serialize};
 
+use crate::cache::AuthRecord;
 use crate::install::staging::{FileMode, Staging};
 use crate::package::stamps::{DirStamps, FileStamp, stamps_of};
+use crate::verify::AuthResult;
 use crate::verify::hash::PackageHash;
 
 const MEMO_FILE: &str = ".tfinstall-hashes.json";
@@ -27,12 +34,19 @@ const MEMO_FILE: &str = ".tfinstall-hashes.json";
 struct Remembered {
     h1: String,
     stamps: DirStamps,
+    /// How the package whose files hash to `h1` was authenticated, when
+    /// this run or an earlier one installed it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    auth: Option<AuthRecord>,
 }
 
 /// Kept in the data directory; Terraform ignores files it does not know there.
 #[derive(Debug, Default)]
 pub struct HashMemo {
     path: PathBuf,
+    /// Entries are keyed by their path below it, so that `init DIR` and
+    /// `-chdir=DIR init` (and `providers check`) share them.
+    data_dir: PathBuf,
     entries: Mutex<BTreeMap<String, Remembered>>,
     /// Whether anything was learnt since loading: a no-op run leaves the
     /// file alone.
@@ -49,6 +63,7 @@ impl HashMemo {
             .unwrap_or_default();
         HashMemo {
             path,
+            data_dir: data_dir.to_path_buf(),
             entries: Mutex::new(entries),
             changed: AtomicBool::new(false),
         }
@@ -56,7 +71,7 @@ impl HashMemo {
 
     /// The `h1:` of the package in `dir`, from memory when no file changed.
     pub fn h1_of_dir(&self, dir: &Path) -> io::Result<PackageHash> {
-        let key = dir.to_string_lossy().into_owned();
+        let key = self.key(dir);
         let stamps = stamps_of(dir)?;
         if let Some(stamps) = &stamps {
             let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
@@ -69,21 +84,57 @@ impl HashMemo {
         }
         let hash = PackageHash::h1_of_dir(dir)?;
         if let Some(files) = stamps {
-            self.remember(key, &hash, files);
+            // Authentication vouches for files with this hash, whatever
+            // their stamps.
+            let auth = {
+                let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+                entries
+                    .get(&key)
+                    .filter(|known| known.h1 == hash.as_str())
+                    .and_then(|known| known.auth.clone())
+            };
+            self.remember(key, &hash, files, auth);
         }
         Ok(hash)
     }
 
+    /// How the installed package in `dir`, whose files hash to `h1`, was
+    /// authenticated when it was installed: unauthenticated when nothing
+    /// recorded it (installed by Terraform, or by a tfinstall from before
+    /// the record), since nothing then vouches for it.
+    pub fn installed_auth(&self, dir: &Path, h1: &PackageHash) -> AuthResult {
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries
+            .get(&self.key(dir))
+            .filter(|known| known.h1 == h1.as_str())
+            .and_then(|known| known.auth.as_ref())
+            .map_or(AuthResult::Unauthenticated, AuthResult::from)
+    }
+
+    fn key(&self, dir: &Path) -> String {
+        dir.strip_prefix(&self.data_dir)
+            .unwrap_or(dir)
+            .to_string_lossy()
+            .into_owned()
+    }
+
     /// Records the hash of a package just written to `written`, which will
     /// be (or already is) renamed to `installed`: renaming a directory
-    /// changes no stamp of the files inside it.
-    pub fn record(&self, written: &Path, installed: &Path, hash: &PackageHash) {
+    /// changes no stamp of the files inside it. `auth` is how the package
+    /// was authenticated.
+    pub fn record(&self, written: &Path, installed: &Path, hash: &PackageHash, auth: &AuthResult) {
         if let Ok(Some(files)) = stamps_of(written) {
-            self.remember(installed.to_string_lossy().into_owned(), hash, files);
+            self.remember(self.key(installed), hash, files, Some(auth.into()));
         }
     }
 
-    fn remember(&self, key: String, hash: &PackageHash, files: Vec<FileStamp>) {
+    fn remember(
+        &self,
+        key: String,
+        hash: &PackageHash,
+        files: Vec<FileStamp>,
+        auth: Option<AuthRecord>,
+    ) {
         self.changed.store(true, Ordering::Relaxed);
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         entries.insert(
@@ -91,6 +142,7 @@ impl HashMemo {
             Remembered {
                 h1: hash.to_string(),
                 stamps: DirStamps::taken_now(files),
+                auth,
             },
         );
     }
@@ -102,7 +154,7 @@ impl HashMemo {
     pub fn save(&self, staging: &Staging) {
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         let before = entries.len();
-        entries.retain(|dir, _| Path::new(dir).is_dir());
+        entries.retain(|dir, _| self.data_dir.join(dir).is_dir());
         if entries.len() == before && !self.changed.load(Ordering::Relaxed) {
             return;
         }
@@ -217,7 +269,12 @@ mod tests {
         pin_mtimes(&pkg).unwrap();
         fs::set_permissions(&file, fs::Permissions::from_mode(0o555)).unwrap();
         let memo = HashMemo::load(data.path());
-        memo.record(&pkg, &pkg, &PackageHash::parse("h1:remembered").unwrap());
+        memo.record(
+            &pkg,
+            &pkg,
+            &PackageHash::parse("h1:remembered").unwrap(),
+            &AuthResult::Unauthenticated,
+        );
         assert_eq!(memo.h1_of_dir(&pkg).unwrap().as_str(), "h1:remembered");
 
         let elsewhere = data.path().join("elsewhere");
@@ -231,6 +288,48 @@ mod tests {
         );
     }
 
+    /// The authentication recorded at install time holds for files with
+    /// that hash, across runs and however the data directory is spelt;
+    /// other files, or none recorded, count as unauthenticated.
+    #[cfg(unix)]
+    #[test]
+    fn the_recorded_authentication_follows_the_files_hash() {
+        use crate::verify::{SignatureCheck, Trust};
+        let root = tempfile::tempdir().unwrap();
+        let data = root.path().join("data");
+        let pkg = data.join("providers/x");
+        fs::create_dir_all(&pkg).unwrap();
+        fs::write(pkg.join("terraform-provider-x"), b"one").unwrap();
+        pin_mtimes(&pkg).unwrap();
+        let signed = AuthResult::Signed(SignatureCheck {
+            trust: Trust::SelfSigned,
+            key_id: "38027F80D7FD5FB2".into(),
+            key_expired: true,
+        });
+        let h1 = PackageHash::h1_of_dir(&pkg).unwrap();
+        let memo = HashMemo::load(&data);
+        memo.record(&pkg, &pkg, &h1, &signed);
+        memo.save(&Staging::create(&data).unwrap());
+
+        // Another spelling of the same directory finds it.
+        let link = root.path().join("link");
+        std::os::unix::fs::symlink(&data, &link).unwrap();
+        let reloaded = HashMemo::load(&link);
+        let same = link.join("providers/x");
+        let hash = reloaded.h1_of_dir(&same).unwrap();
+        assert_eq!(reloaded.installed_auth(&same, &hash), signed);
+
+        let other = PackageHash::parse("h1:other").unwrap();
+        assert_eq!(
+            reloaded.installed_auth(&same, &other),
+            AuthResult::Unauthenticated
+        );
+        assert_eq!(
+            reloaded.installed_auth(&link.join("providers/y"), &hash),
+            AuthResult::Unauthenticated
+        );
+    }
+
     #[test]
     fn a_stamp_taken_right_after_a_write_is_not_trusted() {
         let data = tempfile::tempdir().unwrap();
@@ -238,7 +337,12 @@ mod tests {
         fs::create_dir(&pkg).unwrap();
         fs::write(pkg.join("a"), b"content").unwrap();
         let memo = HashMemo::load(data.path());
-        memo.record(&pkg, &pkg, &PackageHash::parse("h1:bogus").unwrap());
+        memo.record(
+            &pkg,
+            &pkg,
+            &PackageHash::parse("h1:bogus").unwrap(),
+            &AuthResult::Unauthenticated,
+        );
         fs::write(pkg.join("a"), b"content").unwrap();
         assert_eq!(
             memo.h1_of_dir(&pkg).unwrap(),

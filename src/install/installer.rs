@@ -17,6 +17,7 @@ use crate::install::context::Selected;
 pub use crate::install::context::{InstallMode, Installer};
 use crate::install::events::InstallEvent;
 use crate::install::hash_memo::HashMemo;
+pub use crate::install::obtain::FillError;
 use crate::install::select::{check_builtin, preferred_hashes};
 use crate::install::staging::Staging;
 use crate::lockfile::{LockedProvider, Locks};
@@ -115,7 +116,9 @@ impl Installer {
                 let target = self
                     .layout
                     .package_dir(&f.provider, &f.version, &self.platform);
-                outcome.memo.record(&staged, &target, &f.installed_hash);
+                outcome
+                    .memo
+                    .record(&staged, &target, &f.installed_hash, &f.auth);
                 outcome.moves.push((staged, target));
             }
             outcome.selections.insert(
@@ -196,12 +199,9 @@ impl Installer {
         provider: &ProviderAddr,
         version: &Version,
         prefetched: Option<crate::source::PackageMeta>,
-    ) -> Result<(PathBuf, bool), Diagnostic> {
+    ) -> Result<(PathBuf, bool), FillError> {
         let Some(cache) = &self.cache else {
-            return Err(Diagnostic::error(
-                "No store",
-                "serve needs a store to fill.",
-            ));
+            return Err(Diagnostic::error("No store", "serve needs a store to fill.").into());
         };
         let none = BTreeSet::new();
         if let Some(cached) = self

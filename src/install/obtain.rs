@@ -25,6 +25,7 @@ use crate::install::link::{LinkMode, link_package};
 use crate::install::staging::Staging;
 use crate::package::extract::{ExtractedFile, extract_package, find_executable};
 use crate::package::stamps::{DirStamps, pin_mtimes};
+use crate::policy::Refusal;
 use crate::source::{
     IncompatibleProtocol, PackageAuthentication, PackageLocation, PackageMeta, RegistryPackages,
     SignedChecksums, SignedDocuments, SourceError,
@@ -162,7 +163,7 @@ impl Installer {
         lock_known: bool,
         staging: &Staging,
         emit: &(dyn Fn(InstallEvent) + Sync),
-    ) -> Result<(CachedPackage, bool), Diagnostic> {
+    ) -> Result<(CachedPackage, bool), FillError> {
         let cache_failed = |err| cache_failed(cache, s, err);
         let _turn = cache
             .fills
@@ -215,7 +216,10 @@ impl Installer {
                 keep_archive.as_deref(),
             )
             .await
-            .map_err(|err| self.stage_failed(s, err))?;
+            .map_err(|err| match err {
+                StageError::Refused(refusal) => FillError::Refused(refusal),
+                err => FillError::Failed(self.stage_failed(s, err)),
+            })?;
         let pinned = package_dir.clone();
         blocking(move || pin_mtimes(&pinned))
             .await
@@ -283,6 +287,7 @@ impl Installer {
                 fetch_error_diagnostic(&s.provider, &s.version, &s.constraints, &self.platform, err)
             }
             StageError::Package(message) => install_failed(&s.provider, &s.version, message),
+            StageError::Refused(refusal) => refusal.diagnostic(),
         }
     }
 
@@ -312,6 +317,14 @@ impl Installer {
         };
         match &meta.location {
             PackageLocation::LocalDir(src) => {
+                // An unpacked directory vouches for nothing.
+                self.admit(
+                    &meta.provider,
+                    &meta.version,
+                    &AuthResult::Unauthenticated,
+                    emit,
+                )
+                .map_err(StageError::Refused)?;
                 let package = stage_unpacked(
                     src.clone(),
                     staged.to_path_buf(),
@@ -336,8 +349,7 @@ impl Installer {
                 };
                 let package = self
                     .stage_archive(archive, meta, allowed, staged, emit)
-                    .await
-                    .map_err(StageError::Package)?;
+                    .await?;
                 if let Some(keep) = keep_archive {
                     tokio::fs::copy(path, keep)
                         .await
@@ -385,7 +397,6 @@ impl Installer {
                     };
                     self.stage_archive(archive, meta, allowed, staged, emit)
                         .await
-                        .map_err(StageError::Package)
                 }
                 .await;
                 // The archive is needed only until it is unpacked, or until
@@ -435,6 +446,8 @@ impl Installer {
         let (auth, signed_hashes) = authenticate_archive(meta, &fetched.sha256, &zh, fetched.size)
             .await
             .map_err(StageError::Package)?;
+        self.admit(&meta.provider, &meta.version, &auth, emit)
+            .map_err(StageError::Refused)?;
         match fetched.unpacked {
             Some(Ok(files)) => {
                 report_verified(meta, &auth, emit);
@@ -469,7 +482,7 @@ impl Installer {
         allowed: &BTreeSet<PackageHash>,
         staged: &Path,
         emit: &(dyn Fn(InstallEvent) + Sync),
-    ) -> Result<StagedPackage, String> {
+    ) -> Result<StagedPackage, StageError> {
         let LocalArchive {
             path: archive,
             shown_as,
@@ -482,20 +495,27 @@ impl Installer {
                 let zh = blocking(move || PackageHash::zh_of_file(&path))
                     .await
                     .map_err(|err| {
-                        format!(
+                        StageError::Package(format!(
                             "failed to compute checksum for {}: {err}",
                             archive.display()
-                        )
+                        ))
                     })?;
-                zh_digest(&zh).ok_or_else(|| "failed to compute checksum".to_string())?
+                zh_digest(&zh)
+                    .ok_or_else(|| StageError::Package("failed to compute checksum".to_string()))?
             }
         };
         let zh = PackageHash::zh_of_digest(&digest);
         let size = tokio::fs::metadata(&archive)
             .await
-            .map_err(|err| format!("failed to read {}: {err}", archive.display()))?
+            .map_err(|err| {
+                StageError::Package(format!("failed to read {}: {err}", archive.display()))
+            })?
             .len();
-        let (auth, signed_hashes) = authenticate_archive(meta, &digest, &zh, size).await?;
+        let (auth, signed_hashes) = authenticate_archive(meta, &digest, &zh, size)
+            .await
+            .map_err(StageError::Package)?;
+        self.admit(&meta.provider, &meta.version, &auth, emit)
+            .map_err(StageError::Refused)?;
         report_verified(meta, &auth, emit);
 
         let type_name = meta.provider.type_name.clone();
@@ -505,15 +525,15 @@ impl Installer {
         let _slot = UNPACKING_SLOTS
             .acquire()
             .await
-            .map_err(|err| err.to_string())?;
+            .map_err(|err| StageError::Package(err.to_string()))?;
         let files = blocking(move || {
             std::fs::create_dir_all(&dest)?;
             extract_package(&src, &dest, &type_name, &limits)
                 .map_err(|err| std::io::Error::other(err.shown_as(&shown_as)))
         })
         .await
-        .map_err(|err| err.to_string())?;
-        staged_package(meta, allowed, &files, zh, auth, signed_hashes)
+        .map_err(|err| StageError::Package(err.to_string()))?;
+        staged_package(meta, allowed, &files, zh, auth, signed_hashes).map_err(StageError::Package)
     }
 }
 
@@ -579,6 +599,29 @@ fn staged_package(
     })
 }
 
+/// Why a cache entry was not filled: the provider policy refused the
+/// package (which `serve` answers with 403 and the decision), or anything
+/// else, as its diagnostic.
+pub enum FillError {
+    Refused(Box<Refusal>),
+    Failed(Diagnostic),
+}
+
+impl From<Diagnostic> for FillError {
+    fn from(diag: Diagnostic) -> Self {
+        FillError::Failed(diag)
+    }
+}
+
+impl From<FillError> for Diagnostic {
+    fn from(err: FillError) -> Self {
+        match err {
+            FillError::Refused(refusal) => refusal.diagnostic(),
+            FillError::Failed(diag) => diag,
+        }
+    }
+}
+
 /// An archive on disk, ready to be authenticated and unpacked.
 pub(super) struct LocalArchive {
     pub(super) path: PathBuf,
@@ -600,10 +643,13 @@ pub(super) struct StagedPackage {
 
 /// Why a package could not be staged. A registry's checksum documents fail
 /// as a source query does, which is how Terraform (fetching them before the
-/// archive) reports it; everything else is a failure of the package itself.
+/// archive) reports it; a refusal by the provider policy says which rule;
+/// everything else is a failure of the package itself.
 pub enum StageError<E = String> {
     Source(SourceError),
     Package(E),
+    /// The provider policy refused the package once it was authenticated.
+    Refused(Box<Refusal>),
 }
 
 /// Runs `download` while a registry's checksum documents arrive (other

@@ -20,6 +20,7 @@ use crate::install::obtain::{StagedPackage, install_failed};
 use crate::install::select::preferred_hashes;
 use crate::install::staging::Staging;
 use crate::lockfile::Locks;
+use crate::verify::AuthResult;
 use crate::verify::hash::PackageHash;
 use crate::version::{Version, VersionConstraints};
 
@@ -34,6 +35,9 @@ pub(super) struct Placed {
     /// Terraform's "Incomplete lock file information for providers".
     pub(super) incomplete: bool,
     pub(super) third_party: bool,
+    /// How the package was authenticated, remembered beside the hash of
+    /// a staged package for the provider policy's later looks.
+    pub(super) auth: AuthResult,
 }
 
 impl Installer {
@@ -103,6 +107,11 @@ impl Installer {
                 provider: s.provider.clone(),
                 version: s.version.clone(),
             });
+            let dir = self
+                .layout
+                .package_dir(&s.provider, &s.version, &self.platform);
+            let auth = memo.installed_auth(&dir, &hash);
+            self.report_found(&s.provider, &s.version, &auth, emit);
             return Ok(Placed {
                 hashes: prior_hashes,
                 provider: s.provider,
@@ -112,6 +121,7 @@ impl Installer {
                 installed_hash: hash,
                 incomplete: false,
                 third_party: false,
+                auth,
             });
         }
 
@@ -137,6 +147,9 @@ impl Installer {
             // was installed by this run all the same.
             let installed_now =
                 downloaded || cache.fills.filled(&s.provider, &s.version, &self.platform);
+            if !downloaded {
+                self.report_found(&s.provider, &s.version, &cached.auth, emit);
+            }
             if !installed_now {
                 emit(InstallEvent::CacheHit {
                     provider: s.provider.clone(),
@@ -217,7 +230,7 @@ impl Installer {
             emit(InstallEvent::Installed {
                 provider: s.provider.clone(),
                 version: s.version.clone(),
-                auth: package.auth,
+                auth: package.auth.clone(),
             });
         }
         Placed {
@@ -229,6 +242,7 @@ impl Installer {
             hashes,
             incomplete,
             third_party,
+            auth: package.auth,
         }
     }
 }
@@ -263,7 +277,6 @@ fn lock_hashes(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::verify::AuthResult;
 
     fn hash(text: &str) -> PackageHash {
         PackageHash::parse(text).unwrap()

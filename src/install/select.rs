@@ -92,6 +92,7 @@ impl Installer {
             _ => None,
         };
         if let Some(lock) = locked {
+            self.check_locked(provider, &lock.version)?;
             // Unlike Terraform 1.x, a provider whose installed package already
             // matches the lock file needs no registry round-trip at all.
             if let Some(hash) = self.installed_matching(provider, &lock.version, &lock.hashes, memo)
@@ -135,7 +136,10 @@ impl Installer {
             Some(lock) => Some(&lock.version),
             None => constraints.pinned(),
         }
-        .filter(|version| self.may_need_source_package(provider, version));
+        .filter(|version| {
+            self.version_allowed(provider, version)
+                && self.may_need_source_package(provider, version)
+        });
         let prefetch = async {
             match predicted {
                 Some(version) => Some(
@@ -174,9 +178,10 @@ impl Installer {
                 ),
             )));
         }
+        let (versions, removed) = self.screen_versions(provider, available.versions.clone());
         let chosen = match locked {
-            Some(lock) => available.versions.iter().find(|v| **v == lock.version),
-            None => constraints.newest_allowed(&available.versions),
+            Some(lock) => versions.iter().find(|v| **v == lock.version),
+            None => constraints.newest_allowed(&versions),
         };
         match chosen {
             Some(version) => Ok(Selected {
@@ -188,6 +193,14 @@ impl Installer {
                 prefetched: prefetched.filter(|_| predicted == Some(version)),
             }),
             None => {
+                if locked.is_none()
+                    && let Some(refused) = self
+                        .policy
+                        .as_ref()
+                        .and_then(|policy| policy.none_allowed(provider, constraints, &removed))
+                {
+                    return Err(refused);
+                }
                 let mut reason = match locked {
                     Some(lock) => format!(
                         "the previously-selected version {} is no longer available",
@@ -221,8 +234,9 @@ impl Installer {
     }
 
     /// The `h1:` hash of the installed package when it matches one of the
-    /// given hashes (only `h1:` can match an unpacked directory); remembered
-    /// from earlier runs for files that did not change.
+    /// given hashes (only `h1:` can match an unpacked directory) and the
+    /// provider policy admits it as it was authenticated when installed;
+    /// remembered from earlier runs for files that did not change.
     pub(super) fn installed_matching(
         &self,
         provider: &ProviderAddr,
@@ -238,15 +252,19 @@ impl Installer {
             return None;
         }
         let hash = memo.h1_of_dir(&dir).ok()?;
-        hashes.contains(&hash).then_some(hash)
+        (hashes.contains(&hash)
+            && self.admits_found(provider, version, &memo.installed_auth(&dir, &hash)))
+        .then_some(hash)
     }
 
-    /// The cache entry for this package, if this run may use it: its `h1:`
-    /// (or, for entries tfinstall made, the archive's `zh:`) is in
-    /// `preferred`; or, for a provider the lock file has no hashes for, the
-    /// entry carries tfinstall's record of how it was verified (so the lock
-    /// entry can be complete without a download), or the user allowed
-    /// entries that break the lock file. `held` is the entry's lock
+    /// The cache entry for this package, if this run may use it: the
+    /// provider policy admits it as its provenance says it was
+    /// authenticated, and its `h1:` (or, for entries tfinstall made, the
+    /// archive's `zh:`) is in `preferred`; or, for a provider the lock file
+    /// has no hashes for, the entry carries tfinstall's record of how it
+    /// was verified (so the lock entry can be complete without a download),
+    /// or the user allowed entries that break the lock file. `held` is the
+    /// entry's lock
     /// when the caller holds it; the look is then the one that decides
     /// whether to fill, so it is made afresh (the module documentation of
     /// [`crate::cache`] says why).
@@ -288,6 +306,7 @@ impl Installer {
         // A store that hands out archives needs the entry's own.
         let archive_there = !cache.keep_archives || cache.cache.archive(&entry).is_some();
         let usable = archive_there
+            && self.admits_found(provider, version, &facts.auth)
             && if preferred.is_empty() {
                 facts.recorded || cache.may_break_lock_file
             } else {

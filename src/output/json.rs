@@ -29,8 +29,8 @@ pub const UI_VERSION: &str = "1.2";
 /// message types and fields), `MAJOR.MINOR`: a minor bump adds message
 /// types or optional fields; a major bump changes or removes something.
 /// 2.0: the messages Terraform also writes took Terraform's types, codes
-/// and texts.
-pub const TFINSTALL_UI_VERSION: &str = "2.0";
+/// and texts. 2.1: the provider policy's `policy` and `policy_check`.
+pub const TFINSTALL_UI_VERSION: &str = "2.1";
 
 /// A machine reading progress needs far fewer updates than a person
 /// watching a bar: at most one per download per second, plus the last.
@@ -301,10 +301,43 @@ impl JsonLines {
                     }),
                 )
             }
+            InstallEvent::PolicyScreened { provider, removed } => {
+                for (decision, versions) in crate::policy::by_decision(removed) {
+                    let versions: Vec<String> = versions.iter().map(ToString::to_string).collect();
+                    let mut fields = decision.json(provider, None, None);
+                    fields["versions"] = json!(versions);
+                    self.policy(
+                        "info",
+                        &format!(
+                            "Policy: {} {}: {decision}",
+                            provider.for_display(),
+                            versions.join(", ")
+                        ),
+                        fields,
+                    );
+                }
+            }
+            InstallEvent::PolicyDecided {
+                provider,
+                version,
+                decision,
+                auth,
+            } => self.policy(
+                if decision.allowed() { "info" } else { "error" },
+                &format!("Policy: {} v{version}: {decision}", provider.for_display()),
+                decision.json(provider, Some(version), Some(auth)),
+            ),
             // Unpacking and completion only drive the terminal display; the
             // `verified` and `installed` messages say the same for machines.
             InstallEvent::Progress { .. } => {}
         }
+    }
+
+    /// A decision of the provider policy: on versions (`versions`), on a
+    /// package (`version`, `trust`, `key_id`), or (`providers check`) on a
+    /// lock entry or an installed package.
+    pub fn policy(&self, level: &str, text: &str, fields: Value) {
+        self.emit(level, text, "policy", fields);
     }
 
     /// Terraform's note after installing packages signed by a partner or

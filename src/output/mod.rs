@@ -256,6 +256,34 @@ impl Output {
         }
     }
 
+    /// A decision `providers check` made: for machines a `policy` line
+    /// each, for people a line per violation.
+    pub fn policy_check(&self, allowed: bool, text: &str, fields: serde_json::Value) {
+        match &self.view {
+            View::Json(lines) => lines.policy(if allowed { "info" } else { "error" }, text, fields),
+            View::Human { .. } if !allowed => self.print(text),
+            View::Human { .. } => {}
+        }
+    }
+
+    /// How `providers check` ended: for machines a `policy_check` line;
+    /// people are told only of success, since violations end with an
+    /// error that counts them.
+    pub fn policy_check_result(&self, checked: usize, violations: usize) {
+        match &self.view {
+            View::Json(lines) => lines.emit(
+                if violations == 0 { "info" } else { "error" },
+                &format!("{checked} checked, {violations} violations"),
+                "policy_check",
+                json!({ "success": violations == 0, "checked": checked, "violations": violations }),
+            ),
+            View::Human { .. } if violations == 0 => self.print(&format!(
+                "Checked {checked} lock entries and installed packages against the provider policy: no violations."
+            )),
+            View::Human { .. } => {}
+        }
+    }
+
     /// Prose for people on stderr around diagnostics; machines get the
     /// diagnostics alone.
     pub fn note(&self, text: &str) {

@@ -19,15 +19,18 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
 use crate::addr::{Platform, ProviderAddr};
+use crate::diag::Diagnostic;
 use crate::fetch::Downloader;
-use crate::install::installer::{CacheUse, Installer};
+use crate::install::installer::{CacheUse, FillError, Installer};
 use crate::install::layout::{InstallLayout, LayoutKind};
 use crate::package::extract::ExtractLimits;
+use crate::policy::{Policy, Refusal};
 use crate::serve::policy::AccessTokens;
 use crate::source::oci::publish::{Staged, push};
 use crate::source::oci::template::RepositoryTemplate;
 use crate::source::oci::{OciMirror, Registries};
 use crate::source::{PackageAuthentication, Source};
+use crate::verify::AuthResult;
 use crate::verify::hash::PackageHash;
 use crate::verify::signature::verify_sums_signature;
 use crate::verify::signature_may_be_skipped;
@@ -84,6 +87,8 @@ pub enum Reply {
     Archive(std::fs::File, Outcome),
     /// A status and a message saying why, for the client and the log.
     Failed(u16, String),
+    /// The provider policy's refusal, as JSON: a 403.
+    Denied(serde_json::Value),
 }
 
 /// What upstream said about one version: its platforms and, per platform,
@@ -94,7 +99,25 @@ struct VersionFacts {
     hashes: BTreeMap<String, Vec<String>>,
 }
 
-type Fill = Shared<BoxFuture<'static, Result<PathBuf, String>>>;
+type Fill = Shared<BoxFuture<'static, Result<PathBuf, FillFailure>>>;
+
+/// Why a fill put no entry in the store.
+#[derive(Clone)]
+enum FillFailure {
+    /// The provider policy refused the package upstream gave.
+    Refused(Box<Refusal>),
+    /// Upstream, or the store, failed; the message says how.
+    Failed(String),
+}
+
+impl From<FillError> for FillFailure {
+    fn from(err: FillError) -> Self {
+        match err {
+            FillError::Refused(refusal) => FillFailure::Refused(refusal),
+            FillError::Failed(diag) => FillFailure::Failed(diag.detail),
+        }
+    }
+}
 
 /// `-store=oci://HOST/TEMPLATE`: an OCI registry that several servers share,
 /// in the layout `providers mirror oci://` writes. A server looks there
@@ -118,6 +141,9 @@ pub struct MirrorOptions {
     pub grants: Option<AccessTokens>,
     /// `-store=oci://…`.
     pub shared: Option<SharedStore>,
+    /// `-policy`: denied versions are neither listed nor fetched, and a
+    /// package it refuses is not served.
+    pub policy: Option<Arc<Policy>>,
 }
 
 pub struct Mirror {
@@ -132,6 +158,7 @@ pub struct Mirror {
     /// With `-auth-token-file`: archive URLs carry a grant.
     grants: Option<AccessTokens>,
     shared: Option<SharedStore>,
+    policy: Option<Arc<Policy>>,
     indexes: Mutex<HashMap<ProviderAddr, (Instant, Vec<Version>)>>,
     /// Archives hashed and found to be their records', by file identity.
     verified: Mutex<HashMap<PathBuf, FileIdentity>>,
@@ -183,6 +210,7 @@ impl Mirror {
             },
             grants: options.grants,
             shared: options.shared,
+            policy: options.policy,
             indexes: Mutex::default(),
             verified: Mutex::default(),
             log,
@@ -205,12 +233,14 @@ impl Mirror {
             .join(name)
     }
 
-    /// `index.json`: the versions upstream has.
+    /// `index.json`: the versions upstream has that the policy allows, so
+    /// that an unmodified client never picks a denied one.
     pub async fn index(&self, provider: &ProviderAddr) -> Reply {
         match self.versions(provider).await {
             Ok((versions, outcome)) => {
                 let listed: serde_json::Map<String, serde_json::Value> = versions
                     .iter()
+                    .filter(|version| self.denied(provider, version).is_none())
                     .map(|v| (v.to_string(), serde_json::json!({})))
                     .collect();
                 Reply::Json(
@@ -306,6 +336,9 @@ impl Mirror {
     /// signed `zh:` upstream vouches for and, once the package is in the
     /// store, its `h1:`.
     pub async fn version(self: &Arc<Self>, provider: &ProviderAddr, version: &Version) -> Reply {
+        if let Some(denied) = self.denied(provider, version) {
+            return denied;
+        }
         let (versions, mut outcome) = match self.versions(provider).await {
             Ok(found) => found,
             Err(reply) => return reply,
@@ -558,6 +591,10 @@ impl Mirror {
         if !self.serves(platform) {
             return Reply::Failed(404, format!("{platform} is not served here"));
         }
+        // Before the store or upstream is asked anything.
+        if let Some(denied) = self.denied(provider, version) {
+            return denied;
+        }
         let opened = |archive: PathBuf, outcome| match std::fs::File::open(&archive) {
             Ok(file) => Reply::Archive(file, outcome),
             Err(err) => Reply::Failed(500, format!("reading {}: {err}", archive.display())),
@@ -584,23 +621,33 @@ impl Mirror {
                     ),
                 ),
             },
-            Err(message) => match self.repacked(provider, version, platform).await {
-                Some(file) => {
-                    (self.log)(format!(
-                        "upstream could not give {} v{version} for {platform} ({message}); serving the store's unpacked copy, packed",
-                        provider.for_display()
-                    ));
-                    self.record_use(provider, version, platform);
-                    Reply::Archive(file, Outcome::Repacked)
+            Err(FillFailure::Refused(refusal)) => {
+                (self.log)(format!(
+                    "refused {} v{version} for {platform}: {}",
+                    provider.for_display(),
+                    refusal.decision
+                ));
+                Reply::Denied(refusal.json())
+            }
+            Err(FillFailure::Failed(message)) => {
+                match self.repacked(provider, version, platform).await {
+                    Some(file) => {
+                        (self.log)(format!(
+                            "upstream could not give {} v{version} for {platform} ({message}); serving the store's unpacked copy, packed",
+                            provider.for_display()
+                        ));
+                        self.record_use(provider, version, platform);
+                        Reply::Archive(file, Outcome::Repacked)
+                    }
+                    None => {
+                        (self.log)(format!(
+                            "refused {} v{version} for {platform}: {message}",
+                            provider.for_display()
+                        ));
+                        Reply::Failed(502, message)
+                    }
                 }
-                None => {
-                    (self.log)(format!(
-                        "refused {} v{version} for {platform}: {message}",
-                        provider.for_display()
-                    ));
-                    Reply::Failed(502, message)
-                }
-            },
+            }
         }
     }
 
@@ -617,7 +664,11 @@ impl Mirror {
         platform: &Platform,
     ) -> Option<std::fs::File> {
         let entry = self.store.cache.lookup(provider, version, platform)?;
-        let recorded = entry.meta.as_ref()?.h1()?;
+        let meta = entry.meta.as_ref()?;
+        if !self.admits_stored(provider, version, meta) {
+            return None;
+        }
+        let recorded = meta.h1()?;
         let work = self.store.cache.root().join(".tmp");
         crate::fsutil::blocking(move || {
             if PackageHash::h1_of_dir(&entry.dir)? != recorded {
@@ -650,6 +701,9 @@ impl Mirror {
     ) -> Option<PathBuf> {
         let entry = self.store.cache.lookup(provider, version, platform)?;
         let meta = entry.meta.as_ref()?;
+        if !self.admits_stored(provider, version, meta) {
+            return None;
+        }
         let archive = self.store.cache.archive(&entry)?;
         // The archive must be the one its record names. Hashing it on every
         // request would cost a fleet's worth of SHA-256 over the same bytes;
@@ -666,6 +720,28 @@ impl Mirror {
         }
         verified.insert(archive.clone(), identity);
         Some(archive)
+    }
+
+    /// The policy's refusal of this version, as the answer to give: no
+    /// store entry and no upstream request for it.
+    fn denied(&self, provider: &ProviderAddr, version: &Version) -> Option<Reply> {
+        let decision = self.policy.as_ref()?.decide(provider, version, None);
+        (!decision.allowed()).then(|| Reply::Denied(decision.json(provider, Some(version), None)))
+    }
+
+    /// Whether the policy admits a store entry as its record says it was
+    /// authenticated; one it does not is not served (a fill decides anew).
+    fn admits_stored(
+        &self,
+        provider: &ProviderAddr,
+        version: &Version,
+        meta: &crate::cache::EntryMeta,
+    ) -> bool {
+        self.policy.as_ref().is_none_or(|policy| {
+            policy
+                .decide(provider, version, Some(&AuthResult::from(&meta.auth)))
+                .allowed()
+        })
     }
 
     /// The one fill of this package in flight, started if there is none.
@@ -695,7 +771,7 @@ impl Mirror {
         });
         let fill: Fill = async move {
             task.await
-                .unwrap_or_else(|err| Err(format!("the fill stopped: {err}")))
+                .unwrap_or_else(|err| Err(FillFailure::Failed(format!("the fill stopped: {err}"))))
         }
         .boxed()
         .shared();
@@ -711,7 +787,7 @@ impl Mirror {
         provider: &ProviderAddr,
         version: &Version,
         platform: &Platform,
-    ) -> Result<PathBuf, String> {
+    ) -> Result<PathBuf, FillFailure> {
         if let Some(shared) = &self.shared {
             match self
                 .fill_from_shared(shared, provider, version, platform)
@@ -728,8 +804,7 @@ impl Mirror {
         let (dir, filled) = self
             .installer(Arc::clone(&self.source), platform)
             .fill_entry(provider, version, None)
-            .await
-            .map_err(|diag| diag.detail.clone())?;
+            .await?;
         if let Some(shared) = &self.shared
             && filled
         {
@@ -772,7 +847,7 @@ impl Mirror {
             .installer(source, platform)
             .fill_entry(provider, version, Some(meta))
             .await
-            .map_err(|diag| diag.detail.clone())?;
+            .map_err(|err| Diagnostic::from(err).detail)?;
         Ok(Some(dir))
     }
 
@@ -813,6 +888,7 @@ impl Mirror {
             limits: self.limits.clone(),
             parallelism: 1,
             cache: Some(self.store.clone()),
+            policy: self.policy.clone(),
             // Nothing is installed: a layout in a directory that does not
             // exist keeps every "already installed" check false.
             ..Installer::new(

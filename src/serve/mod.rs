@@ -3,7 +3,9 @@
 //! Terraform and OpenTofu clients configured with `network_mirror { url =
 //! "https://HOST:PORT/" }` install through it unmodified. It faces the
 //! network, so it is never an open proxy: a request names a provider, and
-//! only providers of the allowed hosts reach upstream ([`policy`]); paths
+//! only providers of the allowed hosts reach upstream ([`policy`]), and
+//! with `-policy` only the versions and packages the provider policy
+//! allows (a denied one is refused with 403 and the rule); paths
 //! are parsed strictly ([`route`]); with `-auth-token-file` every request
 //! needs a token; and nothing is served that was not verified as `init`
 //! verifies it ([`mirror`]).
@@ -39,6 +41,7 @@ use crate::diag::{Diagnostic, Diagnostics};
 use crate::fetch::{DownloadSettings, Downloader};
 use crate::install::installer::CacheUse;
 use crate::output::Output;
+use crate::policy::Policy;
 use crate::source::configured::{NetworkSources, SourceOptions, build_source};
 use crate::source::oci::template::RepositoryTemplate;
 use mirror::{Mirror, MirrorOptions, Outcome, Reply, SharedStore};
@@ -79,6 +82,7 @@ async fn serve(args: &ServeArgs, launch_dir: &Path, out: &Arc<Output>) -> Result
     let (cli_config, config_diags) = cliconfig::load(&env);
     out.config_problems(&config_diags);
     let allowed = AllowedProviders::new(&cli_config, &args.allow)?;
+    let provider_policy = Policy::from_flag(args.policy.as_deref())?;
     let tokens = args
         .auth_token_file
         .as_deref()
@@ -151,6 +155,7 @@ async fn serve(args: &ServeArgs, launch_dir: &Path, out: &Arc<Output>) -> Result
             max_fills: args.max_fills,
             grants: tokens.clone(),
             shared,
+            policy: provider_policy,
         },
         Arc::new(move |message: String| log.message(&message)),
     ));
@@ -409,6 +414,16 @@ impl Server {
                         )
                     }
                 }
+            }
+            Reply::Denied(reason) => {
+                logged.error = reason["reason"].as_str().map(str::to_owned);
+                let mut response = Response::new(full(reason.to_string()));
+                *response.status_mut() = StatusCode::FORBIDDEN;
+                response.headers_mut().insert(
+                    hyper::header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                );
+                response
             }
             Reply::Failed(status, message) => {
                 logged.error = Some(message.clone());

@@ -25,8 +25,12 @@ impl HostedRegistry {
     /// published at a new server's origin (absolute URLs naming
     /// `127.0.0.1:PORT`).
     pub fn new(build: impl FnOnce(Registry) -> Registry) -> Self {
+        Self::signed_by(PgpKey::generate(), build)
+    }
+
+    /// The same, signed by `key`.
+    pub fn signed_by(key: PgpKey, build: impl FnOnce(Registry) -> Registry) -> Self {
         let ca = TestCa::new();
-        let key = PgpKey::generate();
         let server = TestServer::https(&ca);
         let site = tempfile::tempdir().expect("temp dir for the registry");
         let tree = build(Registry::new(&key)).write(site.path(), &server.url());

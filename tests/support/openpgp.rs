@@ -10,8 +10,9 @@ use pgp::composed::{
     SignedPublicKey, SignedSecretKey, SubkeyParamsBuilder,
 };
 use pgp::crypto::hash::HashAlgorithm;
+use pgp::packet::{KeyFlags, SignatureConfig, SignatureType, Subpacket, SubpacketData};
 use pgp::ser::Serialize;
-use pgp::types::{KeyDetails, Password};
+use pgp::types::{KeyDetails, Password, Tag, Timestamp};
 
 /// A v4 Ed25519 key: what `gpg --quick-gen-key` makes by default today, and
 /// generated in about a millisecond even in debug builds, so every test can
@@ -67,6 +68,59 @@ impl PgpKey {
             .primary_user_id(USER_ID.into())
             .subkeys(vec![subkey]);
         Self::from_params(params, true)
+    }
+
+    /// A key that expired two days ago: made three days ago with a
+    /// lifetime of one day. Terraform still accepts its signatures, and
+    /// the verifier reports the key as expired.
+    pub fn generate_expired() -> Self {
+        const DAY: u32 = 86_400;
+        let made = Timestamp::from_secs(Timestamp::now().as_secs() - 3 * DAY);
+        let mut params = SecretKeyParamsBuilder::default();
+        params
+            .key_type(KeyType::Ed25519Legacy)
+            .can_certify(true)
+            .can_sign(true)
+            .created_at(made)
+            .primary_user_id(USER_ID.into());
+        let mut key = Self::from_params(params, false);
+        // The builder's self-signature sets no lifetime: replace it with
+        // one, made when the key was, that does.
+        let primary = &key.public.primary_key;
+        let mut flags = KeyFlags::default();
+        flags.set_certify(true);
+        flags.set_sign(true);
+        let lifetime = std::time::Duration::from_secs(u64::from(DAY));
+        let subpacket = |data| Subpacket::regular(data).expect("subpacket");
+        let mut config = SignatureConfig::v4(
+            SignatureType::CertPositive,
+            primary.algorithm(),
+            HashAlgorithm::Sha256,
+        );
+        config.hashed_subpackets = vec![
+            subpacket(SubpacketData::SignatureCreationTime(made)),
+            subpacket(SubpacketData::IssuerFingerprint(primary.fingerprint())),
+            subpacket(SubpacketData::KeyFlags(flags)),
+            subpacket(SubpacketData::IsPrimary(true)),
+            subpacket(SubpacketData::KeyExpirationTime(
+                lifetime.try_into().expect("a day fits"),
+            )),
+        ];
+        config.unhashed_subpackets = vec![subpacket(SubpacketData::IssuerKeyId(
+            primary.legacy_key_id(),
+        ))];
+        let user = &key.public.details.users[0];
+        let signature = config
+            .sign_certification(
+                &key.secret.primary_key,
+                primary,
+                &Password::empty(),
+                Tag::UserId,
+                &user.id,
+            )
+            .expect("sign the user ID with a lifetime");
+        key.public.details.users[0].signatures = vec![signature];
+        key
     }
 
     fn from_params(params: SecretKeyParamsBuilder, signs_with_subkey: bool) -> Self {

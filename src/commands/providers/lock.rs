@@ -28,6 +28,7 @@ use crate::install::layout::{InstallLayout, LayoutKind};
 use crate::lockfile::{LockedProvider, Locks};
 use crate::output::Output;
 use crate::output::ordered::OrderedOutput;
+use crate::policy::Policy;
 use crate::source::Source;
 use crate::source::configured::NetworkSources;
 use crate::source::filesystem::FilesystemMirror;
@@ -76,6 +77,7 @@ async fn lock(
         .into());
     }
     let platforms = target_platforms(&args.platforms)?;
+    let policy = Policy::from_flag(args.policy.as_deref())?;
 
     let env = CliEnv::from_process();
     let (cli_config, config_diags) = cliconfig::load(&env);
@@ -119,6 +121,7 @@ async fn lock(
         Downloader::new(client, DownloadSettings::from_env()).with_netrc(cli_config.netrc.clone()),
         &data_dir,
         args.parallelism,
+        policy,
         out,
     )
     .await?;
@@ -179,6 +182,7 @@ async fn install_platforms(
     downloader: Downloader,
     data_dir: &Path,
     parallelism: usize,
+    policy: Option<Arc<Policy>>,
     out: &Output,
 ) -> Result<Vec<(Platform, Locks)>, Diagnostics> {
     let temp = tempfile::Builder::new()
@@ -202,6 +206,7 @@ async fn install_platforms(
         link_installed(data_dir, requirements, previous, platform, &layout);
         let installer = Installer {
             parallelism,
+            policy: policy.clone(),
             events: out.platform_event_sink(lines.clone(), slot, platform.clone()),
             ..Installer::new(source.clone(), layout, platform.clone(), downloader.clone())
         };

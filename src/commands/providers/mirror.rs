@@ -44,6 +44,7 @@ use crate::lockfile::Locks;
 use crate::output::Output;
 use crate::output::ordered::OrderedOutput;
 use crate::package::layout::{provider_dir, unpacked_package_dir};
+use crate::policy::Policy;
 use crate::source::configured::{
     NetworkSources, SourceOptions, build_offline_source, build_source_excluding,
 };
@@ -103,6 +104,8 @@ struct Run {
     /// Whether a package held only unpacked is copied as it is: not for an
     /// OCI target, which publishes archives.
     unpacked_layout: bool,
+    /// `-policy`: the versions chosen and the packages copied must pass it.
+    policy: Option<Arc<Policy>>,
 }
 
 async fn mirror(
@@ -118,6 +121,7 @@ async fn mirror(
         .into());
     };
     let platforms = target_platforms(&args.platforms)?;
+    let policy = Policy::from_flag(args.policy.as_deref())?;
     let data_dir = data_dir();
     let (requirements, mut warnings) = configuration_requirements(Path::new("."), &data_dir)?;
     // An `oci://` target is published from a directory mirror made first.
@@ -207,6 +211,7 @@ async fn mirror(
         offline,
         cache: cli_config.plugin_cache_dir.as_ref().map(PluginCache::new),
         unpacked_layout: oci_target.is_none(),
+        policy,
     };
     let tasks = requirements
         .iter()
@@ -331,6 +336,13 @@ async fn select_version(
     };
     let constraints_text = constraints.to_string();
     if let Some(lock) = run.locks.as_ref().and_then(|l| l.get(provider)) {
+        if let Some((_, refused)) = run
+            .policy
+            .as_ref()
+            .and_then(|policy| policy.refuse_locked(provider, &lock.version))
+        {
+            return Err(refused);
+        }
         if !constraints.allows(&lock.version) {
             return Err(Diagnostic::error(
                 "Inconsistent dependency lock file",
@@ -353,7 +365,18 @@ async fn select_version(
         );
         return Ok((lock.version.clone(), line));
     }
-    let Some(version) = constraints.newest_allowed(&available.versions) else {
+    let (versions, removed) = match &run.policy {
+        Some(policy) => policy.screen(provider, &available.versions),
+        None => (available.versions.clone(), Vec::new()),
+    };
+    let Some(version) = constraints.newest_allowed(&versions) else {
+        if let Some(refused) = run
+            .policy
+            .as_ref()
+            .and_then(|policy| policy.none_allowed(provider, constraints, &removed))
+        {
+            return Err(refused);
+        }
         return Err(not_available(format!(
             "no releases match the given constraints {constraints_text}"
         )));
@@ -434,6 +457,7 @@ async fn mirror_package(
         }
         match already_mirrored(&meta, &target).await {
             Some((auth, hashes)) => {
+                admit(run, provider, version, &auth)?;
                 let how = match auth {
                     AuthResult::Unauthenticated => String::new(),
                     auth => format!(" ({auth})"),
@@ -462,6 +486,7 @@ async fn mirror_package(
         .map_err(|err| match err {
             StageError::Source(err) => unavailable(err),
             StageError::Package(err) => failed("Cannot download provider release", err),
+            StageError::Refused(refusal) => refusal.diagnostic(),
         })?;
     let auth = verify(&meta, &staged, &digest).await.map_err(|err| {
         Diagnostic::error(
@@ -469,6 +494,7 @@ async fn mirror_package(
             format!("Failed to authenticate {provider} v{version} for {platform}: {err}."),
         )
     })?;
+    admit(run, provider, version, &auth)?;
     if !matches!(meta.authentication, PackageAuthentication::None) {
         run.output
             .line(slot, format!("  - Package authenticated: {auth}"));
@@ -519,7 +545,16 @@ async fn mirror_unpacked(
         .as_ref()
         .and_then(|cache| cache.lookup(provider, version, platform))
         .filter(|entry| same_path(&entry.dir, src))
-        .and_then(|entry| entry.meta?.h1());
+        .and_then(|entry| entry.meta);
+    // An unpacked directory vouches for nothing; a cache entry for what its
+    // record says.
+    let auth = recorded
+        .as_ref()
+        .map_or(AuthResult::Unauthenticated, |meta| {
+            AuthResult::from(&meta.auth)
+        });
+    admit(run, provider, version, &auth)?;
+    let recorded = recorded.and_then(|meta| meta.h1());
 
     if target.is_dir() {
         let (src_dir, target_dir) = (src.to_path_buf(), target.clone());
@@ -582,6 +617,23 @@ async fn mirror_unpacked(
             format!("Failed to place {provider} package into mirror directory: {err}."),
         )
     })
+}
+
+/// The provider policy's word on a package authenticated as `auth`: a
+/// refusal fails its mirroring, before anything is placed.
+fn admit(
+    run: &Run,
+    provider: &ProviderAddr,
+    version: &Version,
+    auth: &AuthResult,
+) -> Result<(), Diagnostic> {
+    match &run.policy {
+        Some(policy) => policy
+            .admit(provider, version, auth)
+            .map(drop)
+            .map_err(|refusal| refusal.diagnostic()),
+        None => Ok(()),
+    }
 }
 
 /// Whether two paths name the same file, however they are spelled.
