@@ -25,6 +25,7 @@ pub mod package;
 pub mod serve;
 pub mod sha256;
 pub mod source;
+pub mod stdio;
 pub mod ui;
 pub mod units;
 pub mod verify;

@@ -11,7 +11,7 @@ pub fn run(args: CompletionsArgs) -> bool {
         args.shell,
         &mut command,
         "tfinstall",
-        &mut std::io::stdout(),
+        &mut crate::stdio::stdout(),
     );
     true
 }
