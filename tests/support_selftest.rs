@@ -177,7 +177,11 @@ fn a_reset_connection_fails_the_download_with_connection_reset() {
         });
         assert_eq!(received, 40_000, "{}", server.url());
         let chain = format!("{error:?}").to_lowercase().replace(' ', "");
-        assert!(chain.contains("connectionreset"), "{}: {chain}", server.url());
+        assert!(
+            chain.contains("connectionreset"),
+            "{}: {chain}",
+            server.url()
+        );
     }
 }
 
