@@ -8,6 +8,7 @@
 //! cargo bench --bench init -- --providers 4 --size-mb 5 --runs 5 --latency-ms 20
 //! cargo bench --bench init -- --bandwidth-mbps 400 --scenarios cold,big
 //! cargo bench --bench init -- --tools tfinstall --sweep 1,2,4,8,16
+//! cargo bench --bench init -- --tools baseline,tfinstall --baseline OLD_BINARY --scenarios dirs,sixteen
 //! ```
 //!
 //! Options (MB means 2^20 bytes): `--providers N`, `--size-mb M` (the N
@@ -15,8 +16,11 @@
 //! `--big-mb B` (the one big provider), `--latency-ms L` (added before every
 //! response's headers), `--bandwidth-mbps R` (one link of R MB/s shared by
 //! all connections; 0 = none), `--runs K` (median of K),
-//! `--scenarios cold,warm-nolock,noop-shared,warm,noop,one,big,many,sequence`,
-//! `--tools tfinstall,terraform,terraform-latest`,
+//! `--scenarios cold,warm-nolock,noop-shared,warm,noop,one,big,many,sequence,dirs,sixteen`,
+//! `--tools tfinstall,terraform,terraform-latest,baseline`, `--baseline
+//! PATH` (the `baseline` tool: another tfinstall binary, an older build, run
+//! side by side with this one for a before/after table),
+//! `--dirs-counts N1,N2,…` (the `dirs` scenario's directory counts),
 //! `--many-dirs D`, `--many-mb M` (the `many` scenario: D directories
 //! sharing three M MB providers),
 //! `--parallelism P` (passed to tfinstall), `--sweep P1,P2,…` (cold runs of
@@ -76,6 +80,9 @@ struct Options {
     compressible: bool,
     many_dirs: usize,
     many_mb: usize,
+    /// The `baseline` tool's binary.
+    baseline: Option<PathBuf>,
+    dirs_counts: Vec<usize>,
 }
 
 impl Default for Options {
@@ -100,6 +107,8 @@ impl Default for Options {
             compressible: false,
             many_dirs: 20,
             many_mb: 5,
+            baseline: None,
+            dirs_counts: vec![1, 5, 20, 100],
         }
     }
 }
@@ -142,6 +151,13 @@ impl Options {
                 "--big-mb" => options.big_mb = number(value()?)?.max(1),
                 "--many-dirs" => options.many_dirs = number(value()?)?.max(2),
                 "--many-mb" => options.many_mb = number(value()?)?.max(1),
+                "--baseline" => options.baseline = Some(PathBuf::from(value()?)),
+                "--dirs-counts" => {
+                    options.dirs_counts = list(value()?)
+                        .into_iter()
+                        .map(number)
+                        .collect::<Result<_, _>>()?
+                }
                 "--latency-ms" => options.latency = Duration::from_millis(number(value()?)? as u64),
                 "--bandwidth-mbps" => options.bandwidth_mbps = number(value()?)?,
                 "--runs" => options.runs = number(value()?)?.max(1),
@@ -169,6 +185,9 @@ impl Options {
                 }
                 other => return Err(format!("unknown option {other}; see benches/init.rs")),
             }
+        }
+        if options.tools.contains(&Tool::Baseline) && options.baseline.is_none() {
+            return Err("--tools baseline needs --baseline PATH (another tfinstall binary)".into());
         }
         Ok(options)
     }
@@ -202,6 +221,9 @@ enum Tool {
     /// The `terraform` on PATH (1.11.4 on these machines), whose no-op is
     /// twice as fast as 1.0.3's: each ratio is taken against the faster.
     TerraformLatest,
+    /// Another tfinstall binary (`--baseline PATH`), for a before/after
+    /// table against this build.
+    Baseline,
     Tfinstall,
 }
 
@@ -211,8 +233,9 @@ impl Tool {
             "terraform" => Ok(Tool::Terraform),
             "terraform-latest" => Ok(Tool::TerraformLatest),
             "tfinstall" => Ok(Tool::Tfinstall),
+            "baseline" => Ok(Tool::Baseline),
             other => Err(format!(
-                "unknown tool {other} (terraform, terraform-latest, tfinstall)"
+                "unknown tool {other} (terraform, terraform-latest, tfinstall, baseline)"
             )),
         }
     }
@@ -222,11 +245,12 @@ impl Tool {
             Tool::Terraform => "terraform",
             Tool::TerraformLatest => "terraform-latest",
             Tool::Tfinstall => "tfinstall",
+            Tool::Baseline => "baseline",
         }
     }
 
     fn is_terraform(self) -> bool {
-        self != Tool::Tfinstall
+        matches!(self, Tool::Terraform | Tool::TerraformLatest)
     }
 }
 
@@ -269,10 +293,20 @@ enum ScenarioKind {
     /// per run, cold in one directory, warm in a second right after, then
     /// the first no-op in the second.
     Sequence,
+    /// One `init DIR…` of `--dirs-counts` directories (1, 5, 20, 100)
+    /// needing the same three providers of `--many-mb` MB, no plugin cache:
+    /// a run's directories must not wait for each other (issue 31). A row
+    /// per count; tfinstall builds only.
+    Dirs,
+    /// 16 `init` processes at once on one empty plugin cache, each in a
+    /// directory of its own needing the same three providers of
+    /// `--many-mb` MB: what the cache's locks cost processes that share it.
+    /// Timed from the first start to the last exit; tfinstall builds only.
+    Sixteen,
 }
 
 impl ScenarioKind {
-    const ALL: [ScenarioKind; 9] = [
+    const ALL: [ScenarioKind; 11] = [
         ScenarioKind::Cold,
         ScenarioKind::WarmNoLock,
         ScenarioKind::NoopShared,
@@ -282,6 +316,8 @@ impl ScenarioKind {
         ScenarioKind::Big,
         ScenarioKind::Many,
         ScenarioKind::Sequence,
+        ScenarioKind::Dirs,
+        ScenarioKind::Sixteen,
     ];
 
     fn parse(name: &str) -> Result<ScenarioKind, String> {
@@ -290,7 +326,7 @@ impl ScenarioKind {
             .find(|kind| kind.name() == name)
             .ok_or_else(|| {
                 format!(
-                    "unknown scenario {name} (cold, warm-nolock, noop-shared, warm, noop, one, big, many, sequence)"
+                    "unknown scenario {name} (cold, warm-nolock, noop-shared, warm, noop, one, big, many, sequence, dirs, sixteen)"
                 )
             })
     }
@@ -306,6 +342,8 @@ impl ScenarioKind {
             ScenarioKind::Big => "big",
             ScenarioKind::Many => "many",
             ScenarioKind::Sequence => "sequence",
+            ScenarioKind::Dirs => "dirs",
+            ScenarioKind::Sixteen => "sixteen",
         }
     }
 
@@ -341,6 +379,14 @@ impl ScenarioKind {
             ScenarioKind::Sequence => format!(
                 "in order, {} × {} MB, fresh plugin cache",
                 options.providers, options.size_mb
+            ),
+            ScenarioKind::Dirs => format!(
+                "`init DIR…`, directories × 3 shared providers of {} MB, no plugin cache",
+                options.many_mb
+            ),
+            ScenarioKind::Sixteen => format!(
+                "16 processes at once, 3 shared providers of {} MB, one empty plugin cache",
+                options.many_mb
             ),
         }
     }
@@ -434,7 +480,14 @@ impl Bench {
                     .payload(options.payload(options.size_mb)),
             );
         }
-        if options.scenarios.contains(&ScenarioKind::Many) {
+        if [
+            ScenarioKind::Many,
+            ScenarioKind::Dirs,
+            ScenarioKind::Sixteen,
+        ]
+        .iter()
+        .any(|kind| options.scenarios.contains(kind))
+        {
             for name in MANY_TYPES {
                 for version in [VERSION, NEWER] {
                     registry = registry.provider(
@@ -514,6 +567,10 @@ impl Bench {
                 results.extend(self.sequence());
                 continue;
             }
+            if kind == ScenarioKind::Dirs {
+                results.extend(self.dirs());
+                continue;
+            }
             let (samples, notes) = self.scenario(kind, self.options.parallelism);
             results.push(ScenarioResult {
                 title: kind.title(&self.options),
@@ -540,6 +597,9 @@ impl Bench {
     ) -> (BTreeMap<Tool, Vec<Sample>>, Vec<String>) {
         if kind == ScenarioKind::Many {
             return self.many();
+        }
+        if kind == ScenarioKind::Sixteen {
+            return self.sixteen();
         }
         let mut prepared = BTreeMap::new();
         let mut notes = Vec::new();
@@ -618,7 +678,10 @@ impl Bench {
             | ScenarioKind::Noop => self.small.clone(),
             ScenarioKind::One => vec![self.small[0].clone()],
             ScenarioKind::Big => vec![self.big.clone()],
-            ScenarioKind::Many | ScenarioKind::Sequence => {
+            ScenarioKind::Many
+            | ScenarioKind::Sequence
+            | ScenarioKind::Dirs
+            | ScenarioKind::Sixteen => {
                 unreachable!("{} has its own preparation", kind.name())
             }
         };
@@ -645,7 +708,9 @@ impl Bench {
             | ScenarioKind::One
             | ScenarioKind::Big
             | ScenarioKind::Many
-            | ScenarioKind::Sequence => None,
+            | ScenarioKind::Sequence
+            | ScenarioKind::Dirs
+            | ScenarioKind::Sixteen => None,
             ScenarioKind::Noop | ScenarioKind::NoopShared => {
                 let dir = new_workdir(&base.join("noop"), &main_tf);
                 self.untimed(tool, &dir, &config_path, parallelism);
@@ -745,7 +810,7 @@ impl Bench {
                             sample.peak_rss_kib = sample.peak_rss_kib.max(peak_rss(dir));
                         }
                     }
-                    Tool::Tfinstall => {
+                    Tool::Tfinstall | Tool::Baseline => {
                         let mut command = self.command(tool, &base, &config, None);
                         command.args(&dirs);
                         let output = command.output().expect("run /usr/bin/time");
@@ -816,6 +881,134 @@ impl Bench {
             .collect()
     }
 
+    /// The tfinstall builds among the tools: the `dirs` and `sixteen`
+    /// scenarios measure tfinstall's own cache locking.
+    fn tfinstall_builds(&self) -> Vec<Tool> {
+        self.options
+            .tools
+            .iter()
+            .copied()
+            .filter(|tool| !tool.is_terraform())
+            .collect()
+    }
+
+    /// The `dirs` scenario: per run, count and build, fresh directories
+    /// needing the three shared providers, and one `init DIR…` of them with
+    /// no plugin cache (the run keeps each package once, in a directory of
+    /// its own). A row per directory count. The directories are removed
+    /// only once the scenario is over: on an ext4 without a journal, each
+    /// new inode is checked against those deleted in the last 30 s, so
+    /// right after the previous run's tree was deleted the some 18 inodes
+    /// a directory's install makes cost up to a millisecond apiece, and the
+    /// benchmark measured that instead of the installer.
+    fn dirs(&mut self) -> Vec<ScenarioResult> {
+        let main_tf = main_tf(&MANY_TYPES.map(str::to_owned));
+        let counts = self.options.dirs_counts.clone();
+        let mut samples: Vec<BTreeMap<Tool, Vec<Sample>>> = vec![BTreeMap::new(); counts.len()];
+        for run in 0..self.options.runs {
+            for (row, &count) in counts.iter().enumerate() {
+                for tool in self.tfinstall_builds() {
+                    let base = self
+                        .work
+                        .join("dirs")
+                        .join(tool.name())
+                        .join(format!("run{run}-{count}"));
+                    let config = base.join("cli.tfrc");
+                    fs::create_dir_all(&base).expect("create scenario dir");
+                    fs::write(&config, self.host_block()).expect("write CLI config");
+                    let dirs: Vec<PathBuf> = (0..count)
+                        .map(|i| new_workdir(&base.join(format!("stack{i:03}")), &main_tf))
+                        .collect();
+                    let mut command = self.command(tool, &base, &config, None);
+                    command.args(&dirs);
+                    let sample = self.timed_command(tool, &base, command);
+                    eprintln!(
+                        "  {:<9} {count:>3} dirs {:>8.3} s  {:>7.1} MB RSS  {} requests",
+                        tool.name(),
+                        sample.wall.as_secs_f64(),
+                        sample.peak_rss_kib as f64 / 1024.0,
+                        sample.requests
+                    );
+                    samples[row].entry(tool).or_default().push(sample);
+                }
+            }
+        }
+        let _ = fs::remove_dir_all(self.work.join("dirs"));
+        counts
+            .iter()
+            .zip(samples)
+            .map(|(count, samples)| ScenarioResult {
+                title: format!(
+                    "`init DIR…`, {count} × 3 shared providers of {} MB, no plugin cache",
+                    self.options.many_mb
+                ),
+                samples,
+                notes: Vec::new(),
+            })
+            .collect()
+    }
+
+    /// The `sixteen` scenario: per run and build, 16 processes started
+    /// together, each `init` in a fresh directory of its own, on one empty
+    /// plugin cache. A run's time is from the first start to the last exit,
+    /// its RSS the largest process's, its requests all of theirs.
+    fn sixteen(&mut self) -> (BTreeMap<Tool, Vec<Sample>>, Vec<String>) {
+        const PROCESSES: usize = 16;
+        let main_tf = main_tf(&MANY_TYPES.map(str::to_owned));
+        let mut samples: BTreeMap<Tool, Vec<Sample>> = BTreeMap::new();
+        for run in 0..self.options.runs {
+            for tool in self.tfinstall_builds() {
+                let (base, config) = self.run_with_fresh_cache("sixteen", tool, run);
+                let dirs: Vec<PathBuf> = (0..PROCESSES)
+                    .map(|i| new_workdir(&base.join(format!("w{i:02}")), &main_tf))
+                    .collect();
+                let mut commands: Vec<Command> = dirs
+                    .iter()
+                    .map(|dir| self.command(tool, dir, &config, None))
+                    .collect();
+                let _ = Command::new("sync").status();
+                self.server.clear_log();
+                let started = Instant::now();
+                let children: Vec<_> = commands
+                    .iter_mut()
+                    .map(|command| {
+                        command
+                            .stdout(std::process::Stdio::piped())
+                            .stderr(std::process::Stdio::piped())
+                            .spawn()
+                            .expect("run /usr/bin/time")
+                    })
+                    .collect();
+                let outputs: Vec<_> = children
+                    .into_iter()
+                    .map(|child| child.wait_with_output().expect("wait for /usr/bin/time"))
+                    .collect();
+                let wall = started.elapsed();
+                for (dir, output) in dirs.iter().zip(&outputs) {
+                    check(tool, dir, output);
+                }
+                let requests = self.server.requests();
+                let sample = Sample {
+                    wall,
+                    peak_rss_kib: dirs.iter().map(|dir| peak_rss(dir)).max().unwrap_or(0),
+                    requests: requests.len(),
+                    archives: requests.iter().filter(|r| r.path.ends_with(".zip")).count(),
+                };
+                eprintln!(
+                    "  {:<9} {:>8.3} s  {:>7.1} MB RSS  {} requests, {} archives",
+                    tool.name(),
+                    sample.wall.as_secs_f64(),
+                    sample.peak_rss_kib as f64 / 1024.0,
+                    sample.requests,
+                    sample.archives
+                );
+                samples.entry(tool).or_default().push(sample);
+            }
+        }
+        let _ = fs::remove_dir_all(self.work.join("sixteen"));
+        (samples, Vec::new())
+    }
+
     /// `WORK/SCENARIO/TOOL/runN` with an empty plugin cache and a CLI
     /// configuration naming it; returns the directory and the configuration.
     fn run_with_fresh_cache(&self, scenario: &str, tool: Tool, run: usize) -> (PathBuf, PathBuf) {
@@ -884,15 +1077,19 @@ impl Bench {
                     .arg(path)
                     .args(["init", "-no-color", "-input=false"]);
             }
-            Tool::Tfinstall => {
+            Tool::Tfinstall | Tool::Baseline => {
                 if self.options.perf {
                     command
                         .args(["perf", "record", "-q", "-F", "1999", "-g", "-o"])
                         .arg(dir.with_extension("perf.data"))
                         .arg("--");
                 }
+                let binary = match tool {
+                    Tool::Baseline => self.options.baseline.as_ref().expect("checked at start"),
+                    _ => &self.tfinstall,
+                };
                 command
-                    .arg(&self.tfinstall)
+                    .arg(binary)
                     .args(["init", "-no-color", "-layout", "providers"]);
                 if let Some(parallelism) = parallelism {
                     command.arg(format!("-parallelism={parallelism}"));
@@ -913,6 +1110,25 @@ impl Bench {
         let mut command = self.command(tool, dir, config, parallelism);
         // Earlier runs' files go to disk now rather than during this run:
         // the kernel throttles a writer while it flushes someone else's data.
+        let _ = Command::new("sync").status();
+        self.server.clear_log();
+        let started = Instant::now();
+        let output = command.output().expect("run /usr/bin/time");
+        let wall = started.elapsed();
+        check(tool, dir, &output);
+        let requests = self.server.requests();
+        Sample {
+            wall,
+            peak_rss_kib: peak_rss(dir),
+            archives: requests.iter().filter(|r| r.path.ends_with(".zip")).count(),
+            requests: requests.len(),
+        }
+    }
+
+    /// [`Bench::timed`] for a command made already (`init DIR…`); GNU time
+    /// writes beside `dir`.
+    fn timed_command(&mut self, tool: Tool, dir: &Path, mut command: Command) -> Sample {
+        self.run_counter += 1;
         let _ = Command::new("sync").status();
         self.server.clear_log();
         let started = Instant::now();
@@ -960,6 +1176,14 @@ impl Bench {
                 .as_ref()
                 .map_or("Terraform (PATH)".to_owned(), |(_, v)| v.clone()),
             Tool::Tfinstall => "tfinstall".to_owned(),
+            Tool::Baseline => format!(
+                "baseline ({})",
+                self.options
+                    .baseline
+                    .as_ref()
+                    .and_then(|path| path.file_name())
+                    .map_or(String::new(), |name| name.to_string_lossy().into_owned())
+            ),
         };
         let compared = tools.contains(&Tool::Tfinstall) && tools.iter().any(|t| t.is_terraform());
         let names: Vec<String> = tools.iter().map(|t| label(*t)).collect();

@@ -14,9 +14,12 @@
 //!   package download at most once however many processes share the cache;
 //!   waiters reuse the result. Locks are `flock`-style and released by the
 //!   kernel when a process dies, so a killed process never wedges the rest.
-//!   Waiting polls `try_lock` from async code: no runtime thread blocks, and
-//!   two tasks of one process waiting on one entry cannot deadlock
-//!   (opentofu#2967, opentofu#4166).
+//!   A process holds each entry's lock file once for all its holders
+//!   ([`process_locks`]): the directories of one run share an entry without
+//!   contending for its lock, and no task of a process waits on its own
+//!   process's file lock (opentofu#2967, opentofu#4166). A wait for another
+//!   process is a blocking lock on a blocking thread, which ends when the
+//!   holder releases it; no runtime thread blocks.
 //! * Beside each entry, `.OS_ARCH.tfinstall.json` keeps its provenance: the
 //!   `h1:` of the files, the signed `zh:` list and who signed it, and where it
 //!   came from. A cache hit for a provider new to the lock file can then write
@@ -42,9 +45,10 @@
 //! reads as no entry and the next fill overwrites.
 //!
 //! Every write to an entry or its provenance happens under the entry's lock:
-//! fills, replacements, and the stamps a later run records
-//! ([`PluginCache::remember_stamps`] skips the write when another process
-//! holds the lock). A process that holds the lock looks at the entry afresh
+//! fills and replacements hold it exclusively; the stamps a later run
+//! records ([`PluginCache::remember_stamps`]) are written while it is held
+//! at least for use, which no fill, replacement or removal can be, and
+//! skipped when one holds it. A process that holds the lock looks at the entry afresh
 //! before it fills it, and uses a complete entry it finds there: it never
 //! acts on what it saw before it held the lock. Within one run, what may be
 //! remembered about an entry is only the `h1:` of files whose identity
@@ -71,7 +75,7 @@
 use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -84,8 +88,11 @@ use crate::verify::hash::PackageHash;
 use crate::verify::{AuthResult, SignatureCheck, Trust};
 use crate::version::Version;
 
+mod process_locks;
 mod prune;
 mod usage;
+
+use process_locks::{EntryLocks, ExclusiveHold, SharedHold};
 
 pub use prune::{PruneCriteria, PruneReport, Pruned};
 pub use usage::{CacheStats, EntryUsage, ProviderStats};
@@ -94,12 +101,9 @@ const TMP_DIR: &str = ".tmp";
 const CACHEDIR_TAG: &str = "CACHEDIR.TAG";
 pub const META_FORMAT: u32 = 1;
 
-/// How long a waiter polls before it says it is waiting; OpenTofu uses the
+/// How long a waiter waits before it says it is waiting; OpenTofu uses the
 /// same delay for its "Waiting for lock" line.
 pub const WAIT_NOTICE_AFTER: Duration = Duration::from_secs(5);
-
-/// How often a waiter tries a held entry lock again.
-const LOCK_POLL: Duration = Duration::from_millis(50);
 
 #[derive(Clone, Debug)]
 pub struct PluginCache {
@@ -222,11 +226,10 @@ pub struct CacheEntry {
 /// Holding this keeps other processes from filling the same entry. It owns
 /// the entry's work directory in `.tmp/`, removed when the lock is dropped
 /// (and by the next holder if this process dies first).
-#[derive(Debug)]
 pub struct EntryLock {
     entry: PathBuf,
     work: PathBuf,
-    _file: File,
+    _hold: ExclusiveHold,
 }
 
 impl EntryLock {
@@ -255,11 +258,27 @@ impl Drop for EntryLock {
 }
 
 /// Holding this (the entry's lock, shared) keeps `cache prune` from
-/// removing the entry while a run links its files; any number of runs may
-/// hold it at once.
-#[derive(Debug)]
+/// removing the entry while a run links its files; any number of runs, and
+/// of directories in a run, may hold it at once.
 pub struct EntryUse {
-    _file: Option<File>,
+    _hold: SharedHold,
+}
+
+/// The lock file of the entry at `dir`, for a use of it. A cache this user
+/// may read but not write (another user's) is used as before: held if its
+/// lock file is there, else not at all (`Ok(None)`), since whoever can prune
+/// it can also lock it.
+fn open_for_use(lock_path: &Path, dir: &Path) -> io::Result<Option<File>> {
+    let opened = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(lock_path);
+    match opened {
+        Ok(file) => Ok(Some(file)),
+        Err(_) if dir.is_dir() => Ok(fs::File::open(lock_path).ok()),
+        Err(err) => Err(err),
+    }
 }
 
 /// Removes a tree that may hold read-only files (cache entries do); absent
@@ -341,34 +360,11 @@ impl PluginCache {
     /// entry replaced or removed.
     pub async fn hold_for_use(&self, dir: &Path) -> io::Result<EntryUse> {
         let lock_path = self.sidecar(dir, ".lock");
-        let opened = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path);
-        let file = match opened {
-            Ok(file) => file,
-            // A cache this user may read but not write (another user's)
-            // is used as before: held if its lock file is there, else not
-            // at all, since whoever can prune it can also lock it.
-            Err(_) if dir.is_dir() => match fs::File::open(&lock_path) {
-                Ok(file) => file,
-                Err(_) => return Ok(EntryUse { _file: None }),
-            },
-            Err(err) => return Err(err),
-        };
-        loop {
-            match file.try_lock_shared() {
-                Ok(()) => {
-                    crate::failpoint::pause("use-held");
-                    return Ok(EntryUse { _file: Some(file) });
-                }
-                Err(fs::TryLockError::WouldBlock) => {}
-                Err(fs::TryLockError::Error(err)) => return Err(err),
-            }
-            crate::failpoint::pause("use-lock-busy");
-            tokio::time::sleep(LOCK_POLL).await;
-        }
+        let hold = EntryLocks::of(&lock_path)
+            .hold_shared(&|| open_for_use(&lock_path, dir))
+            .await?;
+        crate::failpoint::pause("use-held");
+        Ok(EntryUse { _hold: hold })
     }
 
     /// The verified archive the entry was unpacked from, when the fill kept
@@ -404,9 +400,10 @@ impl PluginCache {
             .filter(|m| m.format == META_FORMAT)
     }
 
-    /// Takes the entry's lock, polling so the async runtime keeps running.
-    /// `on_wait` is called once if the lock is still held by someone else
-    /// after [`WAIT_NOTICE_AFTER`].
+    /// Takes the entry's lock, waiting (without holding up the async
+    /// runtime) for this process's other holders and for other processes.
+    /// `on_wait` is called once if another process still holds it after
+    /// [`WAIT_NOTICE_AFTER`].
     pub async fn lock_entry(
         &self,
         provider: &ProviderAddr,
@@ -415,54 +412,50 @@ impl PluginCache {
         on_wait: impl FnOnce(),
     ) -> io::Result<EntryLock> {
         let dir = self.entry_dir(provider, version, platform);
-        let started = Instant::now();
-        let mut on_wait = Some(on_wait);
-        loop {
-            if let Some(lock) = self.try_lock_dir(&dir)? {
-                return Ok(lock);
-            }
-            crate::failpoint::pause("entry-lock-busy");
-            if started.elapsed() >= WAIT_NOTICE_AFTER
-                && let Some(notify) = on_wait.take()
-            {
-                notify();
-            }
-            tokio::time::sleep(LOCK_POLL).await;
-        }
+        let lock_path = self.sidecar(&dir, ".lock");
+        let hold = EntryLocks::of(&lock_path)
+            .hold_exclusive(&|| self.open_for_change(&dir), on_wait)
+            .await?;
+        Ok(self.entry_lock(&dir, hold))
     }
 
     /// The lock of the entry at `dir`, unless another process (or another
     /// holder in this one) has it.
     fn try_lock_dir(&self, dir: &Path) -> io::Result<Option<EntryLock>> {
-        if let Some(parent) = dir.parent() {
-            fs::create_dir_all(parent)?;
-        }
-        self.mark_cache_dir();
-        let file = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(self.sidecar(dir, ".lock"))?;
-        match file.try_lock() {
-            Ok(()) => Ok(Some(EntryLock {
-                work: self.work_dir(dir),
-                entry: dir.to_path_buf(),
-                _file: file,
-            })),
-            Err(fs::TryLockError::WouldBlock) => Ok(None),
-            Err(fs::TryLockError::Error(err)) => Err(err),
-        }
+        let lock_path = self.sidecar(dir, ".lock");
+        let hold = EntryLocks::of(&lock_path).try_hold_exclusive(&|| self.open_for_change(dir))?;
+        Ok(hold.map(|hold| self.entry_lock(dir, hold)))
     }
 
     /// [`PluginCache::lock_entry`] for code that may block its thread.
     fn lock_dir_blocking(&self, dir: &Path) -> io::Result<EntryLock> {
-        loop {
-            if let Some(lock) = self.try_lock_dir(dir)? {
-                return Ok(lock);
-            }
-            crate::failpoint::pause("entry-lock-busy");
-            std::thread::sleep(LOCK_POLL);
+        let lock_path = self.sidecar(dir, ".lock");
+        let hold =
+            EntryLocks::of(&lock_path).hold_exclusive_blocking(&|| self.open_for_change(dir))?;
+        Ok(self.entry_lock(dir, hold))
+    }
+
+    fn entry_lock(&self, dir: &Path, hold: ExclusiveHold) -> EntryLock {
+        EntryLock {
+            work: self.work_dir(dir),
+            entry: dir.to_path_buf(),
+            _hold: hold,
         }
+    }
+
+    /// The lock file of the entry at `dir`, made if need be, for a holder
+    /// that changes the entry.
+    fn open_for_change(&self, dir: &Path) -> io::Result<Option<File>> {
+        if let Some(parent) = dir.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        self.mark_cache_dir();
+        fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.sidecar(dir, ".lock"))
+            .map(Some)
     }
 
     /// The entry's work directory: `.tmp/HOST~NS~TYPE~VERSION~OS_ARCH`
@@ -520,9 +513,10 @@ impl PluginCache {
     /// for an entry whose recorded stamps do not hold: one filled before
     /// stamps were recorded at insertion, or whose files' times were not
     /// pinned, so that its stamps were too fresh to trust. The write is
-    /// made under the entry's lock (`held`, or taken here if free) and only
-    /// while the provenance is still `meta`: an entry being filled or
-    /// replaced is left alone. Skipping only costs a later run the hashing.
+    /// made under the entry's lock (`held`, or taken here for use if no
+    /// fill, check or removal holds it) and only while the provenance is
+    /// still `meta`: an entry being filled or replaced is left alone.
+    /// Skipping only costs a later run the hashing.
     pub fn remember_stamps(
         &self,
         entry: &Path,
@@ -530,12 +524,21 @@ impl PluginCache {
         stamps: DirStamps,
         held: Option<&EntryLock>,
     ) {
+        // Held for use is enough, and keeps the other directories of the
+        // run using the entry from waiting: every fill, check or removal
+        // (of this process or another) holds the lock exclusively, and runs
+        // remembering stamps at once write the same ones, each by rename.
         let _taken = match held {
             Some(lock) if lock.entry == entry => None,
-            _ => match self.try_lock_dir(entry) {
-                Ok(Some(lock)) => Some(lock),
-                _ => return,
-            },
+            _ => {
+                let lock_path = self.sidecar(entry, ".lock");
+                match EntryLocks::of(&lock_path)
+                    .try_hold_shared(&|| open_for_use(&lock_path, entry))
+                {
+                    Ok(Some(hold)) => Some(hold),
+                    _ => return,
+                }
+            }
         };
         let still = self.read_meta(entry).is_some_and(|now| now == *meta);
         if !still {

@@ -11,6 +11,9 @@
 //! point create `DIR/NAME.reached` and wait until `DIR/NAME.go` exists.
 //! Hand-written because the `fail` crate's pauses are released from inside
 //! the paused process, and here the releasing hand is another process.
+//!
+//! The same build counts events a test asserts on instead of timing them
+//! ([`count`]): with `TFINSTALL_COUNT_FILE=PATH`, each is a line in PATH.
 
 /// Holds the process at `name` while a test asks it to; see the module
 /// documentation.
@@ -42,3 +45,25 @@ pub fn pause(name: &str) {
 #[cfg(not(feature = "failpoints"))]
 #[inline(always)]
 pub fn pause(_name: &str) {}
+
+/// Counts one `name` event for a test: a line appended to
+/// `TFINSTALL_COUNT_FILE`, written whole in one append so that the lines of
+/// concurrent threads and processes never mix.
+#[cfg(feature = "failpoints")]
+pub fn count(name: &str) {
+    use std::io::Write as _;
+    let Some(path) = std::env::var_os("TFINSTALL_COUNT_FILE") else {
+        return;
+    };
+    if let Ok(mut file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let _ = file.write_all(format!("{name}\n").as_bytes());
+    }
+}
+
+#[cfg(not(feature = "failpoints"))]
+#[inline(always)]
+pub fn count(_name: &str) {}

@@ -26,6 +26,7 @@ pub mod policy;
 pub mod serve;
 pub mod sha256;
 pub mod source;
+pub mod stdio;
 pub mod ui;
 pub mod units;
 pub mod verify;

@@ -14,7 +14,7 @@ fn main() -> ExitCode {
     {
         Ok(cli) => cli,
         Err(err) => {
-            let _ = err.print();
+            let _ = tfinstall::stdio::end_on_broken_pipe(err.print());
             // Terraform exits 1 on bad flags; help and version are successes.
             return if err.use_stderr() {
                 ExitCode::from(1)
@@ -23,9 +23,6 @@ fn main() -> ExitCode {
             };
         }
     };
-    if !matches!(cli.command, Command::Serve(_)) {
-        end_quietly_on_closed_output();
-    }
     // Without TFINSTALL_LOG nothing is logged: every failure the user must
     // see is a diagnostic, and dependencies' own error logs (the TLS
     // verifier's, say) would only repeat them in another format.
@@ -35,7 +32,7 @@ fn main() -> ExitCode {
         .from_env_lossy();
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(tfinstall::stdio::stderr)
         .init();
     // Terraform looks for the implied `terraform.d/plugins` mirror relative
     // to where it was started, before -chdir applies.
@@ -43,9 +40,12 @@ fn main() -> ExitCode {
     if let Some(dir) = &cli.chdir
         && let Err(err) = std::env::set_current_dir(dir)
     {
-        eprintln!(
-            "\nError: Invalid -chdir option\n\nThe -chdir option {:?} cannot be used: {err}.",
-            dir.display().to_string()
+        tfinstall::stdio::print(
+            &format!(
+                "\nError: Invalid -chdir option\n\nThe -chdir option {:?} cannot be used: {err}.\n",
+                dir.display().to_string()
+            ),
+            true,
         );
         return ExitCode::from(1);
     }
@@ -67,7 +67,10 @@ fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(err) => {
-            eprintln!("\nError: could not start the async runtime: {err}");
+            tfinstall::stdio::print(
+                &format!("\nError: could not start the async runtime: {err}\n"),
+                true,
+            );
             return ExitCode::from(1);
         }
     };
@@ -118,20 +121,3 @@ fn limit_malloc_arenas() {
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
 fn limit_malloc_arenas() {}
-
-/// A closed standard output (`tfinstall providers | head -1`) ends the
-/// process quietly, as it ends Terraform and other Unix tools, rather than
-/// with Rust's panic over the failed print. Rust ignores SIGPIPE by default;
-/// this puts the default action back. Not for `serve`: its log ignores
-/// failed writes, and a log reader going away must not stop the server.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn end_quietly_on_closed_output() {
-    // SAFETY: signal only sets the disposition of SIGPIPE to its default;
-    // it is called before the process has started a second thread.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
-}
-
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn end_quietly_on_closed_output() {}

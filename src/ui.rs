@@ -1,7 +1,7 @@
 //! Turns installer events and diagnostics into the lines Terraform users
 //! already know. It only renders; it never decides anything.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 
 use crate::addr::Platform;
 use crate::diag::{Diagnostic, Diagnostics, Severity};
@@ -206,14 +206,8 @@ impl Ui {
     pub fn print_diagnostics(&self, diags: &Diagnostics) {
         for (severity, text) in self.render_diagnostics(diags) {
             match severity {
-                Severity::Warning => {
-                    let mut out = std::io::stdout().lock();
-                    let _ = out.write_all(text.as_bytes());
-                }
-                Severity::Error => {
-                    let mut err = std::io::stderr().lock();
-                    let _ = err.write_all(text.as_bytes());
-                }
+                Severity::Warning => crate::stdio::print(&text, false),
+                Severity::Error => crate::stdio::print(&text, true),
             }
         }
     }

@@ -67,6 +67,7 @@ impl World {
             .env("TF_CLI_CONFIG_FILE", &self.config)
             .env("TFINSTALL_PAUSE_DIR", &pause_dir)
             .env("TFINSTALL_PAUSE_AT", pauses.join(","))
+            .env("TFINSTALL_COUNT_FILE", pause_dir.join("counts"))
             .args(args);
         let mut std_command = std::process::Command::new(command.get_program());
         std_command.args(command.get_args()).current_dir(dir);
@@ -242,6 +243,19 @@ impl Process {
     fn output(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
+
+    /// Waits for a successful exit; returns the output and what the
+    /// process counted (`src/failpoint.rs`), a line each.
+    fn succeeds_counting(self) -> (String, Vec<String>) {
+        let counts = self.pause_dir.join("counts");
+        let output = self.succeeds();
+        let counted = std::fs::read_to_string(counts)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        (output, counted)
+    }
 }
 
 fn inode(path: &Path) -> (u64, u64) {
@@ -284,7 +298,8 @@ fn a_look_during_publication_is_not_trusted_once_the_lock_is_held() {
 
 /// B starts while A is held at each step of its fill, and runs until it
 /// finds the lock held; then A goes on. Whatever B saw, the package is
-/// downloaded once and both link the one entry.
+/// downloaded once and both link the one entry; and B waited once, on the
+/// file lock, woken by A's release rather than retrying on a timer.
 #[test]
 fn a_second_process_during_each_step_of_a_fill_reuses_it() {
     const WAITS: [&str; 2] = ["entry-lock-busy", "use-lock-busy"];
@@ -297,7 +312,7 @@ fn a_second_process_during_each_step_of_a_fill_reuses_it() {
         let waited = b.reaches_first(&WAITS);
         a.release(step);
         a.succeeds();
-        let b_output = b.succeeds();
+        let (b_output, b_waits) = b.succeeds_counting();
         assert_eq!(world.downloads("alpha"), 1, "at {step}:\n{b_output}");
         // Before the entry is published B waits for the lock to fill it;
         // once it is, B waits only to hold it for use (shared), which A's
@@ -308,6 +323,7 @@ fn a_second_process_during_each_step_of_a_fill_reuses_it() {
             "entry-lock-busy"
         };
         assert_eq!(waited, expected, "at {step}");
+        assert_eq!(b_waits, ["entry-lock-wait-process"], "at {step}");
         world.assert_one_entry_linked_by("alpha", &[&a_dir, &b_dir]);
     }
 }

@@ -104,6 +104,34 @@ impl World {
 
     /// `tfinstall init -no-color ARGS…`, started in the world's temp dir.
     fn init(&self, args: &[&str]) -> std::process::Output {
+        self.init_command(args).output().unwrap()
+    }
+
+    /// [`World::init`], with the waits for cache entries' locks that the
+    /// tests' build counts: one line per wait, naming what it waited for.
+    fn init_counting_lock_waits(
+        &self,
+        args: &[&str],
+        envs: &[(&str, &Path)],
+    ) -> (std::process::Output, Vec<String>) {
+        let counts = self.path("lock-waits");
+        let _ = std::fs::remove_file(&counts);
+        let mut command = self.init_command(args);
+        command.env("TFINSTALL_COUNT_FILE", &counts);
+        for (name, value) in envs {
+            command.env(name, value);
+        }
+        let output = command.output().unwrap();
+        let waits = std::fs::read_to_string(&counts)
+            .unwrap_or_default()
+            .lines()
+            .filter(|line| line.starts_with("entry-lock-wait"))
+            .map(str::to_owned)
+            .collect();
+        (output, waits)
+    }
+
+    fn init_command(&self, args: &[&str]) -> assert_cmd::Command {
         let mut command = tfinstall_command(&self.path("home"));
         self.ca.configure(&mut command);
         command
@@ -114,7 +142,7 @@ impl World {
             .arg("-no-color")
             .args(args)
             .timeout(RUN_TIMEOUT);
-        command.output().unwrap()
+        command
     }
 
     /// Request counts by path since the log was cleared.
@@ -500,4 +528,51 @@ fn each_directory_gets_its_own_readonly_check_and_duplicates_are_refused() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Directories of one run share cache entries without waiting for each
+/// other (issue 31): 20 directories needing the same three providers, with
+/// the run's own cache (no plugin cache), then with a shared plugin cache
+/// cold and warm. The tests' build counts every wait for an entry's lock:
+/// none may be for an entry another directory of the run holds for use,
+/// and none for the entry's file lock (no other process is running: a
+/// process must never contend with itself there).
+#[test]
+fn directories_of_one_run_never_wait_for_each_others_use_of_an_entry() {
+    let world = World::new();
+    let cache = world.path("plugin-cache");
+    for (round, envs) in [
+        ("no plugin cache", vec![]),
+        (
+            "cold plugin cache",
+            vec![("TF_PLUGIN_CACHE_DIR", cache.as_path())],
+        ),
+        (
+            "warm plugin cache",
+            vec![("TF_PLUGIN_CACHE_DIR", cache.as_path())],
+        ),
+    ] {
+        let dirs: Vec<String> = (0..20)
+            .map(|i| {
+                let rel = format!("{round}/d{i:02}");
+                world.workdir(
+                    &rel,
+                    &[("alpha", "~> 1.0"), ("beta", "~> 1.0"), ("gamma", "~> 1.0")],
+                );
+                rel
+            })
+            .collect();
+        let args: Vec<&str> = dirs.iter().map(String::as_str).collect();
+        let (output, waits) = world.init_counting_lock_waits(&args, &envs);
+        succeeded(&output);
+        let waited_for_use_or_itself: Vec<&String> = waits
+            .iter()
+            .filter(|wait| *wait != "entry-lock-wait-fill")
+            .collect();
+        assert_eq!(
+            waited_for_use_or_itself,
+            Vec::<&String>::new(),
+            "{round}: all waits: {waits:?}"
+        );
+    }
 }

@@ -57,18 +57,22 @@ impl Case {
         self.origin.server()
     }
 
-    fn run(&self, args: &[&str]) -> (bool, String, String) {
+    fn run(&self, args: &[&str]) -> (std::process::ExitStatus, String, String) {
         let mut command = self.project.init(args);
         self.origin.configure(&self.project, &mut command);
         let output = command.output().unwrap();
         let (stdout, stderr) = output_text(&output);
-        (output.status.success(), stdout, stderr)
+        (output.status, stdout, stderr)
     }
 
     /// Runs init expecting success, and checks the package arrived whole.
     fn installs(&self, args: &[&str]) {
-        let (ok, stdout, stderr) = self.run(args);
-        assert!(ok, "{:?}\n{stdout}\n{stderr}", self.origin.channel);
+        let (status, stdout, stderr) = self.run(args);
+        assert!(
+            status.success(),
+            "{:?}: {status:?}\n{stdout}\n{stderr}",
+            self.origin.channel
+        );
         let installed = self
             .project
             .package_dir(&self.origin.host(), VERSION)
@@ -84,10 +88,15 @@ impl Case {
     /// Runs init expecting failure, leaving the working directory as it
     /// was; returns standard error, which must name the provider.
     fn fails(&self, args: &[&str]) -> String {
+        self.fails_with_status(args).1
+    }
+
+    /// [`Case::fails`], with the exit status.
+    fn fails_with_status(&self, args: &[&str]) -> (std::process::ExitStatus, String) {
         let before = self.project.snapshot();
-        let (ok, stdout, stderr) = self.run(args);
+        let (status, stdout, stderr) = self.run(args);
         assert!(
-            !ok,
+            !status.success(),
             "{:?} must fail:\n{stdout}\n{stderr}",
             self.origin.channel
         );
@@ -101,7 +110,7 @@ impl Case {
             &self.project.snapshot(),
             &format!("{:?}", self.origin.channel),
         );
-        stderr
+        (status, stderr)
     }
 }
 
@@ -243,6 +252,56 @@ fn truncations_that_persist_fail_with_a_clear_error() {
         );
         assert_eq!(case.server().count(&case.archive()), 2, "{channel:?}");
     }
+}
+
+/// A connection reset mid-body (an RST after 64 KiB: `SO_LINGER` 0, then
+/// close) is retried like any broken download, over HTTP/2 and HTTP/1.1 on
+/// TLS and over plain HTTP (a registry may hand out `http://` archive
+/// URLs); and when the resets persist, the run fails with exit status 1
+/// and a message naming the reset. The run never dies of the SIGPIPE a
+/// write to the reset socket raises when SIGPIPE is not ignored (issue 31).
+#[test]
+fn a_connection_reset_mid_download_is_retried_and_never_kills_the_run() {
+    const RESET: Fault = Fault::ResetAfter(64 * 1024);
+    let persistent = |case: &Case, server: &TestServer, what: &str| {
+        server.fault(&case.archive(), RESET);
+        let (status, stderr) = case.fails_with_status(&[QUICK, "-download-retries=1"]);
+        assert_eq!(status.code(), Some(1), "{what}: {status:?}\n{stderr}");
+        assert!(
+            stderr.to_lowercase().contains("connection reset")
+                && stderr.contains("(gave up after 2 attempts)"),
+            "{what}: {stderr}"
+        );
+    };
+    for channel in NETWORK {
+        for start in [Origin::new, Origin::http1] {
+            let case = Case::new(start(channel));
+            case.server().fault_sequence(&case.archive(), [RESET]);
+            case.installs(&[QUICK]);
+            assert_eq!(case.server().count(&case.archive()), 2, "{channel:?}");
+            let case = Case::new(start(channel));
+            persistent(&case, case.server(), &format!("{channel:?}"));
+        }
+    }
+    let over_plain_http = || {
+        let case = Case::new(Origin::new(Channel::Registry));
+        let plain = TestServer::http();
+        plain.serve_dir(case.origin.site());
+        case.server().fault(
+            &case.archive(),
+            Fault::Redirect {
+                status: 307,
+                location: plain.url_for(&case.archive()),
+            },
+        );
+        (case, plain)
+    };
+    let (case, plain) = over_plain_http();
+    plain.fault_sequence(&case.archive(), [RESET]);
+    case.installs(&[QUICK]);
+    assert_eq!(plain.count(&case.archive()), 2);
+    let (case, plain) = over_plain_http();
+    persistent(&case, &plain, "plain HTTP");
 }
 
 /// A server that stops sending, or sends a piece well within every stall

@@ -615,3 +615,72 @@ fn credentials_do_not_follow_a_redirect_to_blob_storage() {
         );
     }
 }
+
+/// Object storage behind the registry's redirect resets the connection
+/// mid-blob (an RST: `SO_LINGER` 0, then close), over TLS and over plain
+/// HTTP: a reset once is retried and the package installs; resets that
+/// persist fail the run with exit status 1 and a message naming the
+/// reset. The run never dies of the SIGPIPE a write to the reset socket
+/// raises when SIGPIPE is not ignored (issue 31).
+#[test]
+fn a_connection_reset_mid_blob_is_retried_and_never_kills_the_run() {
+    let platform = current_platform();
+    // Large enough to be cut mid-body: a zip of incompressible bytes.
+    let spec = ProviderSpec::new("hashicorp", "null", "3.2.2")
+        .platforms(&[&platform])
+        .payload(Payload::Random(256 * 1024));
+    let zip = spec.package_zip(&platform);
+    let digest = oci_registry::digest_of(&zip);
+    let hex = &digest["sha256:".len()..];
+    let blob = format!("/docker/registry/v2/blobs/sha256/{}/{hex}/data", &hex[..2]);
+    let reset = Fault::ResetAfter(zip.len() / 2);
+    for (plain_http, persistent) in [(false, false), (false, true), (true, false), (true, true)] {
+        let ca = TestCa::new();
+        // Over TLS, HTTP/1.1: a client of it sends a TLS alert on the reset
+        // connection, the write that raised SIGPIPE.
+        let storage = if plain_http {
+            TestServer::http()
+        } else {
+            TestServer::https_http1_only(&ca)
+        };
+        let scheme = if plain_http { "http" } else { "https" };
+        let storage_url = format!("{scheme}://{}/", storage.localhost_host());
+        let registry = OciRegistry::start_redirecting_blobs(&ca, &storage_url);
+        storage.serve_dir(&registry.storage_root());
+        let mut setup = Setup::with(ca, registry);
+        setup.registry.publish(
+            &setup.ca,
+            "tf/hashicorp/null",
+            "3.2.2",
+            &[(platform.as_str(), zip.clone())],
+        );
+        let login = setup.login_block();
+        setup.oci_config(&login);
+        let what = format!("plain HTTP: {plain_http}, persistent: {persistent}");
+        if persistent {
+            storage.fault(&blob, reset.clone());
+            let run = setup
+                .project
+                .init_failing(&["-download-retry-delay=10ms", "-download-retries=1"]);
+            assert!(
+                run.stderr.to_lowercase().contains("connection reset"),
+                "{what}: {}",
+                run.stderr
+            );
+        } else {
+            // The install asks with a HEAD first, then GETs the blob.
+            storage.fault_sequence(&blob, [Fault::Pass, reset.clone()]);
+            setup
+                .project
+                .init(&["-download-retry-delay=10ms"])
+                .assert_success()
+                .assert_contains("- Installed hashicorp/null v3.2.2 (verified checksum)");
+        }
+        let fetched = storage
+            .requests()
+            .iter()
+            .filter(|r| r.path == blob && r.method == "GET")
+            .count();
+        assert_eq!(fetched, 2, "{what}");
+    }
+}

@@ -631,34 +631,55 @@ fn completions_are_generated_for_common_shells() {
 
 /// A reader that goes away (`tfinstall completions bash | head -1`) ends
 /// the process as it ends Terraform and other Unix tools: by SIGPIPE,
-/// quietly, not with a panic over the failed print.
+/// quietly, not with a panic over the failed print. So for standard output
+/// written by tfinstall (completions), by clap (help), and for standard
+/// error (an error message): the writes `src/stdio.rs` watches for `EPIPE`,
+/// with SIGPIPE itself left ignored for sockets.
 #[cfg(unix)]
 #[test]
 fn a_closed_standard_output_ends_the_run_quietly() {
     use std::os::unix::process::ExitStatusExt as _;
     let home = tempfile::tempdir().unwrap();
     let command = support::tfinstall_command(home.path());
-    let (reader, writer) = std::io::pipe().unwrap();
-    drop(reader);
-    let mut std_command = std::process::Command::new(command.get_program());
-    for (key, value) in command.get_envs() {
-        match value {
-            Some(value) => std_command.env(key, value),
-            None => std_command.env_remove(key),
-        };
-    }
-    let output = std_command
-        .args(["completions", "bash"])
-        .stdout(writer)
-        .stderr(std::process::Stdio::piped())
-        .output()
+    let cases: [(&[&str], bool); 3] = [
+        (&["completions", "bash"], false),
+        (&["--help"], false),
+        (&["-chdir=/nonexistent", "init"], true),
+    ];
+    for (args, closed_stderr) in cases {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let mut std_command = std::process::Command::new(command.get_program());
+        for (key, value) in command.get_envs() {
+            match value {
+                Some(value) => std_command.env(key, value),
+                None => std_command.env_remove(key),
+            };
+        }
+        std_command.args(args);
+        let output = if closed_stderr {
+            std_command
+                .stdout(std::process::Stdio::piped())
+                .stderr(writer)
+                .output()
+        } else {
+            std_command
+                .stdout(writer)
+                .stderr(std::process::Stdio::piped())
+                .output()
+        }
         .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    assert_eq!(
-        output.status.signal(),
-        Some(13),
-        "{:?}: {stderr}",
-        output.status
-    );
+        let said = String::from_utf8_lossy(if closed_stderr {
+            &output.stdout
+        } else {
+            &output.stderr
+        });
+        assert!(!said.contains("panicked"), "{args:?}: {said}");
+        assert_eq!(
+            output.status.signal(),
+            Some(13),
+            "{args:?}: {:?}: {said}",
+            output.status
+        );
+    }
 }

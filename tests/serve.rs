@@ -47,8 +47,18 @@ impl Upstream {
 
     /// Each of `types` at each of `versions`.
     fn publishing(types: &[&str], versions: &[&str], payload: Payload) -> Self {
+        Self::on(types, versions, payload, TestServer::https)
+    }
+
+    /// Each of `types` at each of `versions`, from a server started by `start`.
+    fn on(
+        types: &[&str],
+        versions: &[&str],
+        payload: Payload,
+        start: fn(&TestCa) -> TestServer,
+    ) -> Self {
         let ca = TestCa::new();
-        let server = TestServer::https(&ca);
+        let server = start(&ca);
         let tmp = tempfile::tempdir().unwrap();
         let site = tmp.path().join("site");
         server.serve_dir(&site);
@@ -121,6 +131,11 @@ impl Upstream {
     /// Starts `tfinstall serve` with a home and CLI configuration of its own
     /// (`name`), the configuration adding `config` to the upstream's.
     fn serve_as(&self, name: &str, config: &str, args: &[&str]) -> Serve {
+        Serve::start(self.serve_command(name, config, args))
+    }
+
+    /// The command [`Upstream::serve_as`] starts.
+    fn serve_command(&self, name: &str, config: &str, args: &[&str]) -> assert_cmd::Command {
         let dir = self.path(&format!("{name}/x"));
         let dir = dir.parent().unwrap();
         let (cert, key) = self.ca.write_leaf_pem(dir);
@@ -137,7 +152,7 @@ impl Upstream {
             &format!("-tls-key={}", key.display()),
         ]);
         command.args(args);
-        Serve::start(command)
+        command
     }
 
     /// A work dir requiring every provider, exactly at 1.0.0.
@@ -668,6 +683,118 @@ fn a_departing_or_stalled_client_holds_up_neither_the_fill_nor_others() {
     drop(held);
 }
 
+/// Upstream resets the connection mid-archive (an RST after 64 KiB:
+/// `SO_LINGER` 0, then close), over TLS and over plain HTTP (a registry may
+/// hand out `http://` archive URLs): a reset once is retried and the client
+/// gets the whole archive; resets that persist fail the request with a
+/// message naming the reset. Either way `serve` goes on serving: it never
+/// dies of the SIGPIPE a write to the reset socket raises when SIGPIPE is
+/// not ignored (issue 31).
+#[test]
+fn an_upstream_reset_mid_archive_is_retried_and_serve_goes_on() {
+    const RESET: Fault = Fault::ResetAfter(64 * 1024);
+    let platform = current_platform();
+    for plain_http in [false, true] {
+        // Over TLS, HTTP/1.1: a client of it sends a TLS alert on the reset
+        // connection, the write that raised SIGPIPE.
+        let upstream = Upstream::on(
+            &["alpha", "beta"],
+            &[VERSION],
+            Payload::Random(1 << 20),
+            TestServer::https_http1_only,
+        );
+        let site = upstream.tmp.path().join("site");
+        let plain = plain_http.then(|| {
+            let plain = TestServer::http();
+            plain.serve_dir(&site);
+            for type_name in ["alpha", "beta"] {
+                let archive = upstream.archive(type_name, &platform);
+                upstream.server().fault(
+                    &archive,
+                    Fault::Redirect {
+                        status: 307,
+                        location: plain.url_for(&archive),
+                    },
+                );
+            }
+            plain
+        });
+        let resetting = plain.as_ref().unwrap_or_else(|| upstream.server());
+        let (alpha, beta) = (
+            upstream.archive("alpha", &platform),
+            upstream.archive("beta", &platform),
+        );
+        resetting.fault_sequence(&alpha, [RESET]);
+        resetting.fault(&beta, RESET);
+        let store = upstream.path("store/x").parent().unwrap().to_path_buf();
+        let mut command =
+            upstream.serve_command("serve", "", &[&format!("-store={}", store.display())]);
+        command
+            .env("TFINSTALL_DOWNLOAD_RETRY_DELAY", "10ms")
+            .env("TFINSTALL_DOWNLOAD_RETRIES", "1");
+        let mut serve = Serve::start(command);
+        let url = |type_name: &str| {
+            format!(
+                "{}{HOST}/{NS}/{type_name}/terraform-provider-{type_name}_{VERSION}_{platform}.zip",
+                serve.url
+            )
+        };
+        let client = Client::new(&upstream.ca);
+        let (status, bytes) = client.get_bytes(&url("alpha"), None);
+        assert_eq!(status, 200, "plain HTTP: {plain_http}\n{}", serve.log());
+        let package = upstream.tree.package("alpha", VERSION, &platform);
+        assert_eq!(bytes, std::fs::read(&package.path).unwrap());
+        assert_eq!(resetting.count(&alpha), 2, "plain HTTP: {plain_http}");
+
+        let (status, body) = client.get(&url("beta"), None);
+        assert_ne!(status, 200, "plain HTTP: {plain_http}");
+        assert!(
+            body.to_lowercase().contains("connection reset"),
+            "plain HTTP: {plain_http}: {body}"
+        );
+        assert_eq!(resetting.count(&beta), 2, "plain HTTP: {plain_http}");
+        assert_eq!(client.get_bytes(&url("alpha"), None), (200, bytes));
+        assert!(
+            serve.child.try_wait().unwrap().is_none(),
+            "serve died:\n{}",
+            serve.log()
+        );
+        // Its idle connection would hold up the graceful stop.
+        drop(client);
+        assert!(serve.stop(), "serve did not exit cleanly");
+    }
+}
+
+/// A client that resets its connection (`SO_LINGER` 0, then close) while
+/// `serve` is sending it an archive: serve's next write to that socket
+/// fails (and would raise SIGPIPE, were SIGPIPE not ignored), and serve
+/// goes on serving everyone else (issue 31).
+#[test]
+fn a_client_resetting_mid_archive_leaves_serve_serving() {
+    let upstream = Upstream::with_payload(&["alpha"], Payload::Random(8 << 20));
+    let platform = current_platform();
+    let store = upstream.path("store/x").parent().unwrap().to_path_buf();
+    let mut serve = upstream.serve(&store, &[]);
+    let url = format!(
+        "{}{HOST}/{NS}/alpha/terraform-provider-alpha_{VERSION}_{platform}.zip",
+        serve.url
+    );
+    let client = Client::new(&upstream.ca);
+    let (status, whole) = client.get_bytes(&url, None);
+    assert_eq!(status, 200, "{}", serve.log());
+    for _ in 0..3 {
+        client.read_then_reset(&upstream.ca, &url, 256 * 1024);
+    }
+    assert_eq!(client.get_bytes(&url, None), (200, whole));
+    assert!(
+        serve.child.try_wait().unwrap().is_none(),
+        "serve died:\n{}",
+        serve.log()
+    );
+    drop(client);
+    assert!(serve.stop(), "serve did not exit cleanly");
+}
+
 /// SIGTERM while a package is being fetched: the server stops taking
 /// connections, lets the fill and the request waiting on it finish, and
 /// exits 0; the store keeps the package.
@@ -910,6 +1037,33 @@ impl Client {
     fn open(&self, url: &str) -> reqwest::Response {
         self.runtime
             .block_on(async { self.client.get(url).send().await.unwrap() })
+    }
+
+    /// Asks for `url` over HTTP/1.1 on a TLS connection of its own, reads
+    /// at least `bytes` of the answer, then resets the connection:
+    /// `SO_LINGER` 0, then close, so the server gets an RST.
+    fn read_then_reset(&self, ca: &TestCa, url: &str, bytes: usize) {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let url = url::Url::parse(url).unwrap();
+        let host = url.host_str().unwrap().to_owned();
+        self.runtime.block_on(async {
+            let tcp = tokio::net::TcpStream::connect((host.as_str(), url.port().unwrap()))
+                .await
+                .unwrap();
+            let connector = tokio_rustls::TlsConnector::from(Arc::new(ca.client_config()));
+            let name = rustls::pki_types::ServerName::try_from(host.clone()).unwrap();
+            let mut tls = connector.connect(name, tcp).await.unwrap();
+            let request = format!("GET {} HTTP/1.1\r\nHost: {host}\r\n\r\n", url.path());
+            tls.write_all(request.as_bytes()).await.unwrap();
+            let mut buffer = vec![0; 64 * 1024];
+            let mut read = 0;
+            while read < bytes {
+                let n = tls.read(&mut buffer).await.unwrap();
+                assert!(n > 0, "the answer ended after {read} bytes");
+                read += n;
+            }
+            tls.get_ref().0.set_zero_linger().unwrap();
+        });
     }
 
     fn get(&self, url: &str, token: Option<&str>) -> (u16, String) {

@@ -147,6 +147,44 @@ fn a_truncated_body_fails_the_download_on_http1_and_http2() {
     }
 }
 
+/// A reset is a TCP RST on the whole connection, after exactly the bytes
+/// asked for, over TLS (both protocols) and plain HTTP.
+#[test]
+fn a_reset_connection_fails_the_download_with_connection_reset() {
+    let ca = TestCa::new();
+    let servers = [
+        TestServer::https(&ca),
+        TestServer::https_http1_only(&ca),
+        TestServer::http(),
+    ];
+    for server in servers {
+        server.route(
+            "/big",
+            Response::bytes("application/zip", vec![7u8; 100_000]),
+        );
+        server.fault("/big", Fault::ResetAfter(40_000));
+        let client = client_trusting(&ca);
+        let (received, error) = block_on(async {
+            let mut response = client.get(server.url_for("/big")).send().await.unwrap();
+            let mut received = 0;
+            loop {
+                match response.chunk().await {
+                    Ok(Some(chunk)) => received += chunk.len(),
+                    Ok(None) => panic!("the body ended instead of failing"),
+                    Err(err) => break (received, err),
+                }
+            }
+        });
+        assert_eq!(received, 40_000, "{}", server.url());
+        let chain = format!("{error:?}").to_lowercase().replace(' ', "");
+        assert!(
+            chain.contains("connectionreset"),
+            "{}: {chain}",
+            server.url()
+        );
+    }
+}
+
 #[test]
 fn a_stalled_body_hangs_until_the_client_times_out() {
     let ca = TestCa::new();

@@ -24,6 +24,7 @@ use crate::lockfile::Locks;
 use crate::output::Output;
 use crate::policy::Policy;
 use crate::source::configured::{NetworkSources, SourceOptions, build_source};
+use crate::stdio::outln;
 use crate::units::{format_age, format_size, format_utc};
 use crate::workdir::configuration_requirements;
 
@@ -55,10 +56,10 @@ pub fn verify(args: CacheVerifyArgs) -> bool {
     };
     let (checked, damage) = cache.verify();
     for problem in &damage {
-        println!("- {}: {}", problem.dir.display(), problem.problem);
+        outln!("- {}: {}", problem.dir.display(), problem.problem);
     }
     if damage.is_empty() {
-        println!(
+        outln!(
             "Checked {checked} cache entries in {}: all match what was installed.",
             cache.root().display()
         );
@@ -105,10 +106,10 @@ pub fn stats(args: CacheStatsArgs) -> bool {
             "oldest_use": stats.oldest_use().map(format_utc),
             "newest_use": stats.newest_use().map(format_utc),
         });
-        println!("{document}");
+        outln!("{document}");
         return true;
     }
-    println!(
+    outln!(
         "{}: {} entries of {} providers, {} on disk; hard links into working directories save {} more.",
         cache.root().display(),
         stats.entries.len(),
@@ -117,17 +118,17 @@ pub fn stats(args: CacheStatsArgs) -> bool {
         format_size(stats.bytes_saved_by_links),
     );
     if let (Some(oldest), Some(newest)) = (stats.oldest_use(), stats.newest_use()) {
-        println!(
+        outln!(
             "Last used: the oldest entry {}, the newest {}.",
             when(oldest),
             when(newest)
         );
     }
     if !providers.is_empty() {
-        println!();
+        outln!();
     }
     for p in &providers {
-        println!(
+        outln!(
             "- {}: {} ({} {}), {}",
             p.provider.for_display(),
             p.versions
@@ -176,7 +177,7 @@ pub fn prune(args: CachePruneArgs) -> bool {
             "leftovers_removed": report.leftovers,
             "bytes_freed": report.bytes_freed(),
         });
-        println!("{document}");
+        outln!("{document}");
     } else {
         print_prune_report(&cache, &report, args.dry_run, now);
     }
@@ -215,14 +216,14 @@ fn print_prune_report(cache: &PluginCache, report: &PruneReport, dry_run: bool, 
         )
     };
     if report.leftovers > 0 {
-        println!(
+        outln!(
             "- Cleaned up {} left over from an interrupted removal or fill",
             plural(report.leftovers, "item", "items")
         );
     }
     let verb = if dry_run { "Would remove" } else { "Removed" };
     for pruned in &report.removed {
-        println!(
+        outln!(
             "- {verb} {} ({}{}): frees {}",
             name(&pruned.entry),
             pruned.entry.dir.display(),
@@ -231,16 +232,16 @@ fn print_prune_report(cache: &PluginCache, report: &PruneReport, dry_run: bool, 
         );
     }
     for entry in &report.in_use {
-        println!(
+        outln!(
             "- Skipped {}: a running tfinstall is using it; a later prune removes it",
             name(entry)
         );
     }
     for entry in &report.used_meanwhile {
-        println!("- Kept {}: a run used it just now", name(entry));
+        outln!("- Kept {}: a run used it just now", name(entry));
     }
     for (entry, err) in &report.failed {
-        println!("- Could not remove {}: {err}", name(entry));
+        outln!("- Could not remove {}: {err}", name(entry));
     }
     let bytes: u64 = report.removed.iter().map(|p| p.entry.bytes).sum();
     let freed = report.bytes_freed();
@@ -266,7 +267,7 @@ fn print_prune_report(cache: &PluginCache, report: &PruneReport, dry_run: bool, 
         summary.push_str(&format!("; skipped {} in use", report.in_use.len()));
     }
     summary.push('.');
-    println!("{summary}");
+    outln!("{summary}");
 }
 
 fn entry_json(entry: &EntryUsage) -> serde_json::Value {
@@ -526,7 +527,7 @@ async fn run_warm(
         warnings.extend(lock_diags);
         configurations.push((requirements, locks));
     }
-    println!("Warming the plugin cache at {}", cache.root().display());
+    outln!("Warming the plugin cache at {}", cache.root().display());
     // Every directory and platform at once, through one cache whose entries
     // are filled once however many of them need a package; the results are
     // then listed in the order given.
@@ -564,14 +565,14 @@ async fn run_warm(
             let shown = provider.for_display();
             if was_added {
                 added += 1;
-                println!("- Added {shown} v{version} for {platform}");
+                outln!("- Added {shown} v{version} for {platform}");
             } else {
                 present += 1;
-                println!("- {shown} v{version} for {platform} was already cached");
+                outln!("- {shown} v{version} for {platform} was already cached");
             }
         }
     }
-    println!(
+    outln!(
         "\nThe plugin cache now holds every provider package the configuration needs for {}: {added} added, {present} already there.",
         platforms
             .iter()

@@ -9,7 +9,7 @@ pub fn run(args: CompletionsArgs) -> bool {
         args.shell,
         &mut command,
         "tfinstall",
-        &mut std::io::stdout(),
+        &mut crate::stdio::stdout(),
     );
     true
 }

@@ -170,6 +170,17 @@ impl Installer {
             .take_turn(&s.provider, &s.version, &self.platform)
             .await;
         crate::failpoint::pause("fill-before-lock");
+        // Filled by another directory of this run while this one waited for
+        // its turn: used as that directory uses it, held only for use (and
+        // looked at again once held), without the entry's lock, which would
+        // wait for that directory's use of it (issue 31).
+        if cache.fills.filled(&s.provider, &s.version, &self.platform)
+            && let Some(cached) = self
+                .cached_matching(&s.provider, &s.version, preferred.clone(), None)
+                .await
+        {
+            return Ok((cached, false));
+        }
         let entry_lock = cache
             .cache
             .lock_entry(&s.provider, &s.version, &self.platform, || {

@@ -8,7 +8,6 @@
 //! [`TFINSTALL_UI_VERSION`].
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -369,9 +368,7 @@ impl JsonLines {
         line.push('\n');
         // One write per line under the lock, so lines from concurrent
         // installs never interleave.
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(line.as_bytes());
-        let _ = out.flush();
+        crate::stdio::print(&line, false);
     }
 }
 

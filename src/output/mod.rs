@@ -7,7 +7,6 @@ pub mod json;
 pub mod ordered;
 pub mod progress;
 
-use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use serde_json::json;
@@ -128,8 +127,8 @@ impl Output {
         self.suspended(|| {
             for text in held {
                 match text {
-                    HeldText::Stdout(text) => print!("{text}"),
-                    HeldText::Stderr(text) => eprint!("{text}"),
+                    HeldText::Stdout(text) => crate::stdio::print(&text, false),
+                    HeldText::Stderr(text) => crate::stdio::print(&text, true),
                 }
             }
         });
@@ -460,15 +459,8 @@ impl Output {
             return;
         }
         self.suspended(|| match text {
-            HeldText::Stdout(text) => {
-                let mut out = std::io::stdout().lock();
-                let _ = out.write_all(text.as_bytes());
-                let _ = out.flush();
-            }
-            HeldText::Stderr(text) => {
-                let mut err = std::io::stderr().lock();
-                let _ = err.write_all(text.as_bytes());
-            }
+            HeldText::Stdout(text) => crate::stdio::print(&text, false),
+            HeldText::Stderr(text) => crate::stdio::print(&text, true),
         });
     }
 

@@ -1,6 +1,5 @@
 //! Lines from concurrent work, printed as if the work had run in order.
 
-use std::io::Write;
 use std::sync::Mutex;
 
 /// Prints lines that concurrent tasks produce in the order of their slots:
@@ -55,7 +54,5 @@ impl OrderedOutput {
 }
 
 fn print_line(line: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}");
-    let _ = out.flush();
+    crate::stdio::outln!("{line}");
 }

@@ -180,7 +180,7 @@ async fn serve(args: &ServeArgs, launch_dir: &Path, out: &Arc<Output>) -> Result
         tokens,
         log,
     });
-    println!("Serving providers on https://{bound}/");
+    emit(&format!("Serving providers on https://{bound}/"));
     log.message(&format!("store: {}", store_dir.display()));
     let _ = std::io::stdout().flush();
     accept_until_stopped(listener, tls, server.clone()).await;

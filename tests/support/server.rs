@@ -10,6 +10,7 @@ use std::collections::{HashMap, VecDeque};
 use std::convert::Infallible;
 use std::future::Future as _;
 use std::net::SocketAddr;
+use std::os::fd::AsFd as _;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -23,7 +24,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::oneshot;
+use tokio::sync::{Notify, oneshot};
 use tokio_rustls::TlsAcceptor;
 
 use super::tls::TestCa;
@@ -113,6 +114,12 @@ pub enum Fault {
     /// 50 ms so the bytes get out first; a client that reads slower than that
     /// over HTTP/2 may see fewer, so resume from what was actually received.
     TruncateAfter(usize),
+    /// Send headers (with the full `Content-Length`) and this many body bytes,
+    /// then reset the TCP connection (`SO_LINGER` 0, then close: an RST), as
+    /// a crashing server or a middlebox does. Every request on the
+    /// connection fails with it; the reset waits 50 ms, as
+    /// [`Fault::TruncateAfter`] does, so the bytes get out first.
+    ResetAfter(usize),
     /// Redirect with this 3xx status to `location` (absolute or relative).
     Redirect { status: u16, location: String },
     /// Serve normally but send the body at about this many bytes per second,
@@ -459,24 +466,47 @@ async fn serve_connection(
     http1_only: bool,
     state: Arc<Mutex<State>>,
 ) {
-    let service = service_fn(move |request| handle(request, Arc::clone(&state)));
+    // A second descriptor of the socket, to reset it by: the connection's
+    // own is buried in the TLS and HTTP layers.
+    let socket = stream
+        .as_fd()
+        .try_clone_to_owned()
+        .map(std::net::TcpStream::from);
+    let reset = Arc::new(Notify::new());
+    let service = {
+        let reset = Arc::clone(&reset);
+        service_fn(move |request| handle(request, Arc::clone(&state), Arc::clone(&reset)))
+    };
     let mut builder = auto::Builder::new(TokioExecutor::new());
     if http1_only {
         builder = builder.http1_only();
     }
     // Connection errors are what fault injection provokes; nothing to report.
-    match tls {
-        Some(acceptor) => {
-            if let Ok(stream) = acceptor.accept(stream).await {
+    let serving = async {
+        match tls {
+            Some(acceptor) => {
+                if let Ok(stream) = acceptor.accept(stream).await {
+                    let _ = builder
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                }
+            }
+            None => {
                 let _ = builder
                     .serve_connection(TokioIo::new(stream), service)
                     .await;
             }
         }
-        None => {
-            let _ = builder
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
+    };
+    tokio::select! {
+        () = serving => {}
+        () = reset.notified() => {
+            // With a zero linger the last close of the socket (this
+            // descriptor's, or the connection's as it is dropped on return)
+            // sends an RST instead of a FIN.
+            if let Ok(socket) = socket.and_then(TcpStream::from_std) {
+                let _ = socket.set_zero_linger();
+            }
         }
     }
 }
@@ -498,6 +528,7 @@ impl Drop for InFlight {
 async fn handle(
     request: hyper::Request<Incoming>,
     state: Arc<Mutex<State>>,
+    reset: Arc<Notify>,
 ) -> Result<hyper::Response<ServedBody>, Infallible> {
     let path = request.uri().path().to_owned();
     let head_only = request.method() == hyper::Method::HEAD;
@@ -560,6 +591,12 @@ async fn handle(
             cut = Some(Cut {
                 at,
                 ending: Ending::Abort,
+            })
+        }
+        Fault::ResetAfter(at) => {
+            cut = Some(Cut {
+                at,
+                ending: Ending::Reset(reset),
             })
         }
         Fault::Redirect { status, location } => {
@@ -710,13 +747,15 @@ fn percent_decode(path: &str) -> Option<String> {
     String::from_utf8(decoded).ok()
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 enum Ending {
     Stall,
     Abort,
+    /// Reset the whole connection, by waking its task.
+    Reset(Arc<Notify>),
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Cut {
     at: usize,
     ending: Ending,
@@ -801,7 +840,7 @@ impl Body for ServedBody {
             self.pause = None;
         }
         let len = self.data.len();
-        let stop = self.cut.map_or(len, |cut| cut.at.min(len));
+        let stop = self.cut.as_ref().map_or(len, |cut| cut.at.min(len));
         if self.sent < stop {
             let start = self.sent;
             let end = (start + self.chunk).min(stop);
@@ -826,25 +865,33 @@ impl Body for ServedBody {
             }
             return Poll::Ready(Some(Ok(Frame::data(self.data.slice(start..end)))));
         }
-        match self.cut {
-            Some(cut) if cut.at < len => match cut.ending {
-                // Never woken: the connection hangs until the client or the
-                // server's shutdown drops it.
-                Ending::Stall => Poll::Pending,
-                Ending::Abort => {
-                    let delay = self
-                        .abort_delay
-                        .get_or_insert_with(|| Box::pin(tokio::time::sleep(ABORT_FLUSH_DELAY)));
-                    match delay.as_mut().poll(context) {
-                        Poll::Pending => Poll::Pending,
-                        Poll::Ready(()) => Poll::Ready(Some(Err(std::io::Error::new(
-                            std::io::ErrorKind::ConnectionAborted,
-                            "injected truncation",
-                        )))),
-                    }
+        let ending = match &self.cut {
+            Some(cut) if cut.at < len => cut.ending.clone(),
+            _ => return Poll::Ready(None),
+        };
+        match ending {
+            // Never woken: the connection hangs until the client or the
+            // server's shutdown drops it.
+            Ending::Stall => Poll::Pending,
+            Ending::Abort | Ending::Reset(_) => {
+                let delay = self
+                    .abort_delay
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(ABORT_FLUSH_DELAY)));
+                if delay.as_mut().poll(context).is_pending() {
+                    return Poll::Pending;
                 }
-            },
-            _ => Poll::Ready(None),
+                match ending {
+                    // The connection's task drops the body with the socket.
+                    Ending::Reset(reset) => {
+                        reset.notify_one();
+                        Poll::Pending
+                    }
+                    _ => Poll::Ready(Some(Err(std::io::Error::new(
+                        std::io::ErrorKind::ConnectionAborted,
+                        "injected truncation",
+                    )))),
+                }
+            }
         }
     }
 

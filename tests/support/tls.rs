@@ -10,6 +10,7 @@ use rcgen::{
     BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair,
     KeyUsagePurpose,
 };
+use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use tempfile::TempDir;
 
@@ -122,6 +123,23 @@ impl TestCa {
             .expect("leaf certificate and key match");
         config.alpn_protocols = alpn.iter().map(|protocol| protocol.to_vec()).collect();
         config
+    }
+
+    /// A rustls client configuration trusting this CA alone, for tests
+    /// that drive a TLS connection by hand (to reset it, say).
+    pub fn client_config(&self) -> rustls::ClientConfig {
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+        let mut roots = rustls::RootCertStore::empty();
+        for cert in CertificateDer::pem_slice_iter(self.ca_pem.as_bytes()) {
+            roots
+                .add(cert.expect("the CA's own PEM"))
+                .expect("a valid CA certificate");
+        }
+        rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("ring supports the default TLS versions")
+            .with_root_certificates(roots)
+            .with_no_client_auth()
     }
 }
 

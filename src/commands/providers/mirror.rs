@@ -237,7 +237,7 @@ async fn mirror(
                 platform: m.platform,
             })
             .collect();
-        let say = |line: String| println!("{line}");
+        let say = |line: String| crate::stdio::outln!("{line}");
         publish::push(template, &registries, staged, &say).await?;
         return Ok(warnings);
     }
