@@ -3,6 +3,12 @@
 //! The modules follow the path data travels through: module configuration →
 //! requirements → sources → version selection → fetch and verify → cache →
 //! install → lock file.
+//!
+//! No code of the crate prints with `print!`/`println!`/`eprintln!`: with
+//! SIGPIPE ignored (as Go leaves it for everything but standard output and
+//! error) those panic when the reader is gone, so every print goes through
+//! [`stdio`], which ends the process by SIGPIPE instead (issue 31).
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod addr;
 pub mod cache;

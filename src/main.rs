@@ -1,3 +1,6 @@
+//! The `tfinstall` binary: argument parsing and dispatch; the work is in the library.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 
