@@ -145,9 +145,14 @@ fn is_go_false(value: Option<&str>) -> bool {
 
 fn prepare(command_args: &[OsString]) -> Result<HandOff, String> {
     let launch_dir = std::env::current_dir().map_err(|err| err.to_string())?;
-    let dir = launch_dir.join(work_dir(command_args));
+    // Collecting the components drops the `.` of `-chdir=.` and of a
+    // relative data directory, so the paths handed over read plainly.
+    let dir: PathBuf = launch_dir
+        .join(work_dir(command_args))
+        .components()
+        .collect();
     let work = WorkingDir {
-        data_dir: dir.join(data_dir()),
+        data_dir: dir.join(data_dir()).components().collect(),
         dir,
         launch_dir,
     };
