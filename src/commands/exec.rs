@@ -170,8 +170,8 @@ fn prepare(command_args: &[OsString]) -> Result<HandOff, String> {
 }
 
 fn summary(handoff: &HandOff) -> String {
-    let mut trees: Vec<&Path> = handoff.handed.iter().map(|h| h.tree.as_path()).collect();
-    trees.dedup();
+    let trees: std::collections::BTreeSet<&Path> =
+        handoff.handed.iter().map(|h| h.tree.as_path()).collect();
     let count = handoff.handed.len();
     let trees: Vec<String> = trees.iter().map(|t| t.display().to_string()).collect();
     format!(
