@@ -619,29 +619,42 @@ fn sigterm_is_passed_on_and_the_hand_off_file_removed() {
     let world = World::new();
     let dir = world.workdir("signal", &main_tf_pinning("1.1.0"));
     ok("tfinstall init", &world.tfinstall(&dir, &["init"], None));
-    let script = "trap 'exit 7' TERM; echo \"$TF_CLI_CONFIG_FILE\" > handed-path; while :; do sleep 0.05; done";
-    let mut command = tfinstall_command(&world.home());
-    command
-        .current_dir(&dir)
-        .args(["exec", "--", "/bin/sh", "-c", script]);
-    let mut child = spawnable(&command).spawn().expect("spawn tfinstall exec");
-    let handed_path = dir.join("handed-path");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !handed_path.exists() || read_text(&handed_path).is_empty() {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the command never started"
+    // Signalled as soon as the command runs: tfinstall must already be
+    // listening then (a few rounds, since that moment is a race).
+    for round in 0..3 {
+        let handed_path = dir.join(format!("handed-path-{round}"));
+        let script = format!(
+            "trap 'exit 7' TERM; echo \"$TF_CLI_CONFIG_FILE\" > {}; i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done",
+            handed_path.display()
         );
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        let mut command = tfinstall_command(&world.home());
+        command
+            .current_dir(&dir)
+            .args(["exec", "--", "/bin/sh", "-c", &script]);
+        // Bounded, and writing nowhere the test harness waits on, so that a
+        // command orphaned by a failure cannot hold the test run up.
+        let mut child = spawnable(&command)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn tfinstall exec");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !handed_path.exists() || read_text(&handed_path).is_empty() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the command never started"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let handed = PathBuf::from(read_text(&handed_path).trim());
+        assert!(handed.is_file());
+        let sent = std::process::Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(sent.success());
+        let status = child.wait().expect("wait for tfinstall");
+        assert_eq!(status.code(), Some(7), "round {round}");
+        assert!(!handed.exists(), "the hand-off file outlived the command");
     }
-    let handed = PathBuf::from(read_text(&handed_path).trim());
-    assert!(handed.is_file());
-    let sent = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .expect("run kill");
-    assert!(sent.success());
-    let status = child.wait().expect("wait for tfinstall");
-    assert_eq!(status.code(), Some(7));
-    assert!(!handed.exists(), "the hand-off file outlived the command");
 }

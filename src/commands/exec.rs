@@ -35,8 +35,9 @@ pub async fn run(args: ExecArgs) -> u8 {
     };
     let mut command = tokio::process::Command::new(program);
     command.args(command_args);
-    // Kept alive until the command has ended; dropping it removes the file.
-    let mut _config_dir = None;
+    // The hand-off file's directory, removed when this is dropped: after
+    // the command has ended.
+    let mut handoff_dir = None;
     match skip_reason(command_args) {
         Some(reason) => note(&format!(
             "{reason}; running {} with your own CLI configuration.",
@@ -47,7 +48,7 @@ pub async fn run(args: ExecArgs) -> u8 {
                 Ok((dir, file)) => {
                     note(&summary(&handoff));
                     command.env(CONFIG_VARIABLE, &file);
-                    _config_dir = Some(dir);
+                    handoff_dir = Some(dir);
                 }
                 Err(err) => {
                     eprintln!(
@@ -62,6 +63,13 @@ pub async fn run(args: ExecArgs) -> u8 {
             )),
         },
     }
+    let mut signals = match Signals::listen() {
+        Ok(signals) => signals,
+        Err(err) => {
+            eprintln!("\nError: Failed to set up signal handling\n\n{err}.");
+            return 1;
+        }
+    };
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(err) => {
@@ -72,7 +80,8 @@ pub async fn run(args: ExecArgs) -> u8 {
             return 1;
         }
     };
-    let status = wait_forwarding_signals(&mut child).await;
+    let status = signals.wait(&mut child).await;
+    drop(handoff_dir);
     match status {
         Ok(status) => exit_code(status),
         Err(err) => {
@@ -211,43 +220,73 @@ fn write_config(handoff: &HandOff) -> std::io::Result<(tempfile::TempDir, PathBu
     Ok((dir, path))
 }
 
-/// Waits for the child. A terminal's Ctrl-C (SIGINT, SIGQUIT) reaches the
-/// whole process group, so the child gets it already and tfinstall only
-/// stays alive to clean up; SIGTERM and SIGHUP, which supervisors send to
-/// one process (`docker stop`, a CI runner's cancel), are passed on.
+/// The signals tfinstall handles while the command runs, listened for
+/// before the command starts: a signal that arrived in between would
+/// otherwise end tfinstall and leave the command running on its own.
+/// A terminal's Ctrl-C (SIGINT, SIGQUIT) reaches the whole process group,
+/// so the command gets it already and tfinstall only stays alive to clean
+/// up; SIGTERM and SIGHUP, which supervisors send to one process (`docker
+/// stop`, a CI runner's cancel), are passed on.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-async fn wait_forwarding_signals(
-    child: &mut tokio::process::Child,
-) -> std::io::Result<std::process::ExitStatus> {
-    use tokio::signal::unix::{SignalKind, signal};
-    let mut interrupt = signal(SignalKind::interrupt())?;
-    let mut quit = signal(SignalKind::quit())?;
-    let mut terminate = signal(SignalKind::terminate())?;
-    let mut hangup = signal(SignalKind::hangup())?;
-    let pid = child.id();
-    loop {
-        let forward = tokio::select! {
-            status = child.wait() => return status,
-            _ = interrupt.recv() => None,
-            _ = quit.recv() => None,
-            _ = terminate.recv() => Some(libc::SIGTERM),
-            _ = hangup.recv() => Some(libc::SIGHUP),
-        };
-        if let (Some(signal), Some(pid)) = (forward, pid) {
-            // SAFETY: kill only sends a signal; the pid is our child's,
-            // which cannot be reaped (and reused) before `wait` returns.
-            unsafe {
-                libc::kill(pid as libc::pid_t, signal);
+struct Signals {
+    interrupt: tokio::signal::unix::Signal,
+    quit: tokio::signal::unix::Signal,
+    terminate: tokio::signal::unix::Signal,
+    hangup: tokio::signal::unix::Signal,
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+impl Signals {
+    fn listen() -> std::io::Result<Signals> {
+        use tokio::signal::unix::{SignalKind, signal};
+        Ok(Signals {
+            interrupt: signal(SignalKind::interrupt())?,
+            quit: signal(SignalKind::quit())?,
+            terminate: signal(SignalKind::terminate())?,
+            hangup: signal(SignalKind::hangup())?,
+        })
+    }
+
+    async fn wait(
+        &mut self,
+        child: &mut tokio::process::Child,
+    ) -> std::io::Result<std::process::ExitStatus> {
+        let pid = child.id();
+        loop {
+            let forward = tokio::select! {
+                status = child.wait() => return status,
+                _ = self.interrupt.recv() => None,
+                _ = self.quit.recv() => None,
+                _ = self.terminate.recv() => Some(libc::SIGTERM),
+                _ = self.hangup.recv() => Some(libc::SIGHUP),
+            };
+            if let (Some(signal), Some(pid)) = (forward, pid) {
+                // SAFETY: kill only sends a signal; the pid is our child's,
+                // which cannot be reaped (and reused) before `wait` returns.
+                unsafe {
+                    libc::kill(pid as libc::pid_t, signal);
+                }
             }
         }
     }
 }
 
+/// Elsewhere signals keep their default actions.
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-async fn wait_forwarding_signals(
-    child: &mut tokio::process::Child,
-) -> std::io::Result<std::process::ExitStatus> {
-    child.wait().await
+struct Signals;
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+impl Signals {
+    fn listen() -> std::io::Result<Signals> {
+        Ok(Signals)
+    }
+
+    async fn wait(
+        &mut self,
+        child: &mut tokio::process::Child,
+    ) -> std::io::Result<std::process::ExitStatus> {
+        child.wait().await
+    }
 }
 
 fn exit_code(status: std::process::ExitStatus) -> u8 {
