@@ -303,10 +303,18 @@ enum ScenarioKind {
     /// `--many-mb` MB: what the cache's locks cost processes that share it.
     /// Timed from the first start to the last exit; tfinstall builds only.
     Sixteen,
+    /// The pipeline users run: `tfinstall init`, then `terraform init`
+    /// through `tfinstall exec` (the hand-off), against `terraform init`
+    /// alone, with each Terraform as the follow-up; cold (empty directory,
+    /// no plugin cache) and warm (a filled plugin cache and the committed
+    /// lock file). One row per temperature and Terraform. It uses the N
+    /// providers of `--providers`/`--size-mb`, so a large-package run is
+    /// `--providers 1 --size-mb 400 --compressible --scenarios e2e`.
+    EndToEnd,
 }
 
 impl ScenarioKind {
-    const ALL: [ScenarioKind; 11] = [
+    const ALL: [ScenarioKind; 12] = [
         ScenarioKind::Cold,
         ScenarioKind::WarmNoLock,
         ScenarioKind::NoopShared,
@@ -318,6 +326,7 @@ impl ScenarioKind {
         ScenarioKind::Sequence,
         ScenarioKind::Dirs,
         ScenarioKind::Sixteen,
+        ScenarioKind::EndToEnd,
     ];
 
     fn parse(name: &str) -> Result<ScenarioKind, String> {
@@ -326,7 +335,7 @@ impl ScenarioKind {
             .find(|kind| kind.name() == name)
             .ok_or_else(|| {
                 format!(
-                    "unknown scenario {name} (cold, warm-nolock, noop-shared, warm, noop, one, big, many, sequence, dirs, sixteen)"
+                    "unknown scenario {name} (cold, warm-nolock, noop-shared, warm, noop, one, big, many, sequence, dirs, sixteen, e2e)"
                 )
             })
     }
@@ -344,6 +353,7 @@ impl ScenarioKind {
             ScenarioKind::Sequence => "sequence",
             ScenarioKind::Dirs => "dirs",
             ScenarioKind::Sixteen => "sixteen",
+            ScenarioKind::EndToEnd => "e2e",
         }
     }
 
@@ -387,6 +397,10 @@ impl ScenarioKind {
             ScenarioKind::Sixteen => format!(
                 "16 processes at once, 3 shared providers of {} MB, one empty plugin cache",
                 options.many_mb
+            ),
+            ScenarioKind::EndToEnd => format!(
+                "end to end with the hand-off, {} × {} MB",
+                options.providers, options.size_mb
             ),
         }
     }
@@ -571,6 +585,10 @@ impl Bench {
                 results.extend(self.dirs());
                 continue;
             }
+            if kind == ScenarioKind::EndToEnd {
+                results.extend(self.end_to_end());
+                continue;
+            }
             let (samples, notes) = self.scenario(kind, self.options.parallelism);
             results.push(ScenarioResult {
                 title: kind.title(&self.options),
@@ -681,7 +699,8 @@ impl Bench {
             ScenarioKind::Many
             | ScenarioKind::Sequence
             | ScenarioKind::Dirs
-            | ScenarioKind::Sixteen => {
+            | ScenarioKind::Sixteen
+            | ScenarioKind::EndToEnd => {
                 unreachable!("{} has its own preparation", kind.name())
             }
         };
@@ -710,7 +729,8 @@ impl Bench {
             | ScenarioKind::Many
             | ScenarioKind::Sequence
             | ScenarioKind::Dirs
-            | ScenarioKind::Sixteen => None,
+            | ScenarioKind::Sixteen
+            | ScenarioKind::EndToEnd => None,
             ScenarioKind::Noop | ScenarioKind::NoopShared => {
                 let dir = new_workdir(&base.join("noop"), &main_tf);
                 self.untimed(tool, &dir, &config_path, parallelism);
@@ -1009,6 +1029,146 @@ impl Bench {
         (samples, Vec::new())
     }
 
+    /// The `e2e` scenario (see [`ScenarioKind::EndToEnd`]): per temperature
+    /// and follow-up Terraform, a row comparing `terraform init` alone with
+    /// `tfinstall init` plus the follow-up, whose sample is the sum of the
+    /// two processes' times and requests and the larger peak RSS.
+    fn end_to_end(&mut self) -> Vec<ScenarioResult> {
+        let followers: Vec<Tool> = self
+            .options
+            .tools
+            .iter()
+            .copied()
+            .filter(|tool| tool.is_terraform())
+            .collect();
+        if !self.options.tools.contains(&Tool::Tfinstall) || followers.is_empty() {
+            eprintln!("  e2e needs tfinstall and a Terraform among --tools; skipped");
+            return Vec::new();
+        }
+        let main_tf = main_tf(&self.small);
+        let mut rows = Vec::new();
+        for warm in [false, true] {
+            for &follower in &followers {
+                let temperature = if warm { "warm" } else { "cold" };
+                let base = self
+                    .work
+                    .join("e2e")
+                    .join(temperature)
+                    .join(follower.name());
+                fs::create_dir_all(&base).expect("create e2e dir");
+                let mut config = self.host_block();
+                let mut lock = None;
+                if warm {
+                    // The cache and the committed lock file, from one
+                    // untimed tfinstall run.
+                    let cache = base.join("plugin-cache");
+                    fs::create_dir_all(&cache).expect("create plugin cache");
+                    let _ = writeln!(
+                        config,
+                        "plugin_cache_dir = {:?}",
+                        cache.display().to_string()
+                    );
+                }
+                let config_path = base.join("cli.tfrc");
+                fs::write(&config_path, &config).expect("write CLI config");
+                if warm {
+                    let fill = new_workdir(&base.join("fill"), &main_tf);
+                    self.untimed(Tool::Tfinstall, &fill, &config_path, None);
+                    lock = Some(fs::read(fill.join(".terraform.lock.hcl")).expect("lock file"));
+                }
+                let mut samples: BTreeMap<Tool, Vec<Sample>> = BTreeMap::new();
+                let mut follow_up_requests = 0;
+                for run in 0..self.options.runs {
+                    for tool in [follower, Tool::Tfinstall] {
+                        let dir =
+                            new_workdir(&base.join(format!("{}-{run}", tool.name())), &main_tf);
+                        if let Some(lock) = &lock {
+                            fs::write(dir.join(".terraform.lock.hcl"), lock).expect("write lock");
+                        }
+                        let sample = if tool == Tool::Tfinstall {
+                            let init =
+                                self.timed(tool, &dir, &config_path, self.options.parallelism);
+                            let follow_up = self.follow_up_command(follower, &dir, &config_path);
+                            let follow_up = self.measure(follower, &dir, follow_up);
+                            follow_up_requests += follow_up.requests;
+                            Sample {
+                                wall: init.wall + follow_up.wall,
+                                peak_rss_kib: init.peak_rss_kib.max(follow_up.peak_rss_kib),
+                                requests: init.requests + follow_up.requests,
+                                archives: init.archives + follow_up.archives,
+                            }
+                        } else {
+                            self.timed(tool, &dir, &config_path, None)
+                        };
+                        eprintln!(
+                            "  {:<5} {:<16} {:>8.3} s  {} requests",
+                            temperature,
+                            if tool == Tool::Tfinstall {
+                                "tfinstall + hand-off"
+                            } else {
+                                tool.name()
+                            },
+                            sample.wall.as_secs_f64(),
+                            sample.requests
+                        );
+                        samples.entry(tool).or_default().push(sample);
+                        let _ = fs::remove_dir_all(&dir);
+                    }
+                }
+                let follower_name = match follower {
+                    Tool::TerraformLatest => self
+                        .terraform_latest
+                        .as_ref()
+                        .map_or("the terraform on PATH".to_owned(), |(_, v)| v.clone()),
+                    _ => "Terraform 1.0.3".to_owned(),
+                };
+                rows.push(ScenarioResult {
+                    title: format!(
+                        "end to end, {temperature}{}, {} × {} MB: `tfinstall init` then {follower_name}'s `init` through `tfinstall exec`, vs its `init` alone",
+                        if warm { " (plugin cache, lock file)" } else { "" },
+                        self.options.providers,
+                        self.options.size_mb
+                    ),
+                    samples,
+                    notes: vec![format!(
+                        "{temperature}, {follower_name}: the follow-ups through `tfinstall exec` made {follow_up_requests} registry requests in {} runs.",
+                        self.options.runs
+                    )],
+                });
+            }
+        }
+        rows
+    }
+
+    /// `follower`'s `init` in `dir` as [`Bench::command`] runs it, but
+    /// through `tfinstall exec --`.
+    fn follow_up_command(&self, follower: Tool, dir: &Path, config: &Path) -> Command {
+        let plain = self.command(follower, dir, config, None);
+        let terraform = match follower {
+            Tool::TerraformLatest => self
+                .terraform_latest
+                .as_ref()
+                .expect("checked at start")
+                .0
+                .clone(),
+            _ => self.terraform.clone(),
+        };
+        let mut command = Command::new(plain.get_program());
+        command.current_dir(dir).env_clear();
+        for (name, value) in plain.get_envs() {
+            if let Some(value) = value {
+                command.env(name, value);
+            }
+        }
+        for arg in plain.get_args() {
+            if Path::new(arg) == terraform {
+                command.arg(&self.tfinstall).args(["exec", "--"]);
+            }
+            command.arg(arg);
+        }
+        command
+    }
+
     /// `WORK/SCENARIO/TOOL/runN` with an empty plugin cache and a CLI
     /// configuration naming it; returns the directory and the configuration.
     fn run_with_fresh_cache(&self, scenario: &str, tool: Tool, run: usize) -> (PathBuf, PathBuf) {
@@ -1106,8 +1266,14 @@ impl Bench {
         config: &Path,
         parallelism: Option<usize>,
     ) -> Sample {
+        let command = self.command(tool, dir, config, parallelism);
+        self.measure(tool, dir, command)
+    }
+
+    /// Runs `command` (one of [`Bench::command`]'s, under GNU time) and
+    /// measures it.
+    fn measure(&mut self, tool: Tool, dir: &Path, mut command: Command) -> Sample {
         self.run_counter += 1;
-        let mut command = self.command(tool, dir, config, parallelism);
         // Earlier runs' files go to disk now rather than during this run:
         // the kernel throttles a writer while it flushes someone else's data.
         let _ = Command::new("sync").status();

@@ -118,6 +118,43 @@ GET /healthz answers 200 while the server runs. SIGTERM or SIGINT stops it \
 taking connections and lets the requests in flight finish."
     )]
     Serve(ServeArgs),
+    /// Run the command that follows tfinstall (`terraform init`) with the
+    /// installed providers handed to it, so that it asks no registry.
+    #[command(
+        long_about = "Run the command that follows tfinstall (`terraform init`, `tofu init`) with the installed providers handed to it, so that it asks no registry or mirror about them.\n\n\
+The command runs with TF_CLI_CONFIG_FILE naming a CLI configuration made for \
+this one run: yours (credentials, host blocks, credentials helper, plugin cache, \
+installation methods), with a filesystem_mirror first that offers each provider \
+of the lock file from where tfinstall installed it for this platform (the plugin \
+cache when one is configured, else the working directory's .terraform). Your \
+methods still serve every other provider. The file is readable by you only and \
+removed when the command ends. The working directory is the current one, or the \
+command's own -chdir=DIR.\n\n\
+Nothing is handed over with -upgrade (which asks for newer versions) or \
+-plugin-dir, or without a lock file; the command then runs as it would without \
+tfinstall. A package that no longer matches the lock file makes the command fail, \
+as Terraform fails on it; another version is never chosen.",
+        after_long_help = "Examples:\n  \
+tfinstall init && tfinstall exec -- terraform init -input=false\n  \
+tfinstall -chdir=infra exec -- terraform init\n  \
+tfinstall exec -- terraform -chdir=infra init\n  \
+TFINSTALL_ENGINE=opentofu tfinstall exec -- tofu init\n\n\
+Exit status is the command's (128+N when signal N ended it), or 1 when it \
+could not be started."
+    )]
+    Exec(ExecArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    /// The command to run and its arguments, after `--`.
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
+    pub command: Vec<OsString>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -554,8 +591,9 @@ pub struct CompletionsArgs {
 /// relative to the repository, which is what a user has; a subcommand
 /// (`cache warm`) has its command's page unless [`SUBCOMMAND_PAGES`] names
 /// one of its own.
-pub const DOC_PAGES: [(&str, &str); 5] = [
+pub const DOC_PAGES: [(&str, &str); 6] = [
     ("init", "docs/init.md"),
+    ("exec", "docs/handoff.md"),
     ("providers", "docs/providers.md"),
     ("cache", "docs/cache.md"),
     ("serve", "docs/serve.md"),
@@ -608,10 +646,12 @@ fn with_page(command: clap::Command, page: &str) -> clap::Command {
 }
 
 /// Respells `-name` and `-name=value` as `--name…` for every argument before a
-/// lone `--`. Single-letter flags (`-h`, `-V`) are left alone.
+/// lone `--`, and before the command that `exec` runs (whose flags are its
+/// own). Single-letter flags (`-h`, `-V`) are left alone.
 pub fn normalize_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
     let mut out = Vec::new();
     let mut passthrough = false;
+    let mut seen_subcommand = false;
     for (i, arg) in args.into_iter().enumerate() {
         if i == 0 || passthrough {
             out.push(arg);
@@ -621,10 +661,13 @@ pub fn normalize_args(args: impl IntoIterator<Item = OsString>) -> Vec<OsString>
             out.push(arg);
             continue;
         };
-        if text == "--" {
+        if text == "--" || (text == "exec" && !seen_subcommand) {
             passthrough = true;
             out.push(arg);
             continue;
+        }
+        if !text.starts_with('-') {
+            seen_subcommand = true;
         }
         let name = text
             .strip_prefix('-')
@@ -698,6 +741,35 @@ mod tests {
                 "--no-color",
                 "-h"
             ]
+        );
+    }
+
+    #[test]
+    fn the_command_exec_runs_keeps_its_spelling() {
+        assert_eq!(
+            norm(&[
+                "t",
+                "-chdir=x",
+                "exec",
+                "terraform",
+                "-chdir=y",
+                "init",
+                "-upgrade"
+            ]),
+            [
+                "t",
+                "--chdir=x",
+                "exec",
+                "terraform",
+                "-chdir=y",
+                "init",
+                "-upgrade"
+            ]
+        );
+        // A directory named exec is not the subcommand.
+        assert_eq!(
+            norm(&["t", "init", "exec", "-upgrade"]),
+            ["t", "init", "exec", "--upgrade"]
         );
     }
 

@@ -22,6 +22,7 @@ pub mod fetch;
 pub mod fsutil;
 pub mod go_json;
 pub mod go_quote;
+pub mod handoff;
 pub mod http;
 pub mod install;
 pub mod lockfile;

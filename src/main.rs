@@ -55,6 +55,9 @@ fn main() -> ExitCode {
     let root_modules = match &cli.command {
         Command::Cache(CacheCommand::Warm(args)) if !args.dirs.is_empty() => args.dirs.clone(),
         Command::Init(args) if !args.dirs.is_empty() => args.dirs.clone(),
+        Command::Exec(args) => vec![tfinstall::commands::exec::work_dir(
+            args.command.get(1..).unwrap_or_default(),
+        )],
         _ => vec![PathBuf::from(".")],
     };
     cli.engine
@@ -99,6 +102,10 @@ fn main() -> ExitCode {
         Command::Cache(CacheCommand::Stats(args)) => tfinstall::commands::cache::stats(args),
         Command::Cache(CacheCommand::Prune(args)) => tfinstall::commands::cache::prune(args),
         Command::Serve(args) => runtime.block_on(tfinstall::serve::run(args, launch_dir)),
+        // The command's own exit status, not just success or failure.
+        Command::Exec(args) => {
+            return ExitCode::from(runtime.block_on(tfinstall::commands::exec::run(args)));
+        }
     };
     if ok {
         ExitCode::SUCCESS

@@ -32,25 +32,39 @@ pub fn stderr() -> Standard<io::StderrLock<'static>> {
     Standard(io::stderr().lock())
 }
 
-/// `println!` through [`stdout`]. Other write errors (a full disk under a
-/// redirected output) are ignored, as Go's `fmt.Println` callers do, where
-/// `println!` would panic.
-pub fn println(line: fmt::Arguments<'_>) {
-    let mut out = stdout();
-    let _ = out.write_fmt(line);
-    let _ = out.write_all(b"\n");
+/// `println!` through [`stdout`], or `eprintln!` through [`stderr`]. Other
+/// write errors (a full disk under a redirected output) are ignored, as Go's
+/// `fmt.Println` callers do, where `println!` would panic.
+pub fn println(line: fmt::Arguments<'_>, to_stderr: bool) {
+    fn write(mut out: impl Write, line: fmt::Arguments<'_>) {
+        let _ = out.write_fmt(line);
+        let _ = out.write_all(b"\n");
+    }
+    if to_stderr {
+        write(stderr(), line)
+    } else {
+        write(stdout(), line)
+    }
 }
 
 /// `println!` through [`stdout`]: see [`println`].
 macro_rules! outln {
     () => {
-        $crate::stdio::println(format_args!(""))
+        $crate::stdio::println(format_args!(""), false)
     };
     ($($arg:tt)*) => {
-        $crate::stdio::println(format_args!($($arg)*))
+        $crate::stdio::println(format_args!($($arg)*), false)
     };
 }
 pub(crate) use outln;
+
+/// `eprintln!` through [`stderr`]: see [`println`].
+macro_rules! errln {
+    ($($arg:tt)*) => {
+        $crate::stdio::println(format_args!($($arg)*), true)
+    };
+}
+pub(crate) use errln;
 
 /// Writes `text` whole to standard output, or to standard error.
 pub fn print(text: &str, to_stderr: bool) {

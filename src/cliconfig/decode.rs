@@ -6,10 +6,11 @@
 //! staying silent matters because one `.terraformrc` is shared by Terraform
 //! and OpenTofu versions that each add settings of their own.
 //!
-//! Settings tfinstall knows but has no use for — `disable_checkpoint`,
-//! `disable_checkpoint_signature` — are ignored as unknown ones are; the
-//! legacy `providers` and `provisioners` maps get a warning because a user
-//! might expect them to influence installation.
+//! `disable_checkpoint` and `disable_checkpoint_signature` do nothing in
+//! tfinstall but are kept, so that the configuration handed to Terraform
+//! after an install (`crate::handoff`) still has them; the legacy
+//! `providers` and `provisioners` maps get a warning because a user might
+//! expect them to influence installation.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -48,6 +49,10 @@ pub fn decode_file(file: &Path, src: &str, env: &CliEnv) -> (RawConfig, Diagnost
             "plugin_cache_dir" => string_arg(item).map(|dir| config.plugin_cache_dir = dir),
             "plugin_cache_may_break_dependency_lock_file" => {
                 bool_arg(item).map(|on| config.plugin_cache_may_break_lock_file = on)
+            }
+            "disable_checkpoint" => bool_arg(item).map(|on| config.disable_checkpoint = on),
+            "disable_checkpoint_signature" => {
+                bool_arg(item).map(|on| config.disable_checkpoint_signature = on)
             }
             "host" => decode_hosts(item, &mut config.hosts),
             "credentials" => decode_credentials(item, &mut config.credentials),
@@ -377,6 +382,8 @@ mod tests {
         assert!(diags.is_empty(), "{diags}");
         assert_eq!(config.plugin_cache_dir, "/home/u/.cache/tf");
         assert!(config.plugin_cache_may_break_lock_file);
+        assert!(config.disable_checkpoint);
+        assert!(!config.disable_checkpoint_signature);
     }
 
     #[test]

@@ -17,6 +17,7 @@ mod decode;
 mod expand;
 pub mod netrc;
 mod provider_installation;
+mod render;
 mod syntax;
 
 use std::collections::BTreeMap;
@@ -30,6 +31,7 @@ use crate::diag::{Diagnostic, Diagnostics, SourcePos};
 use crate::engine::Engine;
 
 pub use credentials::{Credentials, CredentialsError, token_variable};
+pub use render::render;
 
 /// Everything the CLI configuration depends on outside its files, gathered
 /// in one value so tests (and embedding callers) can supply their own.
@@ -171,6 +173,11 @@ impl CliEnv {
 pub struct CliConfig {
     pub plugin_cache_dir: Option<PathBuf>,
     pub plugin_cache_may_break_lock_file: bool,
+    /// `disable_checkpoint` and `disable_checkpoint_signature`: tfinstall
+    /// makes no checkpoint call, but carries them to the configuration it
+    /// hands to Terraform (see `crate::handoff`).
+    pub disable_checkpoint: bool,
+    pub disable_checkpoint_signature: bool,
     /// Tokens from `credentials` blocks, `None` for a block without one;
     /// see [`Credentials`] for the lookup that also considers `TF_TOKEN_*`
     /// variables and the credentials helper.
@@ -270,6 +277,8 @@ struct RawConfig {
     /// Empty means unset, which is how Terraform's merge tells them apart.
     plugin_cache_dir: String,
     plugin_cache_may_break_lock_file: bool,
+    disable_checkpoint: bool,
+    disable_checkpoint_signature: bool,
     hosts: BTreeMap<String, BTreeMap<String, String>>,
     /// `None` for a block without a usable token.
     credentials: BTreeMap<String, Option<String>>,
@@ -289,6 +298,8 @@ impl RawConfig {
             self.plugin_cache_dir = other.plugin_cache_dir;
         }
         self.plugin_cache_may_break_lock_file |= other.plugin_cache_may_break_lock_file;
+        self.disable_checkpoint |= other.disable_checkpoint;
+        self.disable_checkpoint_signature |= other.disable_checkpoint_signature;
         self.hosts.extend(other.hosts);
         self.credentials.extend(other.credentials);
         self.credentials_helpers.extend(other.credentials_helpers);
@@ -372,6 +383,8 @@ impl RawConfig {
                 .filter(|dir| !dir.is_empty())
                 .map(PathBuf::from),
             plugin_cache_may_break_lock_file: self.plugin_cache_may_break_lock_file,
+            disable_checkpoint: self.disable_checkpoint,
+            disable_checkpoint_signature: self.disable_checkpoint_signature,
             credentials,
             hosts,
             provider_installation: self.provider_installation.into_iter().next(),

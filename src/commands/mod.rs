@@ -2,5 +2,6 @@
 
 pub mod cache;
 pub mod completions;
+pub mod exec;
 pub mod init;
 pub mod providers;
