@@ -22,6 +22,7 @@ pub mod lockfile;
 pub mod module;
 pub mod output;
 pub mod package;
+pub mod platform_hashes;
 pub mod serve;
 pub mod sha256;
 pub mod source;

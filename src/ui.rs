@@ -97,6 +97,19 @@ impl Ui {
                 provider.for_display(),
                 self.auth_words(auth)
             ),
+            InstallEvent::PlatformHashes {
+                provider,
+                version,
+                platforms,
+            } => format!(
+                "- Recorded checksums of {} v{version} for {}",
+                provider.for_display(),
+                platforms
+                    .iter()
+                    .map(|(platform, _)| platform.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
             InstallEvent::Warning(_)
             | InstallEvent::Selected { .. }
             | InstallEvent::Verified { .. }
@@ -125,6 +138,19 @@ impl Ui {
                 "- Using previously-installed {} {version} for {platform}",
                 provider.for_display()
             ),
+            InstallEvent::PlatformHashes {
+                provider,
+                version,
+                platforms,
+            } => {
+                let (_, found) = platforms.first()?;
+                format!(
+                    "- Using {} {version} checksums for {platform} from {} ({})",
+                    provider.for_display(),
+                    found.h1_source()?,
+                    self.auth_words(&found.auth)
+                )
+            }
             _ => return None,
         })
     }

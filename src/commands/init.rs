@@ -11,6 +11,7 @@ use crate::cliconfig::{self, CliConfig, CliEnv};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::engine::Engine;
 use crate::fetch::{DownloadSettings, Downloader};
+use crate::install::context::OtherPlatforms;
 use crate::install::installer::{CacheUse, InstallMode, InstallOutcome, Installer};
 use crate::install::layout::{InstallLayout, LayoutKind};
 use crate::install::link::LinkMode;
@@ -18,10 +19,12 @@ use crate::install::staging::{FileMode, Staging};
 use crate::lockfile::Locks;
 use crate::output::{LockFileChange, Output};
 use crate::package::extract::ExtractLimits;
+use crate::platform_hashes::PlatformHashes;
 use crate::source::Source;
 use crate::source::configured::{
     NetworkSources, SourceOptions, build_offline_source, build_source,
 };
+use crate::workdir::platforms::{ListedBy, LockPlatforms, PLATFORMS_VAR};
 use crate::workdir::{LOCK_FILE, configuration_requirements, data_dir};
 
 pub async fn run(args: InitArgs, launch_dir: PathBuf) -> bool {
@@ -203,6 +206,9 @@ struct Run<'a> {
     downloader: Arc<Downloader>,
     cache: Option<CacheUse>,
     link_mode: LinkMode,
+    /// Where the lock entries' hashes of other platforms are found, for
+    /// every directory of the run.
+    platform_hashes: Arc<PlatformHashes>,
     /// The cache of a multi-directory run without a configured one, removed
     /// when the run ends (the packages it held stay, hard-linked or copied).
     _run_cache: Option<tempfile::TempDir>,
@@ -280,6 +286,12 @@ impl<'a> Run<'a> {
             }
             run_cache = Some(dir);
         }
+        let platform_hashes = Arc::new(PlatformHashes::new(
+            downloader.clone(),
+            cli_config.plugin_cache_dir.as_ref().map(PluginCache::new),
+            extract_limits(args),
+            args.parallelism,
+        ));
         Ok(Run {
             args,
             launch_dir,
@@ -291,6 +303,7 @@ impl<'a> Run<'a> {
             downloader,
             cache,
             link_mode,
+            platform_hashes,
             _run_cache: run_cache,
         })
     }
@@ -405,12 +418,19 @@ async fn init(run: &Run<'_>, dir: &Path, out: &Arc<Output>) -> Result<Initialize
     out.init_output("initializing_provider_plugin_message", None, |ui| {
         format!("\n{}", ui.heading("Initializing provider plugins..."))
     });
+    let lock_platforms = LockPlatforms::for_dir(dir, &args.platforms)?;
+    let others = lock_platforms.others(&Platform::current());
     let installer = Installer {
-        limits: ExtractLimits {
-            max_total_bytes: args.max_package_size,
-            max_entries: args.max_package_files,
-            max_ratio: args.max_compression_ratio,
-        },
+        limits: extract_limits(args),
+        lock_platforms: (!others.is_empty()).then(|| OtherPlatforms {
+            platforms: others,
+            listed_by: match &lock_platforms.listed_by {
+                ListedBy::Flags | ListedBy::Nothing => "the -platform options".to_owned(),
+                ListedBy::Environment => PLATFORMS_VAR.to_owned(),
+                ListedBy::File(file) => file.display().to_string(),
+            },
+            hashes: run.platform_hashes.clone(),
+        }),
         parallelism: args.parallelism,
         dev_overrides: run.dev_overrides.clone(),
         cache: run.cache.clone(),
@@ -462,6 +482,15 @@ async fn init(run: &Run<'_>, dir: &Path, out: &Arc<Output>) -> Result<Initialize
         warnings,
         lock_file,
     })
+}
+
+/// The package limits the flags set.
+fn extract_limits(args: &InitArgs) -> ExtractLimits {
+    ExtractLimits {
+        max_total_bytes: args.max_package_size,
+        max_entries: args.max_package_files,
+        max_ratio: args.max_compression_ratio,
+    }
 }
 
 /// Where Terraform records the `-plugin-dir` list for later commands.

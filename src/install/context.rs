@@ -15,6 +15,7 @@ use crate::install::events::EventSink;
 use crate::install::layout::InstallLayout;
 use crate::install::link::LinkMode;
 use crate::package::extract::ExtractLimits;
+use crate::platform_hashes::PlatformHashes;
 use crate::source::{PackageMeta, Source, SourceError};
 use crate::verify::AuthResult;
 use crate::verify::hash::PackageHash;
@@ -64,6 +65,19 @@ pub struct Installer {
     /// `init -offline`: the source is local only, and a version it lacks is
     /// reported with the versions it has.
     pub offline: bool,
+    /// The other platforms every lock entry this run writes anew must
+    /// cover (`init -platform`, the committed list), and where their hashes
+    /// are found.
+    pub lock_platforms: Option<OtherPlatforms>,
+}
+
+/// Platforms besides the installer's whose hashes go into new lock entries.
+#[derive(Clone)]
+pub struct OtherPlatforms {
+    pub platforms: Vec<Platform>,
+    /// What listed them, for messages ("the -platform options", a file).
+    pub listed_by: String,
+    pub hashes: Arc<PlatformHashes>,
 }
 
 impl Installer {
@@ -89,6 +103,7 @@ impl Installer {
             link_mode: LinkMode::Auto,
             events: Arc::new(|_| {}),
             offline: false,
+            lock_platforms: None,
         }
     }
 }

@@ -3,9 +3,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::addr::ProviderAddr;
+use crate::addr::{Platform, ProviderAddr};
 use crate::diag::Diagnostic;
 use crate::fetch::DownloadProgress;
+use crate::platform_hashes::FoundHashes;
 use crate::verify::AuthResult;
 use crate::version::Version;
 
@@ -63,6 +64,13 @@ pub enum InstallEvent {
         provider: ProviderAddr,
         version: Version,
         auth: AuthResult,
+    },
+    /// The hashes of other platforms' packages that the new lock entry
+    /// records beside this platform's, with what gave each.
+    PlatformHashes {
+        provider: ProviderAddr,
+        version: Version,
+        platforms: Vec<(Platform, FoundHashes)>,
     },
     /// How far a package has got; live, see [`InstallEvent::is_live`].
     Progress {

@@ -24,11 +24,9 @@ use crate::install::staging::Staging;
 use crate::package::extract::{ExtractedFile, extract_package, find_executable};
 use crate::package::stamps::{DirStamps, pin_mtimes};
 use crate::source::authentication::{
-    StageError, alongside_documents, authenticate_archive, mirror_mismatch,
+    StageError, alongside_documents, authenticate_archive, authenticate_files,
 };
-use crate::source::{
-    IncompatibleProtocol, PackageAuthentication, PackageLocation, PackageMeta, SourceError,
-};
+use crate::source::{IncompatibleProtocol, PackageLocation, PackageMeta, SourceError};
 use crate::verify::AuthResult;
 use crate::verify::hash::PackageHash;
 use crate::version::{Version, VersionConstraints};
@@ -557,12 +555,7 @@ fn staged_package(
     let entries: Vec<(String, [u8; 32])> =
         files.iter().map(|f| (f.name.clone(), f.sha256)).collect();
     let h1 = PackageHash::h1_of_files(&entries).map_err(|err| err.to_string())?;
-    if let PackageAuthentication::Hashes { listed, .. } = &meta.authentication
-        && !listed.contains(&zh)
-        && !listed.contains(&h1)
-    {
-        return Err(mirror_mismatch(listed));
-    }
+    authenticate_files(meta, &zh, &h1)?;
     if !allowed.is_empty() && !allowed.contains(&zh) && !allowed.contains(&h1) {
         return Err(format!(
             "the current package for {} {} doesn't match any of the checksums previously recorded in the dependency lock file; for more information: {CHECKSUM_DOCS}",

@@ -301,6 +301,34 @@ impl JsonLines {
                     }),
                 )
             }
+            InstallEvent::PlatformHashes {
+                provider,
+                version,
+                platforms,
+            } => {
+                for (platform, found) in platforms {
+                    let hashes: Vec<Value> = found
+                        .hashes
+                        .iter()
+                        .map(|(hash, source)| json!({ "hash": hash.as_str(), "source": source.as_str() }))
+                        .collect();
+                    self.emit(
+                        "info",
+                        &format!(
+                            "Recorded checksums of {} v{version} for {platform}",
+                            provider.for_display()
+                        ),
+                        "platform_hashes",
+                        json!({
+                            "provider": provider.to_string(),
+                            "version": version.to_string(),
+                            "platform": platform.to_string(),
+                            "hashes": hashes,
+                            "authentication": authentication(&found.auth),
+                        }),
+                    );
+                }
+            }
             // Unpacking and completion only drive the terminal display; the
             // `verified` and `installed` messages say the same for machines.
             InstallEvent::Progress { .. } => {}

@@ -222,6 +222,24 @@ fn verify_checksums(
     Ok(())
 }
 
+/// The check that waits for the package's files to be hashed: a mirror
+/// that listed hashes vouches for a package with one of them, the
+/// archive's `zh:` or the files' `h1:`.
+pub fn authenticate_files(
+    meta: &PackageMeta,
+    zh: &PackageHash,
+    h1: &PackageHash,
+) -> Result<(), String> {
+    match &meta.authentication {
+        PackageAuthentication::Hashes { listed, .. }
+            if !listed.contains(zh) && !listed.contains(h1) =>
+        {
+            Err(mirror_mismatch(listed))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Terraform's words for a package that matches none of the hashes a
 /// mirror listed for it.
 pub fn mirror_mismatch(listed: &[PackageHash]) -> String {
@@ -351,7 +369,10 @@ mod tests {
             unreachable!()
         };
         let err = authenticate_signed(&meta, signed, None).await.unwrap_err();
-        assert!(err.starts_with("checksum list has unexpected SHA-256 hash"), "{err}");
+        assert!(
+            err.starts_with("checksum list has unexpected SHA-256 hash"),
+            "{err}"
+        );
     }
 
     /// OpenTofu's `registryPackageAuthentication` cases
