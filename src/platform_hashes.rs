@@ -249,11 +249,11 @@ impl PlatformHashes {
                 }
             }
             PackageAuthentication::Hashes { listed, trusted } => {
-                let vouched_h1s = listed.iter().filter(|h| h.scheme() == "h1");
+                let listed_h1s = listed.iter().filter(|h| h.scheme() == "h1");
                 if trusted.is_empty() {
-                    candidates.extend(vouched_h1s.cloned());
+                    candidates.extend(listed_h1s.cloned());
                 } else {
-                    vouched_h1 = vouched_h1s
+                    vouched_h1 = listed_h1s
                         .clone()
                         .next()
                         .map(|h1| (h1.clone(), HashSource::NetworkMirror));

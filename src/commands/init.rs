@@ -566,9 +566,12 @@ impl Commit {
             .into());
             }
             warnings.push(Diagnostic::warning(
-            "Provider lock file not updated",
-            "Changes to the provider selections were detected, but not saved in the .terraform.lock.hcl file. To record these selections, run \"terraform init\" without the \"-lockfile=readonly\" flag.",
-        ));
+                "Provider lock file not updated",
+                format!(
+                    "Changes to the provider selections were detected, but not saved in the .terraform.lock.hcl file. To record these selections, run \"terraform init\" without the \"-lockfile=readonly\" flag.{}",
+                    uncovered_platform(previous, &outcome.locks, &platform)
+                ),
+            ));
         }
 
         let write_failed = |what: &str, err: std::io::Error| {
@@ -643,6 +646,28 @@ impl Commit {
         }
         Ok((warnings, lock_file))
     }
+}
+
+/// For a lock file that gains only hashes (versions unchanged): it lacks
+/// this machine's platform's `h1:` (it was made on another platform, or
+/// from checksums alone), and tfinstall's command adds it.
+fn uncovered_platform(previous: &Locks, locks: &Locks, platform: &Platform) -> String {
+    let uncovered: Vec<String> = locks
+        .iter()
+        .filter(|lock| {
+            previous.get(&lock.addr).is_some_and(|old| {
+                old.version == lock.version && !lock.hashes.is_subset(&old.hashes)
+            })
+        })
+        .map(|lock| lock.addr.for_display())
+        .collect();
+    if uncovered.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\n\nThe lock file does not record the h1: checksums of {} for {platform}, the platform of this machine. To add them, run:\n  tfinstall providers lock -platform={platform}\nand commit the lock file. To lock every platform your team uses whenever tfinstall init records a provider, list them in .tfinstall-platforms (docs/lock-platforms.md).",
+        uncovered.join(", ")
+    )
 }
 
 fn dev_overrides_warning(overrides: &[(ProviderAddr, PathBuf)]) -> Diagnostic {

@@ -557,9 +557,14 @@ fn staged_package(
     let h1 = PackageHash::h1_of_files(&entries).map_err(|err| err.to_string())?;
     authenticate_files(meta, &zh, &h1)?;
     if !allowed.is_empty() && !allowed.contains(&zh) && !allowed.contains(&h1) {
+        let release = auth
+            .vouches_for_release()
+            .then_some(signed_hashes.as_slice());
         return Err(format!(
-            "the current package for {} {} doesn't match any of the checksums previously recorded in the dependency lock file; for more information: {CHECKSUM_DOCS}",
-            meta.provider, meta.version
+            "the current package for {} {} doesn't match any of the checksums previously recorded in the dependency lock file; for more information: {CHECKSUM_DOCS}{}",
+            meta.provider,
+            meta.version,
+            uncovered_platform(&meta.platform, allowed, release)
         ));
     }
     Ok(StagedPackage {
@@ -568,6 +573,30 @@ fn staged_package(
         auth,
         signed_hashes,
     })
+}
+
+/// What to do about a package that matches none of the lock file's
+/// checksums, when that most likely means the lock was made on another
+/// platform: this platform's checksums are missing, and tfinstall's command
+/// adds them. Nothing is suggested when the lock's `zh:` hashes are not the
+/// signed release's (`release`): then the release itself changed, which
+/// no command should paper over.
+fn uncovered_platform(
+    platform: &Platform,
+    locked: &BTreeSet<PackageHash>,
+    release: Option<&[PackageHash]>,
+) -> String {
+    let other_release = release.is_some_and(|release| {
+        locked
+            .iter()
+            .any(|hash| hash.scheme() == "zh" && !release.contains(hash))
+    });
+    if other_release {
+        return String::new();
+    }
+    format!(
+        "\n\nThe lock file records no checksum of this package for {platform}, the platform of this machine; it was probably made on another. If you trust where this package comes from, add this platform's checksums with:\n  tfinstall providers lock -platform={platform}"
+    )
 }
 
 /// An archive on disk, ready to be authenticated and unpacked.
@@ -598,12 +627,13 @@ async fn stage_unpacked(
 ) -> Result<StagedPackage, String> {
     let provider = meta.provider.clone();
     let version = meta.version.clone();
+    let advice = uncovered_platform(&meta.platform, &allowed, None);
     blocking(move || {
         let h1 = PackageHash::h1_of_dir(&src)?;
         let non_zh: Vec<&PackageHash> = allowed.iter().filter(|h| h.scheme() != "zh").collect();
         if !non_zh.is_empty() && !non_zh.contains(&&h1) {
             return Err(std::io::Error::other(format!(
-                "the local package for {provider} {version} doesn't match any of the checksums previously recorded in the dependency lock file (this might be because the available checksums are for packages targeting different platforms); for more information: {CHECKSUM_DOCS}"
+                "the local package for {provider} {version} doesn't match any of the checksums previously recorded in the dependency lock file (this might be because the available checksums are for packages targeting different platforms); for more information: {CHECKSUM_DOCS}{advice}"
             )));
         }
         link_package(&src, &staged, placement)?;

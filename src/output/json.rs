@@ -29,8 +29,8 @@ pub const UI_VERSION: &str = "1.2";
 /// message types and fields), `MAJOR.MINOR`: a minor bump adds message
 /// types or optional fields; a major bump changes or removes something.
 /// 2.0: the messages Terraform also writes took Terraform's types, codes
-/// and texts.
-pub const TFINSTALL_UI_VERSION: &str = "2.0";
+/// and texts. 2.1: `platform_hashes`.
+pub const TFINSTALL_UI_VERSION: &str = "2.1";
 
 /// A machine reading progress needs far fewer updates than a person
 /// watching a bar: at most one per download per second, plus the last.
