@@ -662,3 +662,214 @@ fn a_lock_that_does_not_cover_this_platform_names_it_and_the_fix() {
             "The lock file records no checksum of this package for {here}, the platform of this machine; it was probably made on another. If you trust where this package comes from, add this platform's checksums with: tfinstall providers lock -platform={here}"
         ));
 }
+
+// ---- byte for byte as Terraform 1.11.4 locks ----
+//
+// The packages are committed zips (`testdata/lock-platforms/packages/`),
+// so the hashes Terraform recorded from them are the hashes tfinstall
+// meets here; the signing key and the server are made afresh each run and
+// leave no trace in a lock file. `cargo test --test lock_platforms --
+// --ignored` runs the `terraform` on PATH (1.11.4) on the same scenarios
+// and records its lock files again; the tests need no Terraform.
+
+/// The platforms of the comparisons: this machine's, as Terraform saw it
+/// when recording (tfinstall plays it, whatever machine runs the tests),
+/// and four others.
+const FIVE: [&str; 5] = [
+    "linux_amd64",
+    "linux_arm64",
+    "darwin_amd64",
+    "darwin_arm64",
+    "windows_amd64",
+];
+const RECORDED_ON: &str = "linux_amd64";
+const TERRAFORM_VERSION: &str = "1.11.4";
+
+const GOLDEN_REQUIREMENTS: [(&str, &str, &str); 2] = [
+    ("null", "hashicorp/null", "~> 3.2"),
+    ("random", "hashicorp/random", ""),
+];
+
+fn golden_path(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("testdata/lock-platforms")
+        .join(name)
+}
+
+/// The registry of the committed packages, standing in for
+/// `registry.terraform.io`.
+fn golden_world() -> HostedRegistry {
+    let packages = golden_path("packages");
+    HostedRegistry::new(|registry| {
+        registry
+            .provider(
+                ProviderSpec::new("hashicorp", "null", "3.2.3")
+                    .platforms(&FIVE)
+                    .committed_packages(&packages),
+            )
+            .provider(
+                ProviderSpec::new("hashicorp", "random", "3.6.3")
+                    .platforms(&FIVE)
+                    .committed_packages(&packages),
+            )
+    })
+    .standing_in_for("registry.terraform.io")
+}
+
+/// The lock file a merge scenario starts from: `null` with this platform's
+/// `h1:` and one hash no package has, which both programs keep.
+fn merge_start(world: &HostedRegistry) -> String {
+    lock_file(&[lock_block(
+        "registry.terraform.io/hashicorp/null",
+        "3.2.3",
+        "~> 3.2",
+        &[
+            world.tree.package("null", "3.2.3", RECORDED_ON).h1.clone(),
+            "h1:c3RhbGUgaGFzaCBmcm9tIGFub3RoZXIgYnVpbGQgb2YgdGhlIHBhY2thZ2U=".to_owned(),
+        ],
+    )])
+}
+
+/// One comparison: the commands each program runs in a fresh directory,
+/// and the lock file Terraform left, recorded as `NAME.hcl`.
+struct GoldenScenario {
+    name: &'static str,
+    /// Starts the directory with a lock file.
+    merge: bool,
+    terraform: &'static [&'static [&'static str]],
+    tfinstall: &'static [&'static [&'static str]],
+}
+
+const GOLDEN: [GoldenScenario; 3] = [
+    GoldenScenario {
+        name: "providers-lock",
+        merge: false,
+        terraform: &[&["providers", "lock"]],
+        tfinstall: &[&["providers", "lock"]],
+    },
+    GoldenScenario {
+        name: "providers-lock-merge",
+        merge: true,
+        terraform: &[&["providers", "lock"]],
+        tfinstall: &[&["providers", "lock"]],
+    },
+    GoldenScenario {
+        name: "init-then-providers-lock",
+        merge: false,
+        terraform: &[&["init", "-input=false"], &["providers", "lock"]],
+        tfinstall: &[&["init"]],
+    },
+];
+
+/// A fresh working directory for `scenario` below the world's project.
+fn golden_dir(world: &HostedRegistry, scenario: &GoldenScenario, tool: &str) -> std::path::PathBuf {
+    let dir = world.project.dir(&format!("{}-{tool}", scenario.name));
+    std::fs::write(
+        dir.join("main.tf"),
+        required_providers(&GOLDEN_REQUIREMENTS),
+    )
+    .unwrap();
+    if scenario.merge {
+        std::fs::write(dir.join(".terraform.lock.hcl"), merge_start(world)).unwrap();
+    }
+    dir
+}
+
+/// The five platforms as `-platform` flags after `args`, for the commands
+/// that take them: `providers lock`, and tfinstall's `init`.
+fn with_five(args: &[&str], terraform: bool) -> Vec<String> {
+    let mut all: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    if args[0] == "providers" || (args[0] == "init" && !terraform) {
+        all.extend(FIVE.iter().map(|p| format!("-platform={p}")));
+    }
+    all
+}
+
+fn tfinstall_golden(world: &HostedRegistry, scenario: &GoldenScenario) -> String {
+    let dir = golden_dir(world, scenario, "tfinstall");
+    for args in scenario.tfinstall {
+        let mut command = world.project.command(&[]);
+        command
+            .args(with_five(args, false))
+            .current_dir(&dir)
+            .env("TFINSTALL_TEST_PLATFORM", RECORDED_ON)
+            .assert()
+            .success();
+    }
+    read_text(&dir.join(".terraform.lock.hcl"))
+}
+
+#[test]
+fn locks_for_five_platforms_are_byte_identical_to_terraforms() {
+    let world = golden_world();
+    for scenario in &GOLDEN {
+        assert_eq!(
+            tfinstall_golden(&world, scenario),
+            read_text(&golden_path(&format!("{}.hcl", scenario.name))),
+            "{}",
+            scenario.name
+        );
+    }
+    // tfinstall's own two steps end where its one does.
+    let dir = golden_dir(&world, &GOLDEN[2], "tfinstall-two-steps");
+    for args in [
+        vec!["init".to_owned()],
+        with_five(&["providers", "lock"], false),
+    ] {
+        let mut command = world.project.command(&[]);
+        command
+            .args(args)
+            .current_dir(&dir)
+            .env("TFINSTALL_TEST_PLATFORM", RECORDED_ON)
+            .assert()
+            .success();
+    }
+    assert_eq!(
+        read_text(&dir.join(".terraform.lock.hcl")),
+        read_text(&golden_path("init-then-providers-lock.hcl"))
+    );
+}
+
+/// Records each scenario's lock file with the `terraform` on PATH, which
+/// must be Terraform 1.11.4 on linux_amd64; run with `-- --ignored`.
+#[test]
+#[ignore = "needs real Terraform on PATH; refreshes testdata/lock-platforms"]
+fn record_terraform_locks() {
+    let version = std::process::Command::new("terraform")
+        .args(["version", "-json"])
+        .env("CHECKPOINT_DISABLE", "1")
+        .output()
+        .expect("terraform on PATH");
+    let version: Value = serde_json::from_slice(&version.stdout).unwrap();
+    assert_eq!(version["terraform_version"], TERRAFORM_VERSION);
+    assert_eq!(version["platform"], RECORDED_ON);
+    let world = golden_world();
+    let config = world.project.home.join("tfinstall-test.tfrc");
+    for scenario in &GOLDEN {
+        let dir = golden_dir(&world, scenario, "terraform");
+        for args in scenario.terraform {
+            let output = std::process::Command::new("terraform")
+                .env_clear()
+                .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+                .env("HOME", &world.project.home)
+                .env("TF_CLI_CONFIG_FILE", &config)
+                .env("SSL_CERT_FILE", world.ca.ca_pem_path())
+                .env("CHECKPOINT_DISABLE", "1")
+                .current_dir(&dir)
+                .args(with_five(args, true))
+                .output()
+                .unwrap();
+            assert!(
+                output.status.success(),
+                "terraform {args:?}: {}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        std::fs::copy(
+            dir.join(".terraform.lock.hcl"),
+            golden_path(&format!("{}.hcl", scenario.name)),
+        )
+        .unwrap();
+    }
+}

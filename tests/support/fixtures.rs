@@ -41,6 +41,9 @@ pub struct ProviderSpec {
     pub platforms: Vec<String>,
     pub protocols: Vec<String>,
     pub payload: Payload,
+    /// A directory of committed package zips to publish byte for byte
+    /// instead of building them (see [`ProviderSpec::committed_packages`]).
+    pub packages_dir: Option<PathBuf>,
 }
 
 impl ProviderSpec {
@@ -55,7 +58,17 @@ impl ProviderSpec {
             platforms: vec![super::current_platform()],
             protocols: vec!["5.0".to_owned()],
             payload: Payload::Small,
+            packages_dir: None,
         }
+    }
+
+    /// Publishes the zips in `dir` (`terraform-provider-TYPE_VERSION_OS_ARCH.zip`)
+    /// as they are, for lock files compared with ones real Terraform wrote
+    /// from the very same bytes: built afresh, a zip changes with the zip
+    /// crate's version, and its hashes with it.
+    pub fn committed_packages(mut self, dir: &Path) -> Self {
+        self.packages_dir = Some(dir.to_path_buf());
+        self
     }
 
     pub fn hostname(mut self, hostname: &str) -> Self {
@@ -115,8 +128,14 @@ impl ProviderSpec {
         }
     }
 
-    /// The package zip: the executable alone, deflated, mode 0755.
+    /// The package zip: the executable alone, deflated, mode 0755; or the
+    /// committed one.
     pub fn package_zip(&self, platform: &str) -> Vec<u8> {
+        if let Some(dir) = &self.packages_dir {
+            let path = dir.join(self.zip_filename(platform));
+            return std::fs::read(&path)
+                .unwrap_or_else(|err| panic!("reading {}: {err}", path.display()));
+        }
         let executable =
             ZipEntry::executable(self.executable_name(), self.executable_content(platform));
         build_zip(&[executable], Compression::Deflated)
@@ -125,6 +144,9 @@ impl ProviderSpec {
     /// The `h1:` hash of the package contents (same for the zip and for its
     /// extraction, since the zip has no directory entries).
     pub fn h1(&self, platform: &str) -> String {
+        if self.packages_dir.is_some() {
+            return super::h1_of_zip(&self.package_zip(platform));
+        }
         h1_hash(&[(self.executable_name(), self.executable_content(platform))])
     }
 }
