@@ -15,7 +15,7 @@
 //! `--big-mb B` (the one big provider), `--latency-ms L` (added before every
 //! response's headers), `--bandwidth-mbps R` (one link of R MB/s shared by
 //! all connections; 0 = none), `--runs K` (median of K),
-//! `--scenarios cold,warm-nolock,noop-shared,warm,noop,one,big,many,sequence`,
+//! `--scenarios cold,warm-nolock,noop-shared,warm,noop,one,big,many,sequence,lock,init-platforms,lock-big`,
 //! `--tools tfinstall,terraform,terraform-latest`,
 //! `--many-dirs D`, `--many-mb M` (the `many` scenario: D directories
 //! sharing three M MB providers),
@@ -269,10 +269,20 @@ enum ScenarioKind {
     /// per run, cold in one directory, warm in a second right after, then
     /// the first no-op in the second.
     Sequence,
+    /// `providers lock` for five platforms in an empty directory, the N
+    /// providers published for each.
+    Lock,
+    /// A cold `init` whose lock file covers five platforms: tfinstall's
+    /// `init -platform` ×5 against Terraform's `init` and then `providers
+    /// lock` for the five.
+    InitPlatforms,
+    /// `providers lock` for five platforms of the one big provider: peak
+    /// memory with five big packages at once.
+    LockBig,
 }
 
 impl ScenarioKind {
-    const ALL: [ScenarioKind; 9] = [
+    const ALL: [ScenarioKind; 12] = [
         ScenarioKind::Cold,
         ScenarioKind::WarmNoLock,
         ScenarioKind::NoopShared,
@@ -282,6 +292,9 @@ impl ScenarioKind {
         ScenarioKind::Big,
         ScenarioKind::Many,
         ScenarioKind::Sequence,
+        ScenarioKind::Lock,
+        ScenarioKind::InitPlatforms,
+        ScenarioKind::LockBig,
     ];
 
     fn parse(name: &str) -> Result<ScenarioKind, String> {
@@ -290,7 +303,7 @@ impl ScenarioKind {
             .find(|kind| kind.name() == name)
             .ok_or_else(|| {
                 format!(
-                    "unknown scenario {name} (cold, warm-nolock, noop-shared, warm, noop, one, big, many, sequence)"
+                    "unknown scenario {name} (cold, warm-nolock, noop-shared, warm, noop, one, big, many, sequence, lock, init-platforms, lock-big)"
                 )
             })
     }
@@ -306,6 +319,9 @@ impl ScenarioKind {
             ScenarioKind::Big => "big",
             ScenarioKind::Many => "many",
             ScenarioKind::Sequence => "sequence",
+            ScenarioKind::Lock => "lock",
+            ScenarioKind::InitPlatforms => "init-platforms",
+            ScenarioKind::LockBig => "lock-big",
         }
     }
 
@@ -342,7 +358,27 @@ impl ScenarioKind {
                 "in order, {} × {} MB, fresh plugin cache",
                 options.providers, options.size_mb
             ),
+            ScenarioKind::Lock => format!(
+                "providers lock, 5 platforms, {} × {} MB each",
+                options.providers, options.size_mb
+            ),
+            ScenarioKind::InitPlatforms => format!(
+                "cold init locking 5 platforms (Terraform: init, then providers lock), {} × {} MB each",
+                options.providers, options.size_mb
+            ),
+            ScenarioKind::LockBig => format!(
+                "providers lock, 5 platforms, 1 × {} MB each",
+                options.big_mb
+            ),
         }
+    }
+
+    /// The scenarios that lock five platforms ([`Bench::lock_scenario`]).
+    fn locks_platforms(self) -> bool {
+        matches!(
+            self,
+            ScenarioKind::Lock | ScenarioKind::InitPlatforms | ScenarioKind::LockBig
+        )
     }
 }
 
@@ -452,6 +488,7 @@ impl Bench {
                     .payload(options.payload(options.big_mb)),
             );
         }
+        registry = with_lock_platform_providers(registry, &options);
         let root = work.join("registry");
         registry.write(&root, &server.url());
         serve_from_memory(&server, &root);
@@ -541,6 +578,9 @@ impl Bench {
         if kind == ScenarioKind::Many {
             return self.many();
         }
+        if kind.locks_platforms() {
+            return self.lock_scenario(kind);
+        }
         let mut prepared = BTreeMap::new();
         let mut notes = Vec::new();
         for tool in self.options.tools.clone() {
@@ -618,7 +658,11 @@ impl Bench {
             | ScenarioKind::Noop => self.small.clone(),
             ScenarioKind::One => vec![self.small[0].clone()],
             ScenarioKind::Big => vec![self.big.clone()],
-            ScenarioKind::Many | ScenarioKind::Sequence => {
+            ScenarioKind::Many
+            | ScenarioKind::Sequence
+            | ScenarioKind::Lock
+            | ScenarioKind::InitPlatforms
+            | ScenarioKind::LockBig => {
                 unreachable!("{} has its own preparation", kind.name())
             }
         };
@@ -645,7 +689,10 @@ impl Bench {
             | ScenarioKind::One
             | ScenarioKind::Big
             | ScenarioKind::Many
-            | ScenarioKind::Sequence => None,
+            | ScenarioKind::Sequence
+            | ScenarioKind::Lock
+            | ScenarioKind::InitPlatforms
+            | ScenarioKind::LockBig => None,
             ScenarioKind::Noop | ScenarioKind::NoopShared => {
                 let dir = new_workdir(&base.join("noop"), &main_tf);
                 self.untimed(tool, &dir, &config_path, parallelism);
@@ -816,6 +863,103 @@ impl Bench {
             .collect()
     }
 
+    /// A scenario that locks five platforms, each run in a new empty
+    /// directory with no plugin cache: the command (or, for Terraform's
+    /// `init` then `providers lock`, both commands) timed as one sample,
+    /// tools alternating run by run.
+    fn lock_scenario(&mut self, kind: ScenarioKind) -> (BTreeMap<Tool, Vec<Sample>>, Vec<String>) {
+        let providers = match kind {
+            ScenarioKind::LockBig => vec![LOCK_BIG.to_owned()],
+            _ => lock_providers(&self.options),
+        };
+        let flags: Vec<String> = lock_platforms()
+            .iter()
+            .map(|platform| format!("-platform={platform}"))
+            .collect();
+        let flags = flags.join(" ");
+        let mut samples: BTreeMap<Tool, Vec<Sample>> = BTreeMap::new();
+        for run in 0..self.options.runs {
+            for tool in self.options.tools.clone() {
+                let base = self.work.join(kind.name()).join(tool.name());
+                let dir = new_workdir(&base.join(format!("run{run}")), &main_tf(&providers));
+                let config = base.join("cli.tfrc");
+                fs::write(&config, self.host_block()).expect("write CLI config");
+                let program = match tool {
+                    Tool::Terraform => self.terraform.clone(),
+                    Tool::TerraformLatest => {
+                        self.terraform_latest.clone().expect("checked at start").0
+                    }
+                    Tool::Tfinstall => self.tfinstall.clone(),
+                };
+                let program = program.display();
+                let parallelism = self
+                    .options
+                    .parallelism
+                    .map(|p| format!(" -parallelism={p}"))
+                    .unwrap_or_default();
+                let script = match (kind, tool) {
+                    (ScenarioKind::InitPlatforms, Tool::Tfinstall) => {
+                        format!(
+                            "exec {program} init -no-color -layout providers{parallelism} {flags}"
+                        )
+                    }
+                    (ScenarioKind::InitPlatforms, _) => format!(
+                        "{program} init -no-color -input=false && exec {program} providers lock {flags}"
+                    ),
+                    (_, Tool::Tfinstall) => {
+                        format!("exec {program} providers lock -no-color{parallelism} {flags}")
+                    }
+                    _ => format!("exec {program} providers lock {flags}"),
+                };
+                // The environment `command` gives every tool, for a shell
+                // that runs the script.
+                let template = self.command(tool, &dir, &config, None);
+                let mut command = Command::new("/usr/bin/time");
+                command.current_dir(&dir).env_clear();
+                for (name, value) in template.get_envs() {
+                    if let Some(value) = value {
+                        command.env(name, value);
+                    }
+                }
+                command
+                    .args(["-f", "%M", "-o"])
+                    .arg(dir.with_extension("rss"))
+                    .args(["sh", "-c", &script]);
+                let sample = self.timed_command(tool, &dir, command);
+                let locked = fs::read_to_string(dir.join(".terraform.lock.hcl"))
+                    .expect("the run wrote a lock file");
+                assert_eq!(
+                    locked.matches("\"h1:").count(),
+                    providers.len() * lock_platforms().len(),
+                    "{} locked every platform's h1:",
+                    tool.name()
+                );
+                eprintln!(
+                    "  {:<16} {:>8.3} s  {:>7.1} MB RSS  {} requests",
+                    tool.name(),
+                    sample.wall.as_secs_f64(),
+                    sample.peak_rss_kib as f64 / 1024.0,
+                    sample.requests
+                );
+                samples.entry(tool).or_default().push(sample);
+                let _ = fs::remove_dir_all(&dir);
+                let _ = fs::remove_dir_all(dir.with_extension("home"));
+            }
+        }
+        let mut notes = Vec::new();
+        if kind == ScenarioKind::LockBig
+            && let Some(runs) = samples.get(&Tool::Tfinstall)
+        {
+            let peak = runs.iter().map(|s| s.peak_rss_kib).max().unwrap_or(0);
+            notes.push(format!(
+                "lock-big: tfinstall's peak RSS with five {} MB packages hashed at once was {}.",
+                self.options.big_mb,
+                megabytes(peak)
+            ));
+        }
+        (samples, notes)
+    }
+
     /// `WORK/SCENARIO/TOOL/runN` with an empty plugin cache and a CLI
     /// configuration naming it; returns the directory and the configuration.
     fn run_with_fresh_cache(&self, scenario: &str, tool: Tool, run: usize) -> (PathBuf, PathBuf) {
@@ -909,8 +1053,13 @@ impl Bench {
         config: &Path,
         parallelism: Option<usize>,
     ) -> Sample {
+        let command = self.command(tool, dir, config, parallelism);
+        self.timed_command(tool, dir, command)
+    }
+
+    /// Runs `command` (in `dir`, under GNU time) as one timed sample.
+    fn timed_command(&mut self, tool: Tool, dir: &Path, mut command: Command) -> Sample {
         self.run_counter += 1;
-        let mut command = self.command(tool, dir, config, parallelism);
         // Earlier runs' files go to disk now rather than during this run:
         // the kernel throttles a writer while it flushes someone else's data.
         let _ = Command::new("sync").status();
@@ -1160,6 +1309,64 @@ fn walk_files(dir: &Path) -> Vec<PathBuf> {
         }
     }
     files
+}
+
+/// The big provider of the `lock-big` scenario, published for five platforms.
+const LOCK_BIG: &str = "lock-big";
+
+/// The providers of the `lock` and `init-platforms` scenarios: as many and
+/// as large as the normal ones, published for five platforms.
+fn lock_providers(options: &Options) -> Vec<String> {
+    (0..options.providers)
+        .map(|i| format!("lock{i:02}"))
+        .collect()
+}
+
+/// This machine's platform and four others.
+fn lock_platforms() -> Vec<String> {
+    let current = support::current_platform();
+    let mut platforms = vec![current.clone()];
+    platforms.extend(
+        [
+            "linux_amd64",
+            "linux_arm64",
+            "darwin_amd64",
+            "darwin_arm64",
+            "windows_amd64",
+        ]
+        .iter()
+        .map(|p| p.to_string())
+        .filter(|p| *p != current)
+        .take(4),
+    );
+    platforms
+}
+
+/// Adds the providers of the scenarios that lock five platforms, when they
+/// run: each package is built and held for every platform.
+fn with_lock_platform_providers(mut registry: Registry, options: &Options) -> Registry {
+    let platforms = lock_platforms();
+    let platforms: Vec<&str> = platforms.iter().map(String::as_str).collect();
+    let wanted = |kind: ScenarioKind| options.scenarios.contains(&kind);
+    if wanted(ScenarioKind::Lock) || wanted(ScenarioKind::InitPlatforms) {
+        for name in lock_providers(options) {
+            registry = registry.provider(
+                ProviderSpec::new(NAMESPACE, &name, VERSION)
+                    .hostname(HOST)
+                    .platforms(&platforms)
+                    .payload(options.payload(options.size_mb)),
+            );
+        }
+    }
+    if wanted(ScenarioKind::LockBig) {
+        registry = registry.provider(
+            ProviderSpec::new(NAMESPACE, LOCK_BIG, VERSION)
+                .hostname(HOST)
+                .platforms(&platforms)
+                .payload(options.payload(options.big_mb)),
+        );
+    }
+    registry
 }
 
 fn main_tf(providers: &[String]) -> String {

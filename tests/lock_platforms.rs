@@ -155,6 +155,10 @@ fn init_with_platforms_locks_each_from_its_package_streamed_in_memory() {
             1
         );
     }
+    // The release's checksum list and signature, once for all platforms.
+    let sums = world.sums_path("null", "3.2.0", &other[0]);
+    assert_eq!(world.server.count(&sums), 1);
+    assert_eq!(world.server.count(&format!("{sums}.sig")), 1);
     let installed = world
         .project
         .data()

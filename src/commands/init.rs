@@ -24,7 +24,7 @@ use crate::source::Source;
 use crate::source::configured::{
     NetworkSources, SourceOptions, build_offline_source, build_source,
 };
-use crate::workdir::platforms::{ListedBy, LockPlatforms, PLATFORMS_VAR};
+use crate::workdir::platforms::LockPlatforms;
 use crate::workdir::{LOCK_FILE, configuration_requirements, data_dir};
 
 pub async fn run(args: InitArgs, launch_dir: PathBuf) -> bool {
@@ -424,11 +424,7 @@ async fn init(run: &Run<'_>, dir: &Path, out: &Arc<Output>) -> Result<Initialize
         limits: extract_limits(args),
         lock_platforms: (!others.is_empty()).then(|| OtherPlatforms {
             platforms: others,
-            listed_by: match &lock_platforms.listed_by {
-                ListedBy::Flags | ListedBy::Nothing => "the -platform options".to_owned(),
-                ListedBy::Environment => PLATFORMS_VAR.to_owned(),
-                ListedBy::File(file) => file.display().to_string(),
-            },
+            listed_by: lock_platforms.listed_by.to_string(),
             hashes: run.platform_hashes.clone(),
         }),
         parallelism: args.parallelism,

@@ -52,6 +52,18 @@ pub enum ListedBy {
     Nothing,
 }
 
+/// How messages name what listed the platforms.
+impl std::fmt::Display for ListedBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ListedBy::Flags => f.write_str("the -platform options"),
+            ListedBy::Environment => f.write_str(PLATFORMS_VAR),
+            ListedBy::File(file) => write!(f, "{}", file.display()),
+            ListedBy::Nothing => f.write_str("no list"),
+        }
+    }
+}
+
 impl LockPlatforms {
     /// The platforms to lock for `dir`'s configuration: `flags` when there
     /// are any, else the environment's list, else the nearest file's.
