@@ -217,6 +217,22 @@ impl PlatformHashes {
         source: &dyn Source,
         query: &HashQuery<'_>,
     ) -> Result<FoundHashes, StageError> {
+        let found = self.cheapest(source, query).await?;
+        tracing::info!(
+            "{} {} for {}: {}",
+            query.provider.for_display(),
+            query.version,
+            query.platform,
+            found.describe()
+        );
+        Ok(found)
+    }
+
+    async fn cheapest(
+        &self,
+        source: &dyn Source,
+        query: &HashQuery<'_>,
+    ) -> Result<FoundHashes, StageError> {
         let cached = self.cached(query).await;
         if let Some(found) = cached.as_ref().and_then(CachedEntry::vouched_release) {
             return Ok(found);
@@ -280,13 +296,6 @@ impl PlatformHashes {
             None => self.hash_package(&meta, &mut found).await?,
         }
         found.hashes.sort();
-        tracing::info!(
-            "{} {} for {}: {}",
-            query.provider.for_display(),
-            query.version,
-            query.platform,
-            found.describe()
-        );
         Ok(found)
     }
 

@@ -325,15 +325,24 @@ fn a_plugin_cache_entry_answers_without_a_request() {
         expected_hashes(&world, "3.2.0", &with_current(&other))
     );
 
-    // providers lock takes it from there too.
+    // providers lock takes it from there too, and its log says so.
     std::fs::remove_file(world.project.lock_path()).unwrap();
     world.server.clear_log();
+    world.project.env("TFINSTALL_LOG", "info");
     let run = run_with(
         &world.project,
         &["providers", "lock"],
         &platform_flags(&other),
     );
     run.assert_success();
+    let h1 = &world.tree.package("null", "3.2.0", &other[0]).h1;
+    assert!(
+        run.stderr
+            .contains(&format!("hashicorp/null 3.2.0 for {}: {h1}, zh:", other[0]))
+            && run.stderr.contains(" from the plugin cache"),
+        "{}",
+        run.stderr
+    );
     run.assert_stdout_has(&format!(
         "- Using hashicorp/null 3.2.0 checksums for {} from the plugin cache (self-signed, key ID {})",
         other[0],
