@@ -16,7 +16,7 @@
 //! `--big-mb B` (the one big provider), `--latency-ms L` (added before every
 //! response's headers), `--bandwidth-mbps R` (one link of R MB/s shared by
 //! all connections; 0 = none), `--runs K` (median of K),
-//! `--scenarios cold,warm-nolock,noop-shared,warm,noop,one,big,many,sequence,dirs,sixteen`,
+//! `--scenarios cold,warm-nolock,noop-shared,warm,noop,one,big,many,sequence,dirs,sixteen,e2e,lock,init-platforms,lock-big`,
 //! `--tools tfinstall,terraform,terraform-latest,baseline`, `--baseline
 //! PATH` (the `baseline` tool: another tfinstall binary, an older build, run
 //! side by side with this one for a before/after table),
@@ -311,10 +311,20 @@ enum ScenarioKind {
     /// providers of `--providers`/`--size-mb`, so a large-package run is
     /// `--providers 1 --size-mb 400 --compressible --scenarios e2e`.
     EndToEnd,
+    /// `providers lock` for five platforms in an empty directory, the N
+    /// providers published for each.
+    Lock,
+    /// A cold `init` whose lock file covers five platforms: tfinstall's
+    /// `init -platform` ×5 against Terraform's `init` and then `providers
+    /// lock` for the five.
+    InitPlatforms,
+    /// `providers lock` for five platforms of the one big provider: peak
+    /// memory with five big packages at once.
+    LockBig,
 }
 
 impl ScenarioKind {
-    const ALL: [ScenarioKind; 12] = [
+    const ALL: [ScenarioKind; 15] = [
         ScenarioKind::Cold,
         ScenarioKind::WarmNoLock,
         ScenarioKind::NoopShared,
@@ -327,6 +337,9 @@ impl ScenarioKind {
         ScenarioKind::Dirs,
         ScenarioKind::Sixteen,
         ScenarioKind::EndToEnd,
+        ScenarioKind::Lock,
+        ScenarioKind::InitPlatforms,
+        ScenarioKind::LockBig,
     ];
 
     fn parse(name: &str) -> Result<ScenarioKind, String> {
@@ -335,7 +348,7 @@ impl ScenarioKind {
             .find(|kind| kind.name() == name)
             .ok_or_else(|| {
                 format!(
-                    "unknown scenario {name} (cold, warm-nolock, noop-shared, warm, noop, one, big, many, sequence, dirs, sixteen, e2e)"
+                    "unknown scenario {name} (cold, warm-nolock, noop-shared, warm, noop, one, big, many, sequence, dirs, sixteen, e2e, lock, init-platforms, lock-big)"
                 )
             })
     }
@@ -354,6 +367,9 @@ impl ScenarioKind {
             ScenarioKind::Dirs => "dirs",
             ScenarioKind::Sixteen => "sixteen",
             ScenarioKind::EndToEnd => "e2e",
+            ScenarioKind::Lock => "lock",
+            ScenarioKind::InitPlatforms => "init-platforms",
+            ScenarioKind::LockBig => "lock-big",
         }
     }
 
@@ -402,7 +418,27 @@ impl ScenarioKind {
                 "end to end with the hand-off, {} × {} MB",
                 options.providers, options.size_mb
             ),
+            ScenarioKind::Lock => format!(
+                "providers lock, 5 platforms, {} × {} MB each",
+                options.providers, options.size_mb
+            ),
+            ScenarioKind::InitPlatforms => format!(
+                "cold init locking 5 platforms (Terraform: init, then providers lock), {} × {} MB each",
+                options.providers, options.size_mb
+            ),
+            ScenarioKind::LockBig => format!(
+                "providers lock, 5 platforms, 1 × {} MB each",
+                options.big_mb
+            ),
         }
+    }
+
+    /// The scenarios that lock five platforms ([`Bench::lock_scenario`]).
+    fn locks_platforms(self) -> bool {
+        matches!(
+            self,
+            ScenarioKind::Lock | ScenarioKind::InitPlatforms | ScenarioKind::LockBig
+        )
     }
 }
 
@@ -519,6 +555,7 @@ impl Bench {
                     .payload(options.payload(options.big_mb)),
             );
         }
+        registry = with_lock_platform_providers(registry, &options);
         let root = work.join("registry");
         registry.write(&root, &server.url());
         serve_from_memory(&server, &root);
@@ -619,6 +656,9 @@ impl Bench {
         if kind == ScenarioKind::Sixteen {
             return self.sixteen();
         }
+        if kind.locks_platforms() {
+            return self.lock_scenario(kind);
+        }
         let mut prepared = BTreeMap::new();
         let mut notes = Vec::new();
         for tool in self.options.tools.clone() {
@@ -700,7 +740,10 @@ impl Bench {
             | ScenarioKind::Sequence
             | ScenarioKind::Dirs
             | ScenarioKind::Sixteen
-            | ScenarioKind::EndToEnd => {
+            | ScenarioKind::EndToEnd
+            | ScenarioKind::Lock
+            | ScenarioKind::InitPlatforms
+            | ScenarioKind::LockBig => {
                 unreachable!("{} has its own preparation", kind.name())
             }
         };
@@ -730,7 +773,10 @@ impl Bench {
             | ScenarioKind::Sequence
             | ScenarioKind::Dirs
             | ScenarioKind::Sixteen
-            | ScenarioKind::EndToEnd => None,
+            | ScenarioKind::EndToEnd
+            | ScenarioKind::Lock
+            | ScenarioKind::InitPlatforms
+            | ScenarioKind::LockBig => None,
             ScenarioKind::Noop | ScenarioKind::NoopShared => {
                 let dir = new_workdir(&base.join("noop"), &main_tf);
                 self.untimed(tool, &dir, &config_path, parallelism);
@@ -941,7 +987,7 @@ impl Bench {
                         .collect();
                     let mut command = self.command(tool, &base, &config, None);
                     command.args(&dirs);
-                    let sample = self.timed_command(tool, &base, command);
+                    let sample = self.measure(tool, &base, command);
                     eprintln!(
                         "  {:<9} {count:>3} dirs {:>8.3} s  {:>7.1} MB RSS  {} requests",
                         tool.name(),
@@ -1169,6 +1215,97 @@ impl Bench {
         command
     }
 
+    /// A scenario that locks five platforms, each run in a new empty
+    /// directory with no plugin cache: the command (or, for Terraform's
+    /// `init` then `providers lock`, both commands) timed as one sample,
+    /// tools alternating run by run.
+    fn lock_scenario(&mut self, kind: ScenarioKind) -> (BTreeMap<Tool, Vec<Sample>>, Vec<String>) {
+        let providers = match kind {
+            ScenarioKind::LockBig => vec![LOCK_BIG.to_owned()],
+            _ => lock_providers(&self.options),
+        };
+        let flags: Vec<String> = lock_platforms()
+            .iter()
+            .map(|platform| format!("-platform={platform}"))
+            .collect();
+        let flags = flags.join(" ");
+        let mut samples: BTreeMap<Tool, Vec<Sample>> = BTreeMap::new();
+        for run in 0..self.options.runs {
+            for tool in self.options.tools.clone() {
+                let base = self.work.join(kind.name()).join(tool.name());
+                let dir = new_workdir(&base.join(format!("run{run}")), &main_tf(&providers));
+                let config = base.join("cli.tfrc");
+                fs::write(&config, self.host_block()).expect("write CLI config");
+                let program = self.program(tool);
+                let program = program.display();
+                let parallelism = self
+                    .options
+                    .parallelism
+                    .map(|p| format!(" -parallelism={p}"))
+                    .unwrap_or_default();
+                let script = match (kind, tool) {
+                    (ScenarioKind::InitPlatforms, Tool::Tfinstall | Tool::Baseline) => {
+                        format!(
+                            "exec {program} init -no-color -layout providers{parallelism} {flags}"
+                        )
+                    }
+                    (ScenarioKind::InitPlatforms, _) => format!(
+                        "{program} init -no-color -input=false && exec {program} providers lock {flags}"
+                    ),
+                    (_, Tool::Tfinstall | Tool::Baseline) => {
+                        format!("exec {program} providers lock -no-color{parallelism} {flags}")
+                    }
+                    _ => format!("exec {program} providers lock {flags}"),
+                };
+                // The environment `command` gives every tool, for a shell
+                // that runs the script.
+                let template = self.command(tool, &dir, &config, None);
+                let mut command = Command::new("/usr/bin/time");
+                command.current_dir(&dir).env_clear();
+                for (name, value) in template.get_envs() {
+                    if let Some(value) = value {
+                        command.env(name, value);
+                    }
+                }
+                command
+                    .args(["-f", "%M", "-o"])
+                    .arg(dir.with_extension("rss"))
+                    .args(["sh", "-c", &script]);
+                let sample = self.measure(tool, &dir, command);
+                let locked = fs::read_to_string(dir.join(".terraform.lock.hcl"))
+                    .expect("the run wrote a lock file");
+                assert_eq!(
+                    locked.matches("\"h1:").count(),
+                    providers.len() * lock_platforms().len(),
+                    "{} locked every platform's h1:",
+                    tool.name()
+                );
+                eprintln!(
+                    "  {:<16} {:>8.3} s  {:>7.1} MB RSS  {} requests",
+                    tool.name(),
+                    sample.wall.as_secs_f64(),
+                    sample.peak_rss_kib as f64 / 1024.0,
+                    sample.requests
+                );
+                samples.entry(tool).or_default().push(sample);
+                let _ = fs::remove_dir_all(&dir);
+                let _ = fs::remove_dir_all(dir.with_extension("home"));
+            }
+        }
+        let mut notes = Vec::new();
+        if kind == ScenarioKind::LockBig
+            && let Some(runs) = samples.get(&Tool::Tfinstall)
+        {
+            let peak = runs.iter().map(|s| s.peak_rss_kib).max().unwrap_or(0);
+            notes.push(format!(
+                "lock-big: tfinstall's peak RSS with five {} MB packages hashed at once was {}.",
+                self.options.big_mb,
+                megabytes(peak)
+            ));
+        }
+        (samples, notes)
+    }
+
     /// `WORK/SCENARIO/TOOL/runN` with an empty plugin cache and a CLI
     /// configuration naming it; returns the directory and the configuration.
     fn run_with_fresh_cache(&self, scenario: &str, tool: Tool, run: usize) -> (PathBuf, PathBuf) {
@@ -1226,15 +1363,9 @@ impl Bench {
             .arg("-o")
             .arg(dir.with_extension("rss"));
         match tool {
-            Tool::Terraform => {
+            Tool::Terraform | Tool::TerraformLatest => {
                 command
-                    .arg(&self.terraform)
-                    .args(["init", "-no-color", "-input=false"]);
-            }
-            Tool::TerraformLatest => {
-                let (path, _) = self.terraform_latest.as_ref().expect("checked at start");
-                command
-                    .arg(path)
+                    .arg(self.program(tool))
                     .args(["init", "-no-color", "-input=false"]);
             }
             Tool::Tfinstall | Tool::Baseline => {
@@ -1244,12 +1375,8 @@ impl Bench {
                         .arg(dir.with_extension("perf.data"))
                         .arg("--");
                 }
-                let binary = match tool {
-                    Tool::Baseline => self.options.baseline.as_ref().expect("checked at start"),
-                    _ => &self.tfinstall,
-                };
                 command
-                    .arg(binary)
+                    .arg(self.program(tool))
                     .args(["init", "-no-color", "-layout", "providers"]);
                 if let Some(parallelism) = parallelism {
                     command.arg(format!("-parallelism={parallelism}"));
@@ -1291,22 +1418,13 @@ impl Bench {
         }
     }
 
-    /// [`Bench::timed`] for a command made already (`init DIR…`); GNU time
-    /// writes beside `dir`.
-    fn timed_command(&mut self, tool: Tool, dir: &Path, mut command: Command) -> Sample {
-        self.run_counter += 1;
-        let _ = Command::new("sync").status();
-        self.server.clear_log();
-        let started = Instant::now();
-        let output = command.output().expect("run /usr/bin/time");
-        let wall = started.elapsed();
-        check(tool, dir, &output);
-        let requests = self.server.requests();
-        Sample {
-            wall,
-            peak_rss_kib: peak_rss(dir),
-            archives: requests.iter().filter(|r| r.path.ends_with(".zip")).count(),
-            requests: requests.len(),
+    /// The program `tool` runs.
+    fn program(&self, tool: Tool) -> PathBuf {
+        match tool {
+            Tool::Terraform => self.terraform.clone(),
+            Tool::TerraformLatest => self.terraform_latest.clone().expect("checked at start").0,
+            Tool::Tfinstall => self.tfinstall.clone(),
+            Tool::Baseline => self.options.baseline.clone().expect("checked at start"),
         }
     }
 
@@ -1550,6 +1668,64 @@ fn walk_files(dir: &Path) -> Vec<PathBuf> {
         }
     }
     files
+}
+
+/// The big provider of the `lock-big` scenario, published for five platforms.
+const LOCK_BIG: &str = "lock-big";
+
+/// The providers of the `lock` and `init-platforms` scenarios: as many and
+/// as large as the normal ones, published for five platforms.
+fn lock_providers(options: &Options) -> Vec<String> {
+    (0..options.providers)
+        .map(|i| format!("lock{i:02}"))
+        .collect()
+}
+
+/// This machine's platform and four others.
+fn lock_platforms() -> Vec<String> {
+    let current = support::current_platform();
+    let mut platforms = vec![current.clone()];
+    platforms.extend(
+        [
+            "linux_amd64",
+            "linux_arm64",
+            "darwin_amd64",
+            "darwin_arm64",
+            "windows_amd64",
+        ]
+        .iter()
+        .map(|p| p.to_string())
+        .filter(|p| *p != current)
+        .take(4),
+    );
+    platforms
+}
+
+/// Adds the providers of the scenarios that lock five platforms, when they
+/// run: each package is built and held for every platform.
+fn with_lock_platform_providers(mut registry: Registry, options: &Options) -> Registry {
+    let platforms = lock_platforms();
+    let platforms: Vec<&str> = platforms.iter().map(String::as_str).collect();
+    let wanted = |kind: ScenarioKind| options.scenarios.contains(&kind);
+    if wanted(ScenarioKind::Lock) || wanted(ScenarioKind::InitPlatforms) {
+        for name in lock_providers(options) {
+            registry = registry.provider(
+                ProviderSpec::new(NAMESPACE, &name, VERSION)
+                    .hostname(HOST)
+                    .platforms(&platforms)
+                    .payload(options.payload(options.size_mb)),
+            );
+        }
+    }
+    if wanted(ScenarioKind::LockBig) {
+        registry = registry.provider(
+            ProviderSpec::new(NAMESPACE, LOCK_BIG, VERSION)
+                .hostname(HOST)
+                .platforms(&platforms)
+                .payload(options.payload(options.big_mb)),
+        );
+    }
+    registry
 }
 
 fn main_tf(providers: &[String]) -> String {

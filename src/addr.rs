@@ -440,8 +440,18 @@ impl Platform {
     }
 
     /// The platform this binary runs on, named as a Terraform built for the
-    /// same machine would name it.
+    /// same machine would name it. The tests' build (feature `failpoints`)
+    /// can be told to play another with `TFINSTALL_TEST_PLATFORM`, so that
+    /// what a machine of that platform does is tested here; a release
+    /// build cannot.
     pub fn current() -> Platform {
+        #[cfg(feature = "failpoints")]
+        if let Some(played) = std::env::var("TFINSTALL_TEST_PLATFORM")
+            .ok()
+            .and_then(|name| Platform::parse(&name).ok())
+        {
+            return played;
+        }
         Platform {
             os: go_os(std::env::consts::OS).to_owned(),
             arch: go_arch(std::env::consts::ARCH).to_owned(),

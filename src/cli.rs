@@ -466,6 +466,13 @@ pub struct InitArgs {
     #[arg(long, value_name = "MODE")]
     pub lockfile: Option<String>,
 
+    /// A platform whose checksums every lock entry this run records must
+    /// hold too, besides this machine's (repeatable). Default: the list in
+    /// TFINSTALL_LOCK_PLATFORMS, else in the nearest .tfinstall-platforms
+    /// (see docs/lock-platforms.md).
+    #[arg(long = "platform", value_name = "OS_ARCH")]
+    pub platforms: Vec<String>,
+
     /// Where to install: `plugins` (.terraform/plugins, read by Terraform 0.13;
     /// the default with Terraform) or `providers` (.terraform/providers, read
     /// by Terraform 0.14 and later and by OpenTofu; the default with OpenTofu).

@@ -23,7 +23,9 @@ use sha2::{Digest, Sha256};
 use url::Url;
 
 use crate::cliconfig::netrc::Netrc;
-use crate::package::extract::{Chunks, Declined, ExtractLimits, ExtractedFile, unpack_stream};
+use crate::package::extract::{
+    Chunks, Declined, ExtractLimits, ExtractedFile, hash_stream, unpack_stream,
+};
 use crate::sha256::Sha256Lane;
 
 #[derive(Clone, Debug)]
@@ -201,6 +203,14 @@ pub enum Destination<'a> {
     File(&'a Path),
     /// Straight into a package directory; the archive is never stored.
     Unpacked(&'a UnpackInto),
+    /// Nowhere: the package's files are checked and hashed as the bytes
+    /// arrive, as [`Destination::Unpacked`] would unpack them, and nothing
+    /// is stored (the `h1:` of another platform's package, for the lock
+    /// file).
+    Hashed {
+        provider_type: &'a str,
+        limits: &'a ExtractLimits,
+    },
 }
 
 /// A package directory to unpack a download into.
@@ -220,9 +230,9 @@ pub struct Downloaded {
     pub sha256: [u8; 32],
     /// The archive's length in bytes.
     pub size: u64,
-    /// For [`Destination::Unpacked`], the package's files, or why the full
-    /// extractor must judge the archive instead (the caller then downloads
-    /// it again to a file).
+    /// For [`Destination::Unpacked`] and [`Destination::Hashed`], the
+    /// package's files, or why the full extractor must judge the archive
+    /// instead (the caller then downloads it again to a file).
     pub unpacked: Option<Result<Vec<ExtractedFile>, Declined>>,
 }
 
@@ -265,7 +275,16 @@ impl Sink {
             }
             Destination::Unpacked(into) => {
                 let into = into.clone();
-                spawn_writer(move || unpack(into, ops))?
+                spawn_writer(move || {
+                    unpack(Some(&into.dir), &into.provider_type, &into.limits, ops)
+                })?
+            }
+            Destination::Hashed {
+                provider_type,
+                limits,
+            } => {
+                let (provider_type, limits) = (provider_type.to_owned(), limits.clone());
+                spawn_writer(move || unpack(None, &provider_type, &limits, ops))?
             }
         };
         Ok(Sink {
@@ -381,11 +400,14 @@ fn write_file(
     })
 }
 
-/// Unpacks the bytes as they come. The hash covers every byte received,
-/// also past the point where the unpacker declined, so the caller can
-/// still judge the archive by its checksum first, as it would a file.
+/// Unpacks the bytes as they come into `dir`, or only hashes the files
+/// without one. The hash covers every byte received, also past the point
+/// where the unpacker declined, so the caller can still judge the archive
+/// by its checksum first, as it would a file.
 fn unpack(
-    into: UnpackInto,
+    dir: Option<&Path>,
+    provider_type: &str,
+    limits: &ExtractLimits,
     ops: tokio::sync::mpsc::Receiver<SinkOp>,
 ) -> std::io::Result<SinkOutput> {
     let mut feed = Feed {
@@ -400,11 +422,16 @@ fn unpack(
     loop {
         // Not `create_dir_all`: a staging area already removed must not be
         // made again.
-        match std::fs::create_dir(&into.dir) {
-            Err(err) if err.kind() != std::io::ErrorKind::AlreadyExists => return Err(err),
-            _ => {}
+        if let Some(dir) = dir {
+            match std::fs::create_dir(dir) {
+                Err(err) if err.kind() != std::io::ErrorKind::AlreadyExists => return Err(err),
+                _ => {}
+            }
         }
-        let unpacked = unpack_stream(&mut feed, &into.dir, &into.provider_type, &into.limits);
+        let unpacked = match dir {
+            Some(dir) => unpack_stream(&mut feed, dir, provider_type, limits),
+            None => hash_stream(&mut feed, provider_type, limits),
+        };
         while feed.receive() {
             feed.chunks.clear();
         }
@@ -415,7 +442,9 @@ fn unpack(
                 unpacked: Some(unpacked),
             });
         }
-        std::fs::remove_dir_all(&into.dir)?;
+        if let Some(dir) = dir {
+            std::fs::remove_dir_all(dir)?;
+        }
         feed.restarted = false;
         feed.hash = Sha256Lane::new();
     }
@@ -887,18 +916,22 @@ mod tests {
     /// Runs the unpacking side of a download on `ops` as it runs in a sink.
     fn unpacked(ops: Vec<SinkOp>) -> (tempfile::TempDir, SinkOutput) {
         let scratch = tempfile::tempdir().unwrap();
-        let into = UnpackInto {
-            dir: scratch.path().join("package"),
-            provider_type: "null".to_owned(),
-            limits: ExtractLimits::default(),
-        };
+        let output = run_sink(Some(&scratch.path().join("package")), ops);
+        (scratch, output)
+    }
+
+    /// The same for a download that is only hashed ([`Destination::Hashed`]).
+    fn hashed(ops: Vec<SinkOp>) -> SinkOutput {
+        run_sink(None, ops)
+    }
+
+    fn run_sink(dir: Option<&Path>, ops: Vec<SinkOp>) -> SinkOutput {
         let (queue, receiver) = tokio::sync::mpsc::channel(ops.len().max(1));
         for op in ops {
             queue.try_send(op).unwrap_or_else(|_| unreachable!());
         }
         drop(queue);
-        let output = unpack(into, receiver).unwrap();
-        (scratch, output)
+        unpack(dir, "null", &ExtractLimits::default(), receiver).unwrap()
     }
 
     /// The archive in batches of `batch` bytes, in chunks of `chunk`.
@@ -937,6 +970,9 @@ mod tests {
                 let (_scratch, output) = unpacked(batches(&archive, batch, chunk));
                 assert_eq!(output.sha256, archive_sha256, "{method:?} {batch}/{chunk}");
                 let files = output.unpacked.unwrap().unwrap();
+                let only_hashed = hashed(batches(&archive, batch, chunk));
+                assert_eq!(only_hashed.sha256, archive_sha256);
+                assert_eq!(only_hashed.unpacked.unwrap().unwrap(), files);
                 let sha256_of =
                     |name: &str| files.iter().find(|file| file.name == name).unwrap().sha256;
                 assert_eq!(
@@ -962,9 +998,35 @@ mod tests {
         let mut ops = batches(&archive[..BATCH_BYTES + 10], 50_000, 16_384);
         ops.push(SinkOp::Restart);
         ops.extend(batches(&archive, BATCH_BYTES, 16_384));
-        let (_scratch, output) = unpacked(ops);
+        let (scratch, output) = unpacked(ops);
         assert_eq!(output.sha256, <[u8; 32]>::from(Sha256::digest(&archive)));
-        assert!(output.unpacked.unwrap().is_ok());
+        let files = output.unpacked.unwrap().unwrap();
+        // The files of the download that started over, and nothing else.
+        let listed: Vec<String> = std::fs::read_dir(scratch.path().join("package"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(listed, ["terraform-provider-null_v1.0.0"]);
+        assert_eq!(files.len(), 1);
+    }
+
+    #[test]
+    fn a_hashed_download_that_starts_over_hashes_only_the_second_attempt() {
+        let executable = noise(2 * BATCH_BYTES, 2);
+        let archive = zip_of(
+            &[("terraform-provider-null_v1.0.0", &executable)],
+            zip::CompressionMethod::Deflated,
+        );
+        let mut ops = batches(&archive[..archive.len() / 2], 5_000, 1_024);
+        ops.push(SinkOp::Restart);
+        ops.extend(batches(&archive, BATCH_BYTES, 16_384));
+        let output = hashed(ops);
+        assert_eq!(output.sha256, <[u8; 32]>::from(Sha256::digest(&archive)));
+        let files = output.unpacked.unwrap().unwrap();
+        assert_eq!(
+            files[0].sha256,
+            <[u8; 32]>::from(Sha256::digest(&executable))
+        );
     }
 
     #[test]
@@ -977,6 +1039,9 @@ mod tests {
             zip::CompressionMethod::Stored,
         ));
         let (_scratch, output) = unpacked(batches(&archive, BATCH_BYTES, 16_384));
+        assert_eq!(output.sha256, <[u8; 32]>::from(Sha256::digest(&archive)));
+        assert!(output.unpacked.unwrap().is_err());
+        let output = hashed(batches(&archive, BATCH_BYTES, 16_384));
         assert_eq!(output.sha256, <[u8; 32]>::from(Sha256::digest(&archive)));
         assert!(output.unpacked.unwrap().is_err());
     }

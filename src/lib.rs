@@ -29,6 +29,7 @@ pub mod lockfile;
 pub mod module;
 pub mod output;
 pub mod package;
+pub mod platform_hashes;
 pub mod policy;
 pub mod serve;
 pub mod sha256;

@@ -97,6 +97,19 @@ impl Ui {
                 provider.for_display(),
                 self.auth_words(auth)
             ),
+            InstallEvent::PlatformHashes {
+                provider,
+                version,
+                platforms,
+            } => format!(
+                "- Recorded checksums of {} v{version} for {}",
+                provider.for_display(),
+                platforms
+                    .iter()
+                    .map(|(platform, _)| platform.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
             // The policy's decisions are for `-json`; a refusal comes as an
             // error of its own.
             InstallEvent::Warning(_)
@@ -129,6 +142,19 @@ impl Ui {
                 "- Using previously-installed {} {version} for {platform}",
                 provider.for_display()
             ),
+            InstallEvent::PlatformHashes {
+                provider,
+                version,
+                platforms,
+            } => {
+                let (_, found) = platforms.first()?;
+                format!(
+                    "- Using {} {version} checksums for {platform} from {} ({})",
+                    provider.for_display(),
+                    found.h1_source()?,
+                    self.auth_words(&found.auth)
+                )
+            }
             _ => return None,
         })
     }

@@ -11,6 +11,8 @@ use crate::lockfile::Locks;
 use crate::module;
 use crate::version::VersionConstraints;
 
+pub mod platforms;
+
 /// The dependency lock file, relative to the working directory.
 pub const LOCK_FILE: &str = ".terraform.lock.hcl";
 

@@ -116,6 +116,48 @@ fn installs_from_an_oci_mirror_and_locks_h1_and_the_layer_digest() {
         .assert_not_contains("Incomplete lock file information");
 }
 
+/// `init -platform` takes another platform's `zh:` from the OCI layer
+/// digest and its `h1:` from the layer itself, hashed as it streams:
+/// what `tofu init` on that platform would lock, with nothing stored.
+#[test]
+fn other_platforms_lock_the_layer_digest_and_the_packages_h1() {
+    let mut setup = Setup::new();
+    let platform = current_platform();
+    let spec = setup.publish_null("3.2.2", &[&platform, "plan9_amd64"]);
+    let login = setup.login_block();
+    setup.oci_config(&login);
+
+    let run = setup.project.init(&["-json", "-platform=plan9_amd64"]);
+    run.assert_success();
+    let found: Vec<serde_json::Value> = validated_stream(run.stdout.as_bytes())
+        .into_iter()
+        .filter(|m| m["type"] == "platform_hashes")
+        .collect();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0]["platform"], "plan9_amd64");
+    assert_eq!(
+        found[0]["hashes"],
+        serde_json::json!([
+            { "hash": spec.h1("plan9_amd64"), "source": "package" },
+            { "hash": zh_hash(&spec.package_zip("plan9_amd64")), "source": "oci_digest" },
+        ])
+    );
+    assert_eq!(
+        setup.project.lock(),
+        lock_file(&[lock_block(
+            NULL,
+            "3.2.2",
+            "~> 3.2",
+            &[
+                spec.h1(&platform),
+                zh_hash(&spec.package_zip(&platform)),
+                spec.h1("plan9_amd64"),
+                zh_hash(&spec.package_zip("plan9_amd64")),
+            ]
+        )])
+    );
+}
+
 #[test]
 fn include_and_exclude_route_providers_between_the_oci_mirror_and_the_registry() {
     let hosted = HostedRegistry::new(|registry| {

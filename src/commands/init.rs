@@ -11,6 +11,7 @@ use crate::cliconfig::{self, CliConfig, CliEnv};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::engine::Engine;
 use crate::fetch::{DownloadSettings, Downloader};
+use crate::install::context::OtherPlatforms;
 use crate::install::installer::{CacheUse, InstallMode, InstallOutcome, Installer};
 use crate::install::layout::{InstallLayout, LayoutKind};
 use crate::install::link::LinkMode;
@@ -18,11 +19,13 @@ use crate::install::staging::{FileMode, Staging};
 use crate::lockfile::Locks;
 use crate::output::{LockFileChange, Output};
 use crate::package::extract::ExtractLimits;
+use crate::platform_hashes::PlatformHashes;
 use crate::policy::Policy;
 use crate::source::Source;
 use crate::source::configured::{
     NetworkSources, SourceOptions, build_offline_source, build_source,
 };
+use crate::workdir::platforms::LockPlatforms;
 use crate::workdir::{LOCK_FILE, configuration_requirements, data_dir, in_dir};
 
 pub async fn run(args: InitArgs, launch_dir: PathBuf) -> bool {
@@ -205,6 +208,9 @@ struct Run<'a> {
     cache: Option<CacheUse>,
     link_mode: LinkMode,
     policy: Option<Arc<Policy>>,
+    /// Where the lock entries' hashes of other platforms are found, for
+    /// every directory of the run.
+    platform_hashes: Arc<PlatformHashes>,
     /// The cache of a multi-directory run without a configured one, removed
     /// when the run ends (the packages it held stay, hard-linked or copied).
     _run_cache: Option<tempfile::TempDir>,
@@ -285,6 +291,13 @@ impl<'a> Run<'a> {
             }
             run_cache = Some(dir);
         }
+        let platform_hashes = Arc::new(PlatformHashes::new(
+            downloader.clone(),
+            cli_config.plugin_cache_dir.as_ref().map(PluginCache::new),
+            extract_limits(args),
+            policy.clone(),
+            args.parallelism,
+        ));
         Ok(Run {
             args,
             launch_dir,
@@ -297,6 +310,7 @@ impl<'a> Run<'a> {
             cache,
             link_mode,
             policy,
+            platform_hashes,
             _run_cache: run_cache,
         })
     }
@@ -400,12 +414,15 @@ async fn init(run: &Run<'_>, dir: &Path, out: &Arc<Output>) -> Result<Initialize
     out.init_output("initializing_provider_plugin_message", None, |ui| {
         format!("\n{}", ui.heading("Initializing provider plugins..."))
     });
+    let lock_platforms = LockPlatforms::for_dir(dir, &args.platforms)?;
+    let others = lock_platforms.others(&Platform::current());
     let installer = Installer {
-        limits: ExtractLimits {
-            max_total_bytes: args.max_package_size,
-            max_entries: args.max_package_files,
-            max_ratio: args.max_compression_ratio,
-        },
+        limits: extract_limits(args),
+        lock_platforms: (!others.is_empty()).then(|| OtherPlatforms {
+            platforms: others,
+            listed_by: lock_platforms.listed_by.to_string(),
+            hashes: run.platform_hashes.clone(),
+        }),
         parallelism: args.parallelism,
         dev_overrides: run.dev_overrides.clone(),
         cache: run.cache.clone(),
@@ -458,6 +475,15 @@ async fn init(run: &Run<'_>, dir: &Path, out: &Arc<Output>) -> Result<Initialize
         warnings,
         lock_file,
     })
+}
+
+/// The package limits the flags set.
+fn extract_limits(args: &InitArgs) -> ExtractLimits {
+    ExtractLimits {
+        max_total_bytes: args.max_package_size,
+        max_entries: args.max_package_files,
+        max_ratio: args.max_compression_ratio,
+    }
 }
 
 /// Where Terraform records the `-plugin-dir` list for later commands.
@@ -533,9 +559,12 @@ impl Commit {
             .into());
             }
             warnings.push(Diagnostic::warning(
-            "Provider lock file not updated",
-            "Changes to the provider selections were detected, but not saved in the .terraform.lock.hcl file. To record these selections, run \"terraform init\" without the \"-lockfile=readonly\" flag.",
-        ));
+                "Provider lock file not updated",
+                format!(
+                    "Changes to the provider selections were detected, but not saved in the .terraform.lock.hcl file. To record these selections, run \"terraform init\" without the \"-lockfile=readonly\" flag.{}",
+                    uncovered_platform(previous, &outcome.locks, &platform)
+                ),
+            ));
         }
 
         let write_failed = |what: &str, err: std::io::Error| {
@@ -610,6 +639,28 @@ impl Commit {
         }
         Ok((warnings, lock_file))
     }
+}
+
+/// For a lock file that gains only hashes (versions unchanged): it lacks
+/// this machine's platform's `h1:` (it was made on another platform, or
+/// from checksums alone), and tfinstall's command adds it.
+fn uncovered_platform(previous: &Locks, locks: &Locks, platform: &Platform) -> String {
+    let uncovered: Vec<String> = locks
+        .iter()
+        .filter(|lock| {
+            previous.get(&lock.addr).is_some_and(|old| {
+                old.version == lock.version && !lock.hashes.is_subset(&old.hashes)
+            })
+        })
+        .map(|lock| lock.addr.for_display())
+        .collect();
+    if uncovered.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\n\nThe lock file does not record the h1: checksums of {} for {platform}, the platform of this machine. To add them, run:\n  tfinstall providers lock -platform={platform}\nand commit the lock file. To lock every platform your team uses whenever tfinstall init records a provider, list them in .tfinstall-platforms (docs/lock-platforms.md).",
+        uncovered.join(", ")
+    )
 }
 
 fn dev_overrides_warning(overrides: &[(ProviderAddr, PathBuf)]) -> Diagnostic {

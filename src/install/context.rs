@@ -15,6 +15,7 @@ use crate::install::events::EventSink;
 use crate::install::layout::InstallLayout;
 use crate::install::link::LinkMode;
 use crate::package::extract::ExtractLimits;
+use crate::platform_hashes::PlatformHashes;
 use crate::policy::Policy;
 use crate::source::{PackageMeta, Source, SourceError};
 use crate::verify::AuthResult;
@@ -68,6 +69,19 @@ pub struct Installer {
     /// The provider policy (`-policy`), which every version and package
     /// this installer considers must pass ([`super::admission`]).
     pub policy: Option<Arc<Policy>>,
+    /// The other platforms every lock entry this run writes anew must
+    /// cover (`init -platform`, the committed list), and where their hashes
+    /// are found.
+    pub lock_platforms: Option<OtherPlatforms>,
+}
+
+/// Platforms besides the installer's whose hashes go into new lock entries.
+#[derive(Clone)]
+pub struct OtherPlatforms {
+    pub platforms: Vec<Platform>,
+    /// What listed them, for messages ("the -platform options", a file).
+    pub listed_by: String,
+    pub hashes: Arc<PlatformHashes>,
 }
 
 impl Installer {
@@ -94,6 +108,7 @@ impl Installer {
             events: Arc::new(|_| {}),
             offline: false,
             policy: None,
+            lock_platforms: None,
         }
     }
 }

@@ -3,9 +3,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::addr::ProviderAddr;
+use crate::addr::{Platform, ProviderAddr};
 use crate::diag::Diagnostic;
 use crate::fetch::DownloadProgress;
+use crate::platform_hashes::FoundHashes;
 use crate::policy::Decision;
 use crate::verify::AuthResult;
 use crate::version::Version;
@@ -80,6 +81,13 @@ pub enum InstallEvent {
         version: Version,
         decision: Decision,
         auth: AuthResult,
+    },
+    /// The hashes of other platforms' packages that the new lock entry
+    /// records beside this platform's, with what gave each.
+    PlatformHashes {
+        provider: ProviderAddr,
+        version: Version,
+        platforms: Vec<(Platform, FoundHashes)>,
     },
     /// How far a package has got; live, see [`InstallEvent::is_live`].
     Progress {

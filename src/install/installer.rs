@@ -135,6 +135,28 @@ impl Installer {
         Ok(outcome)
     }
 
+    /// `providers lock`: the version of each required provider, chosen as
+    /// `init` would choose it in `mode` (the lock file's when it has one),
+    /// with nothing fetched but what choosing needs and nothing written.
+    pub async fn choose_versions(
+        &self,
+        requirements: &BTreeMap<ProviderAddr, VersionConstraints>,
+        previous: &Locks,
+        mode: InstallMode,
+    ) -> Result<Vec<(ProviderAddr, Version)>, Diagnostics> {
+        let wanted: Vec<(ProviderAddr, VersionConstraints)> = requirements
+            .iter()
+            .filter(|(p, _)| !p.is_builtin() && !self.dev_overrides.contains(*p))
+            .map(|(p, c)| (p.clone(), c.clone()))
+            .collect();
+        let memo = HashMemo::load(&self.layout.data_dir);
+        let selected = self.select_versions(&wanted, previous, mode, &memo).await?;
+        Ok(selected
+            .into_iter()
+            .map(|s| (s.provider, s.version))
+            .collect())
+    }
+
     /// `cache warm`: makes sure the plugin cache holds the package of every
     /// required provider for this installer's platform, choosing versions
     /// as `init` would (the lock file's when it has them). Nothing outside

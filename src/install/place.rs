@@ -9,10 +9,10 @@ use std::sync::Arc;
 use futures_util::StreamExt;
 use futures_util::stream;
 
-use crate::addr::ProviderAddr;
+use crate::addr::{Platform, ProviderAddr};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::fsutil::blocking;
-use crate::install::context::{InstallMode, Installer, Selected};
+use crate::install::context::{InstallMode, Installer, OtherPlatforms, Selected};
 use crate::install::events::{InstallEvent, OrderedEvents, ProgressStage};
 use crate::install::hash_memo::HashMemo;
 use crate::install::link::{LinkMode, link_cached_package};
@@ -20,6 +20,9 @@ use crate::install::obtain::{StagedPackage, install_failed};
 use crate::install::select::preferred_hashes;
 use crate::install::staging::Staging;
 use crate::lockfile::Locks;
+use crate::platform_hashes::{FoundHashes, HashQuery};
+use crate::source::SourceError;
+use crate::source::authentication::StageError;
 use crate::verify::AuthResult;
 use crate::verify::hash::PackageHash;
 use crate::version::{Version, VersionConstraints};
@@ -75,7 +78,79 @@ impl Installer {
         Diagnostics::collect(results)
     }
 
+    /// Places one package and works out its lock entry, with the other
+    /// platforms' hashes found at the same time.
     pub(super) async fn place_one(
+        &self,
+        s: Selected,
+        previous: &Locks,
+        staging: &Staging,
+        mode: InstallMode,
+        memo: &HashMemo,
+        emit: &(dyn Fn(InstallEvent) + Sync),
+    ) -> Result<Placed, Diagnostic> {
+        let (provider, version) = (s.provider.clone(), s.version.clone());
+        let new_entry = previous
+            .get(&s.provider)
+            .is_none_or(|lock| lock.version != s.version);
+        let others = async {
+            match &self.lock_platforms {
+                Some(others) if new_entry && !others.platforms.is_empty() => self
+                    .other_platforms(others, &provider, &version)
+                    .await
+                    .map(Some),
+                _ => Ok(None),
+            }
+        };
+        let (mut placed, others) = futures_util::future::try_join(
+            self.place_here(s, previous, staging, mode, memo, emit),
+            others,
+        )
+        .await?;
+        if let Some(platforms) = others {
+            for (_, found) in &platforms {
+                placed.hashes.extend(found.set());
+            }
+            // The entry now holds more than this platform's own hashes.
+            placed.incomplete = false;
+            emit(InstallEvent::PlatformHashes {
+                provider,
+                version,
+                platforms,
+            });
+        }
+        Ok(placed)
+    }
+
+    /// The hashes of every other platform's package, all at once.
+    async fn other_platforms(
+        &self,
+        others: &OtherPlatforms,
+        provider: &ProviderAddr,
+        version: &Version,
+    ) -> Result<Vec<(Platform, FoundHashes)>, Diagnostic> {
+        let none = BTreeSet::new();
+        futures_util::future::try_join_all(others.platforms.iter().map(|platform| {
+            let query = HashQuery {
+                provider,
+                version,
+                platform,
+                locked: &none,
+                installed: None,
+            };
+            async move {
+                let found = others
+                    .hashes
+                    .find(self.source.as_ref(), &query)
+                    .await
+                    .map_err(|err| other_platform_failed(others, &query, err))?;
+                Ok((platform.clone(), found))
+            }
+        }))
+        .await
+    }
+
+    async fn place_here(
         &self,
         s: Selected,
         previous: &Locks,
@@ -244,6 +319,43 @@ impl Installer {
             third_party,
             auth: package.auth,
         }
+    }
+}
+
+/// Why another platform's hashes could not be found, naming the platform,
+/// what listed it and what to do.
+fn other_platform_failed(
+    others: &OtherPlatforms,
+    query: &HashQuery<'_>,
+    err: StageError,
+) -> Diagnostic {
+    let (provider, version, platform) = (query.provider, query.version, query.platform);
+    match err {
+        StageError::Source(SourceError::PlatformNotSupported(_)) => Diagnostic::error(
+            "Provider not available for a locked platform",
+            format!(
+                "Provider {provider} v{version} has no package for {platform}, one of the platforms {} asks the lock file to cover. Remove {platform} from that list, or choose a version of {} that is released for it.",
+                others.listed_by,
+                provider.for_display()
+            ),
+        ),
+        StageError::Source(err) => Diagnostic::error(
+            "Failed to obtain checksums for another platform",
+            format!(
+                "Error while obtaining the checksums of {} v{version} for {platform} (listed by {}): {err}",
+                provider.for_display(),
+                others.listed_by
+            ),
+        ),
+        StageError::Package(err) => Diagnostic::error(
+            "Failed to obtain checksums for another platform",
+            format!(
+                "Error while obtaining the checksums of {} v{version} for {platform} (listed by {}): {err}",
+                provider.for_display(),
+                others.listed_by
+            ),
+        ),
+        StageError::Refused(refusal) => refusal.diagnostic(),
     }
 }
 

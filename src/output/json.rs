@@ -28,7 +28,8 @@ pub const UI_VERSION: &str = "1.2";
 /// message types and fields), `MAJOR.MINOR`: a minor bump adds message
 /// types or optional fields; a major bump changes or removes something.
 /// 2.0: the messages Terraform also writes took Terraform's types, codes
-/// and texts. 2.1: the provider policy's `policy` and `policy_check`.
+/// and texts. 2.1: the provider policy's `policy` and `policy_check`, and
+/// `platform_hashes`.
 pub const TFINSTALL_UI_VERSION: &str = "2.1";
 
 /// A machine reading progress needs far fewer updates than a person
@@ -326,6 +327,34 @@ impl JsonLines {
                 &format!("Policy: {} v{version}: {decision}", provider.for_display()),
                 decision.json(provider, Some(version), Some(auth)),
             ),
+            InstallEvent::PlatformHashes {
+                provider,
+                version,
+                platforms,
+            } => {
+                for (platform, found) in platforms {
+                    let hashes: Vec<Value> = found
+                        .hashes
+                        .iter()
+                        .map(|(hash, source)| json!({ "hash": hash.as_str(), "source": source.as_str() }))
+                        .collect();
+                    self.emit(
+                        "info",
+                        &format!(
+                            "Recorded checksums of {} v{version} for {platform}",
+                            provider.for_display()
+                        ),
+                        "platform_hashes",
+                        json!({
+                            "provider": provider.to_string(),
+                            "version": version.to_string(),
+                            "platform": platform.to_string(),
+                            "hashes": hashes,
+                            "authentication": authentication(&found.auth),
+                        }),
+                    );
+                }
+            }
             // Unpacking and completion only drive the terminal display; the
             // `verified` and `installed` messages say the same for machines.
             InstallEvent::Progress { .. } => {}

@@ -51,7 +51,7 @@ use zip::{CompressionMethod, ZipArchive, ZipReadOptions};
 use crate::sha256::Sha256Lane;
 
 mod stream;
-pub use stream::{Chunks, Declined, unpack_stream};
+pub use stream::{Chunks, Declined, hash_stream, unpack_stream};
 
 /// An entry's inflated bytes, read by [`PackageWriter::write_data`].
 trait EntryReader: Read {
@@ -285,6 +285,28 @@ impl ExtractError {
 pub fn extract_package(
     zip: &Path,
     dest: &Path,
+    provider_type: &str,
+    limits: &ExtractLimits,
+) -> Result<Vec<ExtractedFile>, ExtractError> {
+    read_package(zip, Some(dest), provider_type, limits)
+}
+
+/// The files [`extract_package`] would write for `zip`, with the same checks
+/// and the same verdict, computed without writing anything: for the `h1:` of
+/// a package that is not installed here (another platform's, for the lock
+/// file), when its download could not be hashed as it arrived.
+pub fn hash_package(
+    zip: &Path,
+    provider_type: &str,
+    limits: &ExtractLimits,
+) -> Result<Vec<ExtractedFile>, ExtractError> {
+    read_package(zip, None, provider_type, limits)
+}
+
+/// [`extract_package`] into `dest`, or [`hash_package`] without one.
+fn read_package(
+    zip: &Path,
+    dest: Option<&Path>,
     provider_type: &str,
     limits: &ExtractLimits,
 ) -> Result<Vec<ExtractedFile>, ExtractError> {
@@ -637,7 +659,10 @@ impl PathClaims {
 }
 
 struct PackageWriter<'a> {
-    dest: &'a Path,
+    /// Where the files go; `None` when the package is only hashed: every
+    /// entry is still inflated, held to the limits and checked, and nothing
+    /// is written.
+    dest: Option<&'a Path>,
     limits: &'a ExtractLimits,
     /// Relative paths of directories already created, so each is made once.
     created_dirs: HashSet<String>,
@@ -658,7 +683,9 @@ impl PackageWriter<'_> {
             if self.created_dirs.contains(prefix) {
                 continue;
             }
-            create_new_dir(&self.dest.join(prefix))?;
+            if let Some(dest) = self.dest {
+                create_new_dir(&dest.join(prefix))?;
+            }
             self.created_dirs.insert(prefix.to_owned());
         }
         Ok(())
@@ -696,16 +723,18 @@ impl PackageWriter<'_> {
                 actual,
             });
         }
-        set_file_mode(&out, mode).map_err(|source| ExtractError::Write {
-            path: self.dest.join(&entry.path),
-            source,
-        })?;
+        if let (Some(out), Some(dest)) = (&out, self.dest) {
+            set_file_mode(out, mode).map_err(|source| ExtractError::Write {
+                path: dest.join(&entry.path),
+                source,
+            })?;
+        }
         Ok(file)
     }
 
     /// Inflates `data` into a new private file at `path` (entry `name` in
     /// messages), hashing it and holding it to the limits; the file, its
-    /// handle and its CRC-32. `compressed` is how many compressed bytes the
+    /// handle (none when nothing is written) and its CRC-32. `compressed` is how many compressed bytes the
     /// entry has taken so far, the ratio's denominator; `expected_size` and
     /// [`EntryReader::hashes_where_read`] decide whether hashing and writing
     /// get a thread of their own.
@@ -716,16 +745,21 @@ impl PackageWriter<'_> {
         mut data: impl EntryReader,
         compressed: impl Fn() -> u64,
         expected_size: Option<u64>,
-    ) -> Result<(ExtractedFile, File, u32), ExtractError> {
+    ) -> Result<(ExtractedFile, Option<File>, u32), ExtractError> {
         if let Some((parent, _)) = path.rsplit_once('/') {
             self.ensure_dir(parent)?;
         }
-        let full_path = self.dest.join(path);
+        let full_path = self
+            .dest
+            .map_or_else(|| PathBuf::from(path), |d| d.join(path));
         let write_err = |source| ExtractError::Write {
             path: full_path.clone(),
             source,
         };
-        let out = create_new_file(&full_path).map_err(write_err)?;
+        let out = match self.dest {
+            Some(_) => Some(create_new_file(&full_path).map_err(write_err)?),
+            None => None,
+        };
         let mut crc32 = crc32fast::Hasher::new();
         let mut size: u64 = 0;
         let _unpacking = Unpacking::start();
@@ -826,16 +860,18 @@ fn fill(data: &mut impl Read, buffer: &mut Vec<u8>) -> io::Result<(usize, bool)>
     Ok((filled, false))
 }
 
-/// Writes each inflated (and hashed) buffer in turn.
+/// Writes each inflated (and hashed) buffer in turn, if there is a file.
 fn copy_inline(
-    mut out: File,
+    mut out: Option<File>,
     inflate: &mut impl FnMut(&mut Vec<u8>) -> Result<bool, ExtractError>,
     write_err: &impl Fn(io::Error) -> ExtractError,
-) -> Result<File, ExtractError> {
+) -> Result<Option<File>, ExtractError> {
     let mut buffer = Vec::with_capacity(COPY_BUFFER_BYTES);
     loop {
         let more = inflate(&mut buffer)?;
-        out.write_all(&buffer).map_err(write_err)?;
+        if let Some(out) = &mut out {
+            out.write_all(&buffer).map_err(write_err)?;
+        }
         if !more {
             return Ok(out);
         }
@@ -847,10 +883,10 @@ fn copy_inline(
 /// core idle for the second or more that a big provider takes to unpack.
 /// A few buffers go round between the two, so memory stays flat.
 fn copy_pipelined(
-    mut out: File,
+    mut out: Option<File>,
     inflate: &mut impl FnMut(&mut Vec<u8>) -> Result<bool, ExtractError>,
     write_err: &impl Fn(io::Error) -> ExtractError,
-) -> Result<(Sha256Lane, File), ExtractError> {
+) -> Result<(Sha256Lane, Option<File>), ExtractError> {
     const BUFFERS: usize = 3;
     let (full_tx, full_rx) = mpsc::sync_channel::<Vec<u8>>(BUFFERS);
     let (empty_tx, empty_rx) = mpsc::sync_channel::<Vec<u8>>(BUFFERS);
@@ -858,11 +894,13 @@ fn copy_pipelined(
         let _ = empty_tx.send(Vec::with_capacity(COPY_BUFFER_BYTES));
     }
     std::thread::scope(|scope| {
-        let writer = scope.spawn(move || -> io::Result<(Sha256Lane, File)> {
+        let writer = scope.spawn(move || -> io::Result<(Sha256Lane, Option<File>)> {
             let mut sha256 = Sha256Lane::new();
             for buffer in full_rx {
                 sha256.update(&buffer);
-                out.write_all(&buffer)?;
+                if let Some(out) = &mut out {
+                    out.write_all(&buffer)?;
+                }
                 // The inflating side may have stopped already.
                 let _ = empty_tx.send(buffer);
             }
@@ -1033,7 +1071,31 @@ mod tests {
                     "the streaming unpacker took an archive refused with: {err}"
                 );
             }
+            self.assert_hashed_alike(archive, limits, &extracted, &streamed.files);
             extracted
+        }
+
+        /// Hashing a package, from a file or as it streams, gives what
+        /// unpacking it gives (the same files and digests, the same
+        /// refusal, the same declines) and writes nothing at all.
+        fn assert_hashed_alike(
+            &self,
+            archive: &[u8],
+            limits: &ExtractLimits,
+            extracted: &Result<Vec<ExtractedFile>, ExtractError>,
+            streamed: &Result<Vec<ExtractedFile>, Declined>,
+        ) {
+            let before = paths(self.dir.path());
+            let hashed = hash_package(&self.zip_path(), TYPE, limits);
+            match (extracted, &hashed) {
+                (Ok(files), Ok(hashed)) => assert_eq!(files, hashed),
+                (Err(ExtractError::Write { .. }), Ok(_)) => {}
+                (Err(err), Err(hashed)) => assert_eq!(err.to_string(), hashed.to_string()),
+                (extracted, hashed) => panic!("extracted {extracted:?}, hashed {hashed:?}"),
+            }
+            let hashed_stream = hash_stream(&mut in_pieces(archive), TYPE, limits);
+            assert_eq!(&hashed_stream, streamed);
+            assert_eq!(paths(self.dir.path()), before, "hashing wrote files");
         }
 
         /// Every path in the scratch dir other than the archive is in `dest`.
@@ -1107,6 +1169,23 @@ mod tests {
             rest = after;
         }
         pieces.into_iter()
+    }
+
+    /// Every path below `dir`, links not followed.
+    fn paths(dir: &Path) -> Vec<PathBuf> {
+        let mut found = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(at) = stack.pop() {
+            for entry in fs::read_dir(&at).unwrap() {
+                let path = entry.unwrap().path();
+                if fs::symlink_metadata(&path).unwrap().is_dir() {
+                    stack.push(path.clone());
+                }
+                found.push(path);
+            }
+        }
+        found.sort();
+        found
     }
 
     /// Every path below `dir` with its kind, mode and content.
@@ -1982,7 +2061,7 @@ mod tests {
         };
         let mut inflate = stored(data.clone());
         let out = File::create(dir.path().join("out")).unwrap();
-        let (sha, _) = copy_pipelined(out, &mut inflate, &write_err).unwrap();
+        let (sha, _) = copy_pipelined(Some(out), &mut inflate, &write_err).unwrap();
         assert_eq!(sha.finalize(), sha256(&data));
         assert_eq!(fs::read(dir.path().join("out")).unwrap(), data);
 
@@ -1998,13 +2077,13 @@ mod tests {
             Ok(true)
         };
         let out = File::create(dir.path().join("out2")).unwrap();
-        let err = copy_pipelined(out, &mut failing, &write_err).unwrap_err();
+        let err = copy_pipelined(Some(out), &mut failing, &write_err).unwrap_err();
         assert!(matches!(err, ExtractError::TooLarge { limit: 10 }), "{err}");
 
         // The writing side fails: a file opened only for reading.
         let mut inflate = stored(data.clone());
         let read_only = File::open(dir.path().join("out")).unwrap();
-        let err = copy_pipelined(read_only, &mut inflate, &write_err).unwrap_err();
+        let err = copy_pipelined(Some(read_only), &mut inflate, &write_err).unwrap_err();
         assert!(matches!(err, ExtractError::Write { .. }), "{err}");
     }
 

@@ -3,6 +3,7 @@
 //! so the installer never knows which kind it talks to; the multi-source that
 //! applies the CLI configuration's include/exclude rules is one more `Source`.
 
+pub mod authentication;
 pub mod configured;
 pub mod discovery;
 pub mod filesystem;

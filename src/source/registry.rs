@@ -145,7 +145,14 @@ pub struct RegistrySource {
     /// Terraform memoizes the direct source for the whole run, errors
     /// included; the protocol suggestion reuses the list too.
     versions: Mutex<HashMap<ProviderAddr, Arc<OnceCell<VersionsResult>>>>,
+    /// Each release's checksum documents, by their URLs and the credentials
+    /// sent with them: every platform's download document names the same
+    /// two, and a run that locks several platforms fetches them once.
+    documents: Mutex<HashMap<DocumentsKey, ChecksumDocuments>>,
 }
+
+/// The checksum list's and its signature's URLs and `Authorization` values.
+type DocumentsKey = (Url, Url, Option<String>, Option<String>);
 
 impl RegistrySource {
     pub fn new(discovery: Arc<Discovery>, api: ApiClient, netrc: Option<Arc<Netrc>>) -> Self {
@@ -154,6 +161,7 @@ impl RegistrySource {
             api,
             netrc,
             versions: Mutex::new(HashMap::new()),
+            documents: Mutex::new(HashMap::new()),
         }
     }
 
@@ -450,29 +458,43 @@ impl Source for RegistrySource {
                 .and_then(|netrc| netrc.authorization_for(url))
         };
         let (sums_auth, signature_auth) = (netrc_for(&shasums_url), netrc_for(&signature_url));
-        let documents = ChecksumDocuments::fetch(async move {
-            let (sha256sums, signature) = futures_util::future::try_join(
-                fetch_document(
-                    &api,
-                    &owner,
-                    &shasums_url,
-                    sums_auth.as_deref(),
-                    "authentication checksums",
-                ),
-                fetch_document(
-                    &api,
-                    &owner,
-                    &signature_url,
-                    signature_auth.as_deref(),
-                    "cryptographic signature",
-                ),
-            )
-            .await?;
-            Ok(SignedDocuments {
-                sha256sums,
-                signature,
-            })
-        });
+        let key = (
+            shasums_url.clone(),
+            signature_url.clone(),
+            sums_auth.clone(),
+            signature_auth.clone(),
+        );
+        let documents = {
+            let mut known = self.documents.lock().unwrap_or_else(|e| e.into_inner());
+            known
+                .entry(key)
+                .or_insert_with(|| {
+                    ChecksumDocuments::fetch(async move {
+                        let (sha256sums, signature) = futures_util::future::try_join(
+                            fetch_document(
+                                &api,
+                                &owner,
+                                &shasums_url,
+                                sums_auth.as_deref(),
+                                "authentication checksums",
+                            ),
+                            fetch_document(
+                                &api,
+                                &owner,
+                                &signature_url,
+                                signature_auth.as_deref(),
+                                "cryptographic signature",
+                            ),
+                        )
+                        .await?;
+                        Ok(SignedDocuments {
+                            sha256sums,
+                            signature,
+                        })
+                    })
+                })
+                .clone()
+        };
         Ok(PackageMeta {
             provider: provider.clone(),
             version: version.clone(),

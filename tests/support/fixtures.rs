@@ -62,6 +62,21 @@ impl ProviderSpec {
         }
     }
 
+    /// Publishes the zips in `dir` (`terraform-provider-TYPE_VERSION_OS_ARCH.zip`)
+    /// for each of the platforms set so far, as they are: for lock files
+    /// compared with ones real Terraform wrote from the very same bytes
+    /// (built afresh, a zip changes with the zip crate's version, and its
+    /// hashes with it).
+    pub fn committed_packages(self, dir: &Path) -> Self {
+        let platforms = self.platforms.clone();
+        platforms.iter().fold(self, |spec, platform| {
+            let path = dir.join(spec.zip_filename(platform));
+            let zip = std::fs::read(&path)
+                .unwrap_or_else(|err| panic!("reading {}: {err}", path.display()));
+            spec.archive(platform, zip)
+        })
+    }
+
     pub fn hostname(mut self, hostname: &str) -> Self {
         self.hostname = hostname.to_owned();
         self

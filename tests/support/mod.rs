@@ -212,6 +212,8 @@ fn clean_environment(mut command: assert_cmd::Command, home: &Path) -> assert_cm
             || upper.starts_with("RUST_")
             || upper.starts_with("OPENTOFU_")
             || upper == "TFINSTALL_ENGINE"
+            || upper == "TFINSTALL_LOCK_PLATFORMS"
+            || upper == "TFINSTALL_TEST_PLATFORM"
             || upper == "NETRC"
         {
             command.env_remove(name);

@@ -1,14 +1,19 @@
-//! `tfinstall providers lock`: Terraform's `providers lock`. Each platform's
-//! packages are installed into a throwaway directory with the locked hashes
-//! not enforced (Terraform's `InstallNewProvidersForce`), and the hashes each
-//! install vouches for
-//! (`zh:` from the signed SHA256SUMS, `h1:` from the package) are merged
-//! into the lock file.
+//! `tfinstall providers lock`: Terraform's `providers lock`. Each provider's
+//! version is chosen once, as Terraform's installer chooses it in its
+//! "force" mode (the lock file's version, else the newest allowed), and the
+//! hashes of its package for every platform asked for are found where
+//! `init -platform` finds them ([`crate::platform_hashes`]) and merged into
+//! the lock file as Terraform merges them: every provider keeps its
+//! previous hashes and gains each platform's.
 //!
-//! Unlike Terraform, the platforms are fetched concurrently, and a package
-//! already installed for this platform that matches the lock file is used
-//! as it is instead of being downloaded again. The installed tree is only
-//! ever read.
+//! Unlike Terraform, every provider and platform is worked on at once;
+//! packages are hashed in memory as they stream, never written or
+//! unpacked; and what is already at hand is used instead of a download:
+//! the package installed here when the lock file vouches for it, a plugin
+//! cache entry with tfinstall's record of its signed release. Without
+//! `-platform`, the platforms the configuration commits to
+//! (`.tfinstall-platforms`, `TFINSTALL_LOCK_PLATFORMS`) are locked with
+//! this one.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -16,24 +21,31 @@ use std::sync::Arc;
 
 use url::Url;
 
-use crate::addr::target_platforms;
 use crate::addr::{Platform, ProviderAddr};
+use crate::cache::PluginCache;
 use crate::cli::ProvidersLockArgs;
 use crate::cliconfig::{self, CliEnv};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::engine::Engine;
 use crate::fetch::{DownloadSettings, Downloader};
+use crate::install::events::InstallEvent;
+use crate::install::hash_memo::HashMemo;
 use crate::install::installer::{InstallMode, Installer};
 use crate::install::layout::{InstallLayout, LayoutKind};
 use crate::lockfile::{LockedProvider, Locks};
 use crate::output::Output;
 use crate::output::ordered::OrderedOutput;
+use crate::package::extract::ExtractLimits;
+use crate::platform_hashes::{FoundHashes, HashQuery, HashSource, PlatformHashes};
 use crate::policy::Policy;
 use crate::source::Source;
+use crate::source::authentication::StageError;
 use crate::source::configured::NetworkSources;
 use crate::source::filesystem::FilesystemMirror;
+use crate::verify::hash::PackageHash;
 use crate::version::{Version, VersionConstraints};
 use crate::workdir::configuration_requirements;
+use crate::workdir::platforms::LockPlatforms;
 use crate::workdir::{LOCK_FILE, data_dir, save_lock_file};
 
 pub async fn run(args: ProvidersLockArgs) -> bool {
@@ -76,7 +88,7 @@ async fn lock(
         )
         .into());
     }
-    let platforms = target_platforms(&args.platforms)?;
+    let platforms = platforms_to_lock(&args.platforms)?;
     let policy = Policy::from_flag(args.policy.as_deref())?;
 
     let env = CliEnv::from_process();
@@ -103,6 +115,12 @@ async fn lock(
         },
         (None, None) => network.registry(),
     };
+    // The plugin cache holds the origin's signed releases; a lock made from
+    // a mirror the user named holds what that mirror vouches for alone.
+    let cache = match (fs_mirror, net_mirror) {
+        (None, None) => cli_config.plugin_cache_dir.as_ref().map(PluginCache::new),
+        _ => None,
+    };
 
     let data_dir = data_dir();
     let (mut requirements, mut warnings) = configuration_requirements(Path::new("."), &data_dir)?;
@@ -113,24 +131,61 @@ async fn lock(
     }
     warnings.extend(lock_diags);
 
-    let per_platform = install_platforms(
-        &platforms,
-        &requirements,
-        &previous,
-        source,
+    let downloader = Arc::new(
         Downloader::new(client, DownloadSettings::from_env()).with_netrc(cli_config.netrc.clone()),
-        &data_dir,
-        args.parallelism,
+    );
+    let chooser = Installer {
+        parallelism: args.parallelism,
+        policy: policy.clone(),
+        ..Installer::new(
+            source.clone(),
+            InstallLayout::new(&data_dir, LayoutKind::Providers),
+            Platform::current(),
+            downloader.clone(),
+        )
+    };
+    let selected = chooser
+        .choose_versions(&requirements, &previous, InstallMode::Force)
+        .await?;
+    let hashes = PlatformHashes::new(
+        downloader,
+        cache,
+        ExtractLimits {
+            max_total_bytes: DownloadSettings::from_env().max_bytes,
+            ..ExtractLimits::default()
+        },
         policy,
+        args.parallelism,
+    );
+    let per_platform = find_all(
+        &platforms,
+        &selected,
+        &previous,
+        source.as_ref(),
+        &hashes,
+        &data_dir,
         out,
     )
     .await?;
-    let (locks, changed) = merge(&requirements, &previous, &per_platform, out)?;
+    let (locks, changed) = merge(&requirements, &previous, &selected, &per_platform, out);
     let rendered = locks.render();
     if std::fs::read(LOCK_FILE).ok().as_deref() != Some(rendered.as_bytes()) {
         save_lock_file(&locks)?;
     }
     Ok((warnings, changed))
+}
+
+/// The `-platform` options, as Terraform takes them; without any, this
+/// platform and those the configuration commits to.
+fn platforms_to_lock(given: &[String]) -> Result<Vec<Platform>, Diagnostics> {
+    if !given.is_empty() {
+        return crate::addr::target_platforms(given);
+    }
+    let current = Platform::current();
+    let committed = LockPlatforms::for_dir(Path::new("."), &[])?;
+    let mut platforms = vec![current.clone()];
+    platforms.extend(committed.others(&current));
+    Ok(platforms)
 }
 
 /// Narrows the requirements to the providers named on the command line
@@ -171,139 +226,166 @@ fn select_providers(
     Ok(())
 }
 
-/// Runs one installer per platform, all at once, and returns each
-/// platform's resulting locks in the order the platforms were given.
-#[allow(clippy::too_many_arguments)]
-async fn install_platforms(
+/// Each platform's hashes of each selected provider, all at once, in the
+/// order the platforms were given; each platform's lines print together.
+async fn find_all(
     platforms: &[Platform],
-    requirements: &BTreeMap<ProviderAddr, VersionConstraints>,
+    selected: &[(ProviderAddr, Version)],
     previous: &Locks,
-    source: Arc<dyn Source>,
-    downloader: Downloader,
+    source: &dyn Source,
+    hashes: &PlatformHashes,
     data_dir: &Path,
-    parallelism: usize,
-    policy: Option<Arc<Policy>>,
     out: &Output,
-) -> Result<Vec<(Platform, Locks)>, Diagnostics> {
-    let temp = tempfile::Builder::new()
-        .prefix("tfinstall-providers-lock")
-        .tempdir()
-        .map_err(|err| {
-            Diagnostics::from(Diagnostic::error(
-                "Could not create temporary directory",
-                format!(
-                    "Failed to create a temporary directory for staging the requested provider packages: {err}."
-                ),
-            ))
-        })?;
-    let downloader = Arc::new(downloader);
+) -> Result<Vec<(Platform, BTreeMap<ProviderAddr, FoundHashes>)>, Diagnostics> {
     let lines = Arc::new(OrderedOutput::new(platforms.len()));
-    let installs = platforms.iter().enumerate().map(|(slot, platform)| {
-        let layout = InstallLayout::new(
-            temp.path().join(platform.to_string()),
-            LayoutKind::Providers,
-        );
-        link_installed(data_dir, requirements, previous, platform, &layout);
-        let installer = Installer {
-            parallelism,
-            policy: policy.clone(),
-            events: out.platform_event_sink(lines.clone(), slot, platform.clone()),
-            ..Installer::new(source.clone(), layout, platform.clone(), downloader.clone())
-        };
-        let lines = lines.clone();
+    let installed = installed_hashes(data_dir, selected, previous);
+    let per_platform = platforms.iter().enumerate().map(|(slot, platform)| {
+        let emit = out.platform_event_sink(lines.clone(), slot, platform.clone());
+        let (lines, installed) = (lines.clone(), &installed);
         async move {
-            let result = installer
-                .install(requirements, previous, InstallMode::Force)
-                .await
-                .map(|outcome| outcome.locks);
+            let found = futures_util::future::join_all(selected.iter().map(
+                |(provider, version)| async move {
+                    let none = BTreeSet::new();
+                    let query = HashQuery {
+                        provider,
+                        version,
+                        platform,
+                        locked: previous
+                            .get(provider)
+                            .filter(|lock| lock.version == *version)
+                            .map_or(&none, |lock| &lock.hashes),
+                        installed: (*platform == Platform::current())
+                            .then(|| installed.get(provider).cloned())
+                            .flatten(),
+                    };
+                    let found = hashes.find(source, &query).await;
+                    (provider, version, query.installed.clone(), found)
+                },
+            ))
+            .await;
+            let mut ok = BTreeMap::new();
+            let mut failed = Vec::new();
+            for (provider, version, installed, found) in found {
+                match found {
+                    Ok(found) => {
+                        for event in events(provider, version, platform, installed.as_ref(), &found)
+                        {
+                            emit(event);
+                        }
+                        ok.insert(provider.clone(), found);
+                    }
+                    Err(err) => failed.push(err),
+                }
+            }
             lines.finish(slot);
-            result
+            (ok, failed)
         }
     });
-    let results = futures_util::future::join_all(installs).await;
+    let results = futures_util::future::join_all(per_platform).await;
 
     // The same failure on several platforms is reported once, naming them all.
     let mut failures: Vec<(String, Vec<&Platform>)> = Vec::new();
-    let mut per_platform = Vec::new();
-    for (platform, result) in platforms.iter().zip(results) {
-        match result {
-            Ok(locks) => per_platform.push((platform.clone(), locks)),
-            Err(diags) => {
-                for diag in diags.iter().filter(|d| d.is_error()) {
-                    let text = if diag.detail.is_empty() {
-                        diag.summary.clone()
-                    } else {
-                        diag.detail.trim_end_matches('.').to_string()
-                    };
-                    match failures.iter_mut().find(|(t, _)| *t == text) {
-                        Some((_, platforms)) => platforms.push(platform),
-                        None => failures.push((text, vec![platform])),
+    let mut refusals = Diagnostics::new();
+    let mut found = Vec::new();
+    for (platform, (ok, failed)) in platforms.iter().zip(results) {
+        for err in failed {
+            let text = match err {
+                StageError::Source(err) => err.to_string(),
+                StageError::Package(err) => err,
+                StageError::Refused(refusal) => {
+                    let diag = refusal.diagnostic();
+                    if !refusals.iter().any(|known| *known == diag) {
+                        refusals.push(diag);
                     }
+                    continue;
                 }
+            };
+            let text = text.trim_end_matches('.').to_owned();
+            match failures.iter_mut().find(|(t, _)| *t == text) {
+                Some((_, platforms)) => platforms.push(platform),
+                None => failures.push((text, vec![platform])),
             }
         }
+        found.push((platform.clone(), ok));
     }
-    if failures.is_empty() {
-        return Ok(per_platform);
+    if failures.is_empty() && refusals.is_empty() {
+        return Ok(found);
     }
-    Err(Diagnostics(
-        failures
-            .into_iter()
-            .map(|(text, platforms)| {
-                let names: Vec<String> = platforms.iter().map(|p| p.to_string()).collect();
-                Diagnostic::error(
-                    "Could not retrieve providers for locking",
-                    format!(
-                        "Terraform failed to fetch the requested providers for {} in order to calculate their checksums: {text}.",
-                        names.join(", ")
-                    ),
-                )
-            })
-            .collect(),
-    ))
+    refusals.0.extend(failures.into_iter().map(|(text, platforms)| {
+        let names: Vec<String> = platforms.iter().map(|p| p.to_string()).collect();
+        Diagnostic::error(
+            "Could not retrieve providers for locking",
+            format!(
+                "Terraform failed to fetch the requested providers for {} in order to calculate their checksums: {text}.",
+                names.join(", ")
+            ),
+        )
+    }));
+    Err(refusals)
 }
 
-/// Makes the packages installed for `platform` (in either layout) visible
-/// in the throwaway `layout` through symlinks, so the installer finds them
-/// there and, when they match the lock file, uses them instead of
-/// downloading. Where a link cannot be made the package is simply fetched.
-fn link_installed(
+/// The `h1:` of each selected provider's package installed here, in either
+/// layout, for the version the lock file holds: the lock file vouches for
+/// it, so it needs no download when the lock holds it.
+fn installed_hashes(
     data_dir: &Path,
-    requirements: &BTreeMap<ProviderAddr, VersionConstraints>,
+    selected: &[(ProviderAddr, Version)],
     previous: &Locks,
+) -> BTreeMap<ProviderAddr, PackageHash> {
+    let memo = HashMemo::load(data_dir);
+    let platform = Platform::current();
+    selected
+        .iter()
+        .filter(|(provider, version)| {
+            previous
+                .get(provider)
+                .is_some_and(|lock| lock.version == *version)
+        })
+        .filter_map(|(provider, version)| {
+            let h1 = [LayoutKind::Providers, LayoutKind::Plugins]
+                .into_iter()
+                .map(|kind| {
+                    InstallLayout::new(data_dir, kind).package_dir(provider, version, &platform)
+                })
+                .filter(|dir| dir.is_dir())
+                .find_map(|dir| memo.h1_of_dir(&dir).ok())?;
+            Some((provider.clone(), h1))
+        })
+        .collect()
+}
+
+/// The lines for one provider on one platform: Terraform's for a package
+/// fetched, tfinstall's for hashes that needed none.
+fn events(
+    provider: &ProviderAddr,
+    version: &Version,
     platform: &Platform,
-    layout: &InstallLayout,
-) {
-    for provider in requirements.keys() {
-        let Some(lock) = previous.get(provider) else {
-            continue;
-        };
-        let installed = [LayoutKind::Providers, LayoutKind::Plugins]
-            .into_iter()
-            .map(|kind| {
-                InstallLayout::new(data_dir, kind).package_dir(provider, &lock.version, platform)
-            })
-            .find(|dir| dir.is_dir())
-            .and_then(|dir| std::fs::canonicalize(dir).ok());
-        if let Some(installed) = installed {
-            let link = layout.package_dir(provider, &lock.version, platform);
-            if let Some(parent) = link.parent()
-                && std::fs::create_dir_all(parent).is_ok()
-            {
-                let _ = symlink_dir(&installed, &link);
-            }
+    installed: Option<&PackageHash>,
+    found: &FoundHashes,
+) -> Vec<InstallEvent> {
+    let (provider, version) = (provider.clone(), version.clone());
+    let h1 = found.hashes.iter().find(|(hash, _)| hash.scheme() == "h1");
+    match h1 {
+        Some((_, HashSource::Package)) => vec![
+            InstallEvent::Installing {
+                provider: provider.clone(),
+                version: version.clone(),
+            },
+            InstallEvent::Installed {
+                provider,
+                version,
+                auth: found.auth.clone(),
+            },
+        ],
+        Some((h1, HashSource::LockFile)) if Some(h1) == installed => {
+            vec![InstallEvent::UsingInstalled { provider, version }]
         }
+        _ => vec![InstallEvent::PlatformHashes {
+            provider,
+            version,
+            platforms: vec![(platform.clone(), found.clone())],
+        }],
     }
-}
-
-#[cfg(unix)]
-fn symlink_dir(target: &Path, link: &Path) -> std::io::Result<()> {
-    std::os::unix::fs::symlink(target, link)
-}
-
-#[cfg(windows)]
-fn symlink_dir(target: &Path, link: &Path) -> std::io::Result<()> {
-    std::os::windows::fs::symlink_dir(target, link)
 }
 
 /// Terraform's merge: every provider keeps its previous hashes and gains
@@ -312,44 +394,33 @@ fn symlink_dir(target: &Path, link: &Path) -> std::io::Result<()> {
 fn merge(
     requirements: &BTreeMap<ProviderAddr, VersionConstraints>,
     previous: &Locks,
-    per_platform: &[(Platform, Locks)],
+    selected: &[(ProviderAddr, Version)],
+    per_platform: &[(Platform, BTreeMap<ProviderAddr, FoundHashes>)],
     out: &Output,
-) -> Result<(Locks, bool), Diagnostics> {
+) -> (Locks, bool) {
     let mut locks = previous.clone();
     let mut changed = false;
-    let mut diags = Diagnostics::new();
-    for (provider, constraints) in requirements {
+    for (provider, version) in selected {
         let old = previous.get(provider);
-        let mut version: Option<Version> = old.map(|l| l.version.clone());
         let mut hashes = old.map(|l| l.hashes.clone()).unwrap_or_default();
-        let mut selected: Option<&Version> = None;
-        for (platform, platform_locks) in per_platform {
-            let Some(new) = platform_locks.get(provider) else {
+        for (platform, found) in per_platform {
+            let Some(found) = found.get(provider) else {
                 continue;
             };
-            if selected.is_some_and(|v| *v != new.version) {
-                diags.push(Diagnostic::error(
-                    "Inconsistent provider versions",
-                    format!(
-                        "The version constraint for {provider} selected inconsistent versions for different platforms, which is unexpected.\n\nThe upstream registry may have changed its available versions during Terraform's work. If so, re-running this command may produce a successful result."
-                    ),
-                ));
-            }
-            selected = Some(&new.version);
-            version = Some(new.version.clone());
-            hashes.extend(new.hashes.iter().cloned());
+            let new = found.set();
+            hashes.extend(new.iter().cloned());
             let what = match old {
                 None => {
                     "This was a new provider and the checksums for this platform are now tracked in the lock file"
                 }
-                Some(old) if new.hashes.is_subset(&old.hashes) => {
+                Some(old) if new.is_subset(&old.hashes) => {
                     "All checksums for this platform were already tracked in the lock file"
                 }
                 Some(_) => {
                     "Additional checksums for this platform are now tracked in the lock file"
                 }
             };
-            changed |= old.is_none_or(|old| !new.hashes.is_subset(&old.hashes));
+            changed |= old.is_none_or(|old| !new.is_subset(&old.hashes));
             out.text(|_| {
                 format!(
                     "- Obtained {} checksums for {platform}; {what}",
@@ -357,18 +428,12 @@ fn merge(
                 )
             });
         }
-        if let Some(version) = version {
-            locks.insert(LockedProvider {
-                addr: provider.clone(),
-                version,
-                constraints: constraints.clone(),
-                hashes,
-            });
-        }
+        locks.insert(LockedProvider {
+            addr: provider.clone(),
+            version: version.clone(),
+            constraints: requirements.get(provider).cloned().unwrap_or_default(),
+            hashes,
+        });
     }
-    if diags.has_errors() {
-        Err(diags)
-    } else {
-        Ok((locks, changed))
-    }
+    (locks, changed)
 }

@@ -37,14 +37,14 @@ use crate::fetch::{Destination, DownloadSettings, Downloader};
 use crate::fsutil::blocking;
 use crate::fsutil::write_atomic;
 use crate::install::link::copy_tree_hashed;
-use crate::install::obtain::{
-    StageError, alongside_documents, authenticate_archive, mirror_mismatch,
-};
 use crate::lockfile::Locks;
 use crate::output::Output;
 use crate::output::ordered::OrderedOutput;
 use crate::package::layout::{provider_dir, unpacked_package_dir};
 use crate::policy::Policy;
+use crate::source::authentication::{
+    StageError, alongside_documents, authenticate_archive, mirror_mismatch,
+};
 use crate::source::configured::{
     NetworkSources, SourceOptions, build_offline_source, build_source_excluding,
 };

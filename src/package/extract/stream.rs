@@ -98,6 +98,28 @@ pub fn unpack_stream(
     provider_type: &str,
     limits: &ExtractLimits,
 ) -> Result<Vec<ExtractedFile>, Declined> {
+    walk_stream(chunks, Some(dest), provider_type, limits)
+}
+
+/// The files [`unpack_stream`] would write, with the same checks, the same
+/// declines and the same digests, computed without writing anything: the
+/// `h1:` of another platform's package as its download arrives, for the
+/// lock file, with no byte of it on disk.
+pub fn hash_stream(
+    chunks: &mut impl Chunks,
+    provider_type: &str,
+    limits: &ExtractLimits,
+) -> Result<Vec<ExtractedFile>, Declined> {
+    walk_stream(chunks, None, provider_type, limits)
+}
+
+/// [`unpack_stream`] into `dest`, or [`hash_stream`] without one.
+fn walk_stream(
+    chunks: &mut impl Chunks,
+    dest: Option<&Path>,
+    provider_type: &str,
+    limits: &ExtractLimits,
+) -> Result<Vec<ExtractedFile>, Declined> {
     let mut input = Input {
         chunks,
         current: Bytes::new(),
@@ -483,8 +505,10 @@ impl Unpacker<'_> {
                     {
                         return declined("an entry the central directory describes otherwise");
                     }
-                    set_mode(&self.writer.dest.join(&planned.path), mode)
-                        .map_err(|err| Declined(err.to_string()))?;
+                    if let Some(dest) = self.writer.dest {
+                        set_mode(&dest.join(&planned.path), mode)
+                            .map_err(|err| Declined(err.to_string()))?;
+                    }
                 }
                 _ => return declined("an entry of another kind in the central directory"),
             }
