@@ -15,8 +15,8 @@ use hcl::edit::expr::Expression;
 use hcl::edit::structure::{Attribute, Block, BlockLabel, Body, Structure};
 
 use super::{Effect, Policy, Rule, Setting, TrustLevel};
+use crate::addr::pattern::ProviderPattern;
 use crate::diag::{Diagnostic, Diagnostics, LineMap};
-use crate::source::selector::ProviderPattern;
 use crate::version::VersionConstraints;
 
 const TOP_LEVEL: &str = "A policy file sets default, min_trust and accept_expired_keys, and holds allow and deny blocks (see docs/policy.md).";

@@ -20,8 +20,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::addr::ProviderAddr;
+use crate::addr::pattern::ProviderPattern;
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::source::selector::ProviderPattern;
 use crate::verify::{AuthResult, Trust};
 use crate::version::{Version, VersionConstraints};
 

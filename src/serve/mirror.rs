@@ -25,7 +25,7 @@ use crate::install::installer::{CacheUse, FillError, Installer};
 use crate::install::layout::{InstallLayout, LayoutKind};
 use crate::package::extract::ExtractLimits;
 use crate::policy::{Policy, Refusal};
-use crate::serve::policy::AccessTokens;
+use crate::serve::access::AccessTokens;
 use crate::source::oci::publish::{Staged, push};
 use crate::source::oci::template::RepositoryTemplate;
 use crate::source::oci::{OciMirror, Registries};

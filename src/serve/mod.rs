@@ -10,8 +10,8 @@
 //! needs a token; and nothing is served that was not verified as `init`
 //! verifies it ([`mirror`]).
 
+pub mod access;
 pub mod mirror;
-pub mod policy;
 pub mod route;
 
 use std::convert::Infallible;
@@ -44,8 +44,8 @@ use crate::output::Output;
 use crate::policy::Policy;
 use crate::source::configured::{NetworkSources, SourceOptions, build_source};
 use crate::source::oci::template::RepositoryTemplate;
+use access::{AccessTokens, AllowedProviders};
 use mirror::{Mirror, MirrorOptions, Outcome, Reply, SharedStore};
-use policy::{AccessTokens, AllowedProviders};
 use route::Route;
 
 /// How long a stopping server waits for requests and fills in flight.

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use url::Url;
 
+use crate::addr::pattern::{ProviderPattern, ProviderSelector};
 use crate::addr::{Platform, ProviderAddr};
 use crate::cliconfig::netrc::Netrc;
 use crate::cliconfig::{CliConfig, CliEnv, Credentials, InstallMethod, MethodLocation};
@@ -28,7 +29,6 @@ use crate::source::oci::template::RepositoryTemplate;
 use crate::source::oci::{OciMirror, Registries};
 use crate::source::offline::OfflineSource;
 use crate::source::registry::RegistrySource;
-use crate::source::selector::{ProviderPattern, ProviderSelector};
 use crate::source::shared::SharedQueries;
 
 pub struct SourceOptions<'a> {

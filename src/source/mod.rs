@@ -12,7 +12,6 @@ pub mod network_mirror;
 pub mod oci;
 pub mod offline;
 pub mod registry;
-pub mod selector;
 pub mod shared;
 
 use std::collections::BTreeMap;

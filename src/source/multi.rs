@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use crate::addr::pattern::ProviderSelector;
 use crate::addr::{Platform, ProviderAddr};
-use crate::source::selector::ProviderSelector;
 use crate::source::{AvailableVersions, PackageMeta, Source, SourceError};
 use crate::version::Version;
 

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 use reqwest::{Method, StatusCode};
 
+use crate::addr::pattern::ProviderPattern;
 use crate::addr::{Platform, ProviderAddr};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::source::oci::distribution::{Access, Body, Call, Registry, RegistryError};
@@ -27,7 +28,6 @@ use crate::source::oci::layout::{
 };
 use crate::source::oci::template::{RepositoryAddr, RepositoryTemplate};
 use crate::source::oci::{Registries, fetch_manifest};
-use crate::source::selector::ProviderPattern;
 use crate::verify::hash::sha256_file;
 use crate::version::Version;
 

@@ -6,7 +6,7 @@
 use std::fmt;
 
 use crate::addr::ProviderAddr;
-use crate::source::selector::ProviderPattern;
+use crate::addr::pattern::ProviderPattern;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RepositoryTemplate {

@@ -7,6 +7,8 @@
 //! provider must compare equal here, and the same inputs must be rejected with
 //! the same words.
 
+pub mod pattern;
+
 use std::fmt;
 
 use crate::diag::{Diagnostic, Diagnostics};

@@ -1,5 +1,8 @@
-//! `include`/`exclude` patterns of `provider_installation` methods, which
-//! decide which installation method may supply which providers.
+//! Patterns over provider addresses: the `include`/`exclude` patterns of
+//! `provider_installation` methods, which decide which installation method
+//! may supply which providers, and the grammar the provider policy and
+//! `serve -allow` name providers with. Only addresses are needed to match
+//! them, so they sit with the addresses, below everything that uses them.
 
 use crate::addr::{
     AddrError, Hostname, ProviderAddr, parse_provider_namespace, parse_provider_part,

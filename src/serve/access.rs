@@ -6,10 +6,10 @@ use std::path::Path;
 use hyper::header::HeaderValue;
 use sha2::{Digest, Sha256};
 
+use crate::addr::pattern::ProviderPattern;
 use crate::addr::{Hostname, ProviderAddr};
 use crate::cliconfig::CliConfig;
 use crate::diag::Diagnostic;
-use crate::source::selector::ProviderPattern;
 
 /// The providers served. A request names a provider host, and a server that
 /// contacted whatever host it was told would be an open proxy; so only
