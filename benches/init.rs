@@ -748,22 +748,11 @@ impl Bench {
             }
         };
         let main_tf = main_tf(&providers);
-        let mut config = self.host_block();
         let uses_cache = matches!(
             kind,
             ScenarioKind::Warm | ScenarioKind::WarmNoLock | ScenarioKind::NoopShared
         );
-        if uses_cache {
-            let cache = base.join("plugin-cache");
-            fs::create_dir_all(&cache).expect("create plugin cache");
-            let _ = writeln!(
-                config,
-                "plugin_cache_dir = {:?}",
-                cache.display().to_string()
-            );
-        }
-        let config_path = base.join("cli.tfrc");
-        fs::write(&config_path, &config).expect("write CLI config");
+        let config_path = self.write_cli_config(&base, uses_cache);
         let mut note = None;
         let reuse = match kind {
             ScenarioKind::Cold
@@ -1101,27 +1090,14 @@ impl Bench {
                     .join("e2e")
                     .join(temperature)
                     .join(follower.name());
-                fs::create_dir_all(&base).expect("create e2e dir");
-                let mut config = self.host_block();
-                let mut lock = None;
-                if warm {
-                    // The cache and the committed lock file, from one
-                    // untimed tfinstall run.
-                    let cache = base.join("plugin-cache");
-                    fs::create_dir_all(&cache).expect("create plugin cache");
-                    let _ = writeln!(
-                        config,
-                        "plugin_cache_dir = {:?}",
-                        cache.display().to_string()
-                    );
-                }
-                let config_path = base.join("cli.tfrc");
-                fs::write(&config_path, &config).expect("write CLI config");
-                if warm {
+                let config_path = self.write_cli_config(&base, warm);
+                // Warm: the cache and the committed lock file, from one
+                // untimed tfinstall run.
+                let lock = warm.then(|| {
                     let fill = new_workdir(&base.join("fill"), &main_tf);
                     self.untimed(Tool::Tfinstall, &fill, &config_path, None);
-                    lock = Some(fs::read(fill.join(".terraform.lock.hcl")).expect("lock file"));
-                }
+                    fs::read(fill.join(".terraform.lock.hcl")).expect("lock file")
+                });
                 let mut samples: BTreeMap<Tool, Vec<Sample>> = BTreeMap::new();
                 let mut follow_up_requests = 0;
                 for run in 0..self.options.runs {
@@ -1314,19 +1290,27 @@ impl Bench {
             .join(scenario)
             .join(tool.name())
             .join(format!("run{run}"));
-        let cache = base.join("plugin-cache");
-        fs::create_dir_all(&cache).expect("create plugin cache");
-        let config = base.join("cli.tfrc");
-        fs::write(
-            &config,
-            format!(
-                "{}plugin_cache_dir = {:?}\n",
-                self.host_block(),
-                cache.display().to_string()
-            ),
-        )
-        .expect("write CLI config");
+        let config = self.write_cli_config(&base, true);
         (base, config)
+    }
+
+    /// `BASE/cli.tfrc`, reaching the bench registry and, `with_cache`, naming
+    /// an empty plugin cache at `BASE/plugin-cache`; returns its path.
+    fn write_cli_config(&self, base: &Path, with_cache: bool) -> PathBuf {
+        let mut config = self.host_block();
+        if with_cache {
+            let cache = base.join("plugin-cache");
+            fs::create_dir_all(&cache).expect("create plugin cache");
+            let _ = writeln!(
+                config,
+                "plugin_cache_dir = {:?}",
+                cache.display().to_string()
+            );
+        }
+        fs::create_dir_all(base).expect("create the run's directory");
+        let path = base.join("cli.tfrc");
+        fs::write(&path, config).expect("write CLI config");
+        path
     }
 
     fn host_block(&self) -> String {

@@ -135,6 +135,19 @@ impl Installer {
         Ok(outcome)
     }
 
+    /// The required providers that have packages to fetch: neither built in
+    /// nor overridden for development.
+    fn to_fetch(
+        &self,
+        requirements: &BTreeMap<ProviderAddr, VersionConstraints>,
+    ) -> Vec<(ProviderAddr, VersionConstraints)> {
+        requirements
+            .iter()
+            .filter(|(p, _)| !p.is_builtin() && !self.dev_overrides.contains(*p))
+            .map(|(p, c)| (p.clone(), c.clone()))
+            .collect()
+    }
+
     /// `providers lock`: the version of each required provider, chosen as
     /// `init` would choose it in `mode` (the lock file's when it has one),
     /// with nothing fetched but what choosing needs and nothing written.
@@ -144,11 +157,7 @@ impl Installer {
         previous: &Locks,
         mode: InstallMode,
     ) -> Result<Vec<(ProviderAddr, Version)>, Diagnostics> {
-        let wanted: Vec<(ProviderAddr, VersionConstraints)> = requirements
-            .iter()
-            .filter(|(p, _)| !p.is_builtin() && !self.dev_overrides.contains(*p))
-            .map(|(p, c)| (p.clone(), c.clone()))
-            .collect();
+        let wanted = self.to_fetch(requirements);
         let memo = HashMemo::load(&self.layout.data_dir);
         let selected = self.select_versions(&wanted, previous, mode, &memo).await?;
         Ok(selected
@@ -169,11 +178,7 @@ impl Installer {
         let Some(cache) = &self.cache else {
             return Ok(Vec::new());
         };
-        let wanted: Vec<(ProviderAddr, VersionConstraints)> = requirements
-            .iter()
-            .filter(|(p, _)| !p.is_builtin() && !self.dev_overrides.contains(*p))
-            .map(|(p, c)| (p.clone(), c.clone()))
-            .collect();
+        let wanted = self.to_fetch(requirements);
         let memo = HashMemo::load(&self.layout.data_dir);
         let selected = self
             .select_versions(&wanted, previous, InstallMode::Normal, &memo)
