@@ -946,7 +946,16 @@ impl Bench {
                 let _ = fs::remove_dir_all(&base);
             }
         }
-        let mut notes = Vec::new();
+        let mut notes = vec![format!(
+            "{}: the aws-shaped package is one {} MB executable deflated like a Go executable (about 4.6×, as hashicorp/aws is), with LICENSE.txt, sizes after the data as goreleaser packs it{}.",
+            kind.name(),
+            self.options.aws_mb,
+            if kind == ScenarioKind::Typical {
+                format!("; beside it {}, packed the same way", typical_small_list())
+            } else {
+                String::new()
+            }
+        )];
         if let Some(runs) = samples[0].get(&Tool::Tfinstall) {
             let wall = Stats::of(runs).wall;
             let cpu = median(&tfinstall_cpu[0]);
