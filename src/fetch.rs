@@ -3,8 +3,9 @@
 //! memory stays flat whatever the package size, the `zh:` hash costs no
 //! second read, and an archive that is only to be unpacked is never written
 //! and read back. Hashing, writing and unpacking run on a thread of their
-//! own, beside the network side (TLS, HTTP/2) and behind it in priority, so
-//! a download is as fast as the slower of the two rather than their sum.
+//! own (a large file's hashing and writing on a second one while a core is
+//! idle), beside the network side (TLS, HTTP/2) and behind it in priority,
+//! so a download is as fast as the slower of the two rather than their sum.
 //! Unlike Terraform, downloads are retried with backoff, resumed with `Range`
 //! where the server allows it, and abandoned when the server stalls or only
 //! trickles.
@@ -12,10 +13,10 @@
 use std::collections::VecDeque;
 use std::io::{IoSlice, Seek, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bytes::{Buf, Bytes};
+use bytes::Bytes;
 use futures_util::StreamExt;
 use reqwest::StatusCode;
 use reqwest::header::{ACCEPT_RANGES, CONTENT_RANGE, CONTENT_TYPE, RANGE};
@@ -24,9 +25,9 @@ use url::Url;
 
 use crate::cliconfig::netrc::Netrc;
 use crate::package::extract::{
-    Chunks, Declined, ExtractLimits, ExtractedFile, hash_stream, unpack_stream,
+    ArchiveHash, Chunks, Declined, ExtractLimits, ExtractedFile, hash_stream, unpack_stream,
 };
-use crate::sha256::Sha256Lane;
+use crate::sha256::QueuedLane;
 
 #[derive(Clone, Debug)]
 pub struct DownloadSettings {
@@ -336,7 +337,9 @@ impl Sink {
 /// the pipe stays full (on the benchmark the idle share fell from about a
 /// tenth to nothing). A thread of its own rather than one from the blocking
 /// pool, because a thread cannot be given its priority back and pool
-/// threads go on to other work.
+/// threads go on to other work. The thread that may hash and write a large
+/// file beside it (`package::extract`) starts from this one and so takes
+/// its priority.
 /// The thread, and its result for an async caller to await.
 fn spawn_writer<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
@@ -412,9 +415,7 @@ fn unpack(
 ) -> std::io::Result<SinkOutput> {
     let mut feed = Feed {
         ops,
-        hash: Sha256Lane::new(),
-        unhashed: VecDeque::new(),
-        unhashed_bytes: 0,
+        hash: Arc::new(Mutex::new(QueuedLane::new(MAX_UNHASHED_BYTES))),
         chunks: VecDeque::new(),
         restarted: false,
         ended: false,
@@ -435,10 +436,15 @@ fn unpack(
         while feed.receive() {
             feed.chunks.clear();
         }
+        // Every thread that hashed beside the archive has ended with the
+        // unpacker: the hash is this thread's alone again.
+        let hash = std::mem::replace(
+            &mut *feed.hash.lock().unwrap_or_else(|e| e.into_inner()),
+            QueuedLane::new(MAX_UNHASHED_BYTES),
+        );
         if !feed.restarted {
-            feed.hash_alone_beyond(0);
             return Ok(SinkOutput {
-                sha256: std::mem::take(&mut feed.hash).finalize(),
+                sha256: hash.finalize(),
                 unpacked: Some(unpacked),
             });
         }
@@ -446,7 +452,6 @@ fn unpack(
             std::fs::remove_dir_all(dir)?;
         }
         feed.restarted = false;
-        feed.hash = Sha256Lane::new();
     }
 }
 
@@ -456,15 +461,12 @@ fn unpack(
 const MAX_UNHASHED_BYTES: usize = 4 * BATCH_BYTES;
 
 /// The received bytes. Their hash is advanced beside the hash of each file
-/// the unpacker writes, two lanes at once ([`Chunks::hash_beside`]), and
-/// on their own for whatever is not paired (headers, the central directory,
+/// the unpacker writes, two lanes at once ([`Chunks::archive_hash`]), and
+/// on its own for whatever is not paired (headers, the central directory,
 /// an unpacker that declined).
 struct Feed {
     ops: tokio::sync::mpsc::Receiver<SinkOp>,
-    hash: Sha256Lane,
-    /// Received and not yet in `hash`, oldest first.
-    unhashed: VecDeque<Bytes>,
-    unhashed_bytes: usize,
+    hash: ArchiveHash,
     chunks: VecDeque<Bytes>,
     /// The download started over from its first byte: what was read so far
     /// is void.
@@ -481,17 +483,14 @@ impl Feed {
         }
         match self.ops.blocking_recv() {
             Some(SinkOp::Data(chunks)) => {
-                self.unhashed_bytes += chunks.iter().map(Bytes::len).sum::<usize>();
-                self.unhashed.extend(chunks.iter().cloned());
-                self.hash_alone_beyond(MAX_UNHASHED_BYTES);
+                let mut hash = self.hash.lock().unwrap_or_else(|e| e.into_inner());
+                chunks.iter().for_each(|chunk| hash.push(chunk.clone()));
                 self.chunks.extend(chunks);
                 true
             }
             Some(SinkOp::Restart) => {
                 self.restarted = true;
                 self.chunks.clear();
-                self.unhashed.clear();
-                self.unhashed_bytes = 0;
                 false
             }
             None => {
@@ -500,36 +499,11 @@ impl Feed {
             }
         }
     }
-
-    /// Hashes the oldest unhashed bytes on their own until at most `limit`
-    /// are left.
-    fn hash_alone_beyond(&mut self, limit: usize) {
-        while self.unhashed_bytes > limit {
-            let Some(chunk) = self.unhashed.pop_front() else {
-                break;
-            };
-            self.hash.update(&chunk);
-            self.unhashed_bytes -= chunk.len();
-        }
-    }
 }
 
 impl Chunks for Feed {
-    fn hash_beside(&mut self, file_hash: &mut Sha256Lane, mut data: &[u8]) {
-        while !data.is_empty() {
-            let Some(oldest) = self.unhashed.front_mut() else {
-                break;
-            };
-            let len = oldest.len().min(data.len());
-            crate::sha256::update_both(&mut self.hash, &oldest[..len], file_hash, &data[..len]);
-            oldest.advance(len);
-            if oldest.is_empty() {
-                self.unhashed.pop_front();
-            }
-            self.unhashed_bytes -= len;
-            data = &data[len..];
-        }
-        file_hash.update(data);
+    fn archive_hash(&self) -> Option<ArchiveHash> {
+        Some(self.hash.clone())
     }
 
     fn next_chunk(&mut self) -> std::io::Result<Option<Bytes>> {

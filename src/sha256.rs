@@ -13,6 +13,9 @@
 //! and every processor without the extensions) is sha2's
 //! `compress256`, and the tests compare each result with sha2's `Sha256`.
 
+use std::collections::VecDeque;
+
+use bytes::{Buf, Bytes};
 use sha2::block_api::compress256;
 
 const BLOCK: usize = 64;
@@ -122,6 +125,74 @@ pub fn update_both(a: &mut Sha256Lane, a_data: &[u8], b: &mut Sha256Lane, b_data
     compress256(&mut b.state, &b_blocks[paired..]);
     a.keep(a_tail);
     b.keep(b_tail);
+}
+
+/// A message's SHA-256 whose bytes wait in a queue to be hashed beside
+/// another message's, two lanes at once: a download's archive, queued as it
+/// arrives and hashed beside the files it unpacks to. Past `bound` queued
+/// bytes the oldest are hashed alone, so the queue holds little memory
+/// when nothing pairs with it (headers, an archive no longer unpacked).
+#[derive(Debug)]
+pub struct QueuedLane {
+    lane: Sha256Lane,
+    /// Not yet hashed, oldest first.
+    queue: VecDeque<Bytes>,
+    queued: usize,
+    bound: usize,
+}
+
+impl QueuedLane {
+    pub fn new(bound: usize) -> Self {
+        QueuedLane {
+            lane: Sha256Lane::new(),
+            queue: VecDeque::new(),
+            queued: 0,
+            bound,
+        }
+    }
+
+    /// Queues the message's next bytes.
+    pub fn push(&mut self, bytes: Bytes) {
+        self.queued += bytes.len();
+        self.queue.push_back(bytes);
+        self.hash_alone_beyond(self.bound);
+    }
+
+    /// Advances `other` by `data`, as many of its bytes as are queued here
+    /// beside as many queued bytes; the rest of `data`, not yet in `other`,
+    /// for the caller to hash alone.
+    pub fn update_beside<'d>(&mut self, other: &mut Sha256Lane, mut data: &'d [u8]) -> &'d [u8] {
+        while !data.is_empty() {
+            let Some(oldest) = self.queue.front_mut() else {
+                break;
+            };
+            let len = oldest.len().min(data.len());
+            update_both(&mut self.lane, &oldest[..len], other, &data[..len]);
+            oldest.advance(len);
+            if oldest.is_empty() {
+                self.queue.pop_front();
+            }
+            self.queued -= len;
+            data = &data[len..];
+        }
+        data
+    }
+
+    /// The hash of every byte pushed.
+    pub fn finalize(mut self) -> [u8; 32] {
+        self.hash_alone_beyond(0);
+        self.lane.finalize()
+    }
+
+    fn hash_alone_beyond(&mut self, limit: usize) {
+        while self.queued > limit {
+            let Some(oldest) = self.queue.pop_front() else {
+                break;
+            };
+            self.lane.update(&oldest);
+            self.queued -= oldest.len();
+        }
+    }
 }
 
 /// Equally many blocks into each state.
@@ -365,6 +436,27 @@ mod tests {
         update_both(&mut a_lane, &a[5000..], &mut b_lane, &b[5001..]);
         assert_eq!(a_lane.finalize(), reference(&a));
         assert_eq!(b_lane.finalize(), reference(&b));
+    }
+
+    #[test]
+    fn a_queued_lane_hashes_what_was_pushed_however_it_pairs() {
+        let archive = bytes(300_000, 8);
+        let file = bytes(500_000, 9);
+        for (piece, bound) in [(16_384, 1 << 20), (1_000, 50_000), (77_777, 0)] {
+            let mut queued = QueuedLane::new(bound);
+            let mut file_lane = Sha256Lane::new();
+            let mut pieces = archive.chunks(piece);
+            for data in file.chunks(40_000) {
+                if let Some(next) = pieces.next() {
+                    queued.push(Bytes::copy_from_slice(next));
+                }
+                let rest = queued.update_beside(&mut file_lane, data);
+                file_lane.update(rest);
+            }
+            pieces.for_each(|next| queued.push(Bytes::copy_from_slice(next)));
+            assert_eq!(queued.finalize(), reference(&archive), "{piece}/{bound}");
+            assert_eq!(file_lane.finalize(), reference(&file), "{piece}/{bound}");
+        }
     }
 
     #[cfg(target_arch = "x86_64")]

@@ -445,6 +445,24 @@ fn provider_zips_are_deterministic_and_keep_modes() {
     assert_eq!(support::h1_of_zip(&zip), spec.h1(&platform));
 }
 
+/// The benchmark's aws-shaped package: deflated like a Go executable (the
+/// aws provider's is 4.6:1) and packed as goreleaser packs releases.
+#[test]
+fn a_go_release_deflates_like_a_go_executable_with_sizes_after_its_data() {
+    let len = 4 << 20;
+    let spec = ProviderSpec::new("hashicorp", "aws", "1.0.0").payload(Payload::GoRelease(len));
+    let platform = current_platform();
+    let zip = spec.package_zip(&platform);
+    let ratio = len as f64 / zip.len() as f64;
+    assert!((4.2..5.0).contains(&ratio), "ratio {ratio:.2}");
+    assert_ne!(zip[6] & 0x08, 0, "sizes should follow the data");
+    let read = read_zip(&zip);
+    assert_eq!(read.len(), 2);
+    assert_eq!(read[0].content, spec.executable_content(&platform));
+    assert_eq!(read[1].name, b"LICENSE.txt");
+    assert_eq!(support::h1_of_zip(&zip), spec.h1(&platform));
+}
+
 /// Every local entry in file order. `ZipArchive` indexes entries by name
 /// and so shows only one of several same-named entries.
 fn read_zip_stream(bytes: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {

@@ -51,21 +51,15 @@ use zip::{CompressionMethod, ZipArchive, ZipReadOptions};
 use crate::sha256::Sha256Lane;
 
 mod stream;
-pub use stream::{Chunks, Declined, hash_stream, unpack_stream};
+pub use stream::{ArchiveHash, Chunks, Declined, hash_stream, unpack_stream};
 
 /// An entry's inflated bytes, read by [`PackageWriter::write_data`].
 trait EntryReader: Read {
-    /// Adds a buffer of the entry's bytes to the file's hash.
-    fn hash(&mut self, file_hash: &mut Sha256Lane, data: &[u8]) {
-        file_hash.update(data);
-    }
-
-    /// True for a download being unpacked as it arrives: it comes at the
-    /// network's pace, and [`hash`](Self::hash) may advance the archive's
-    /// hash beside the file's, which a second thread hashing the file
-    /// alone would forgo. Such an entry is hashed where it is inflated.
-    fn hashes_where_read(&self) -> bool {
-        false
+    /// For a download unpacked as it arrives, the hash of the archive: the
+    /// entry's bytes are hashed beside it, two lanes at once, on whichever
+    /// thread hashes the file.
+    fn archive_hash(&self) -> Option<ArchiveHash> {
+        None
     }
 }
 
@@ -83,9 +77,16 @@ const RATIO_GRACE_BYTES: u64 = 1 << 20;
 /// inflater hands out no more than its input buffer holds, and with the
 /// default 8 KiB a 200 MB package took 25,000 reads and as many writes.
 const COPY_BUFFER_BYTES: usize = 256 * 1024;
-/// Entries declaring at least this size are unpacked by two threads (see
-/// [`copy_pipelined`]); below it a thread costs more than it saves.
+/// Entries declaring at least this size (or no size: a download's entry
+/// whose sizes follow its data) may get a second thread once their first
+/// buffer is done (see [`copy`]); below it a thread costs more than it
+/// saves.
 const PIPELINE_MIN_BYTES: u64 = 8 << 20;
+/// The name of the thread that hashes and writes a large entry while the
+/// one that started it inflates. Created by a download's unpacking thread,
+/// it takes that thread's scheduling priority (Linux threads start with
+/// their creator's nice value), so it yields to the network thread too.
+const SECOND_THREAD_NAME: &str = "hash-and-write";
 
 const S_IFMT: u32 = 0o170_000;
 const S_IFREG: u32 = 0o100_000;
@@ -734,9 +735,9 @@ impl PackageWriter<'_> {
 
     /// Inflates `data` into a new private file at `path` (entry `name` in
     /// messages), hashing it and holding it to the limits; the file, its
-    /// handle (none when nothing is written) and its CRC-32. `compressed` is how many compressed bytes the
-    /// entry has taken so far, the ratio's denominator; `expected_size` and
-    /// [`EntryReader::hashes_where_read`] decide whether hashing and writing
+    /// handle (none when nothing is written) and its CRC-32. `compressed`
+    /// is how many compressed bytes the entry has taken so far, the ratio's
+    /// denominator; `expected_size` decides whether hashing and writing may
     /// get a thread of their own.
     fn write_data(
         &mut self,
@@ -760,15 +761,17 @@ impl PackageWriter<'_> {
             Some(_) => Some(create_new_file(&full_path).map_err(write_err)?),
             None => None,
         };
-        let mut crc32 = crc32fast::Hasher::new();
+        let output = FileOutput {
+            out,
+            crc32: crc32fast::Hasher::new(),
+            sha256: Sha256Lane::new(),
+            archive_hash: data.archive_hash(),
+        };
         let mut size: u64 = 0;
         let _unpacking = Unpacking::start();
         let large = expected_size.is_none_or(|size| size >= PIPELINE_MIN_BYTES);
-        let pipelined = large && !data.hashes_where_read() && Unpacking::core_to_spare();
-        let mut inline_hash = Sha256Lane::new();
-        // Inflates one buffer, checks the limits on it and adds it to the
-        // CRC (and to the hash, unless a second thread hashes); false once
-        // the entry has ended.
+        // Inflates one buffer and checks the limits on it; false once the
+        // entry has ended.
         let mut inflate = |buffer: &mut Vec<u8>| -> Result<bool, ExtractError> {
             let (filled, at_end) =
                 fill(&mut data, buffer).map_err(|err| ExtractError::CorruptEntry {
@@ -793,31 +796,22 @@ impl PackageWriter<'_> {
                     limit: self.limits.max_ratio,
                 });
             }
-            crc32.update(buffer);
-            if !pipelined {
-                data.hash(&mut inline_hash, buffer);
-            }
             Ok(!at_end)
         };
-        let (sha256, out) = if pipelined {
-            copy_pipelined(out, &mut inflate, &write_err)?
-        } else {
-            let out = copy_inline(out, &mut inflate, &write_err)?;
-            (inline_hash, out)
-        };
+        let output = copy(output, &mut inflate, large.then_some(name), &write_err)?;
         let file = ExtractedFile {
             name: path.to_owned(),
-            sha256: sha256.finalize(),
+            sha256: output.sha256.finalize(),
             size,
         };
-        Ok((file, out, crc32.finalize()))
+        Ok((file, output.out, output.crc32.finalize()))
     }
 }
 
-/// Counts the entries being unpacked in this process. A second thread per
-/// entry pays only while cores are idle: when packages unpack side by side
-/// they already keep every core busy, and more threads would only add their
-/// buffers to the memory used.
+/// Counts the threads unpacking entries in this process. A second thread
+/// for an entry pays only while a core is idle: when packages unpack side
+/// by side they already keep every core busy, and more threads would only
+/// add their buffers to the memory used.
 struct Unpacking;
 
 static UNPACKING: AtomicUsize = AtomicUsize::new(0);
@@ -828,12 +822,18 @@ impl Unpacking {
         Unpacking
     }
 
-    fn core_to_spare() -> bool {
+    /// Counts in one more thread if a core is idle.
+    fn spare_core() -> Option<Unpacking> {
         // Read once: on Linux it consults cgroup files every time.
         static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
         let cores =
             *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from));
-        UNPACKING.load(Ordering::SeqCst) < cores
+        UNPACKING
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |busy| {
+                (busy < cores).then_some(busy + 1)
+            })
+            .ok()
+            .map(|_| Unpacking)
     }
 }
 
@@ -860,52 +860,98 @@ fn fill(data: &mut impl Read, buffer: &mut Vec<u8>) -> io::Result<(usize, bool)>
     Ok((filled, false))
 }
 
-/// Writes each inflated (and hashed) buffer in turn, if there is a file.
-fn copy_inline(
-    mut out: Option<File>,
-    inflate: &mut impl FnMut(&mut Vec<u8>) -> Result<bool, ExtractError>,
-    write_err: &impl Fn(io::Error) -> ExtractError,
-) -> Result<Option<File>, ExtractError> {
-    let mut buffer = Vec::with_capacity(COPY_BUFFER_BYTES);
-    loop {
-        let more = inflate(&mut buffer)?;
-        if let Some(out) = &mut out {
-            out.write_all(&buffer).map_err(write_err)?;
-        }
-        if !more {
-            return Ok(out);
+/// Where one file's inflated bytes go: its CRC-32, its SHA-256 (beside the
+/// archive's, for a download unpacked as it arrives) and the file itself,
+/// unless the package is only hashed.
+struct FileOutput {
+    out: Option<File>,
+    crc32: crc32fast::Hasher,
+    sha256: Sha256Lane,
+    archive_hash: Option<ArchiveHash>,
+}
+
+impl FileOutput {
+    fn take(&mut self, buffer: &[u8]) -> io::Result<()> {
+        self.crc32.update(buffer);
+        let alone = match &self.archive_hash {
+            Some(archive) => archive
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .update_beside(&mut self.sha256, buffer),
+            None => buffer,
+        };
+        self.sha256.update(alone);
+        match &mut self.out {
+            Some(out) => out.write_all(buffer),
+            None => Ok(()),
         }
     }
 }
 
-/// The same for a large entry, with hashing and writing on a second thread
-/// while this one inflates the next buffer: one after another they leave a
-/// core idle for the second or more that a big provider takes to unpack.
-/// A few buffers go round between the two, so memory stays flat.
-fn copy_pipelined(
-    mut out: Option<File>,
+/// Inflates buffer after buffer into `output` on this thread until an entry
+/// that may be large (`large_entry`, named for the log) has more than one
+/// buffer while a core is idle; from then on a second thread hashes and
+/// writes each buffer while this one inflates the next. Inflating is the
+/// larger half: one after the other, the two left a core idle for the
+/// second or more a big provider takes.
+fn copy(
+    mut output: FileOutput,
     inflate: &mut impl FnMut(&mut Vec<u8>) -> Result<bool, ExtractError>,
+    large_entry: Option<&str>,
     write_err: &impl Fn(io::Error) -> ExtractError,
-) -> Result<(Sha256Lane, Option<File>), ExtractError> {
+) -> Result<FileOutput, ExtractError> {
+    let mut buffer = Vec::with_capacity(COPY_BUFFER_BYTES);
+    let mut inflated = 0;
+    loop {
+        let more = inflate(&mut buffer)?;
+        output.take(&buffer).map_err(write_err)?;
+        if !more {
+            return Ok(output);
+        }
+        inflated += buffer.len();
+        if let Some(name) = large_entry
+            && let Some(core) = Unpacking::spare_core()
+        {
+            tracing::debug!(
+                "archive entry {name:?}: hashing and writing on a second thread from byte {inflated}"
+            );
+            return copy_on_two_threads(output, inflate, buffer, core, write_err);
+        }
+    }
+}
+
+/// The rest of [`copy`] on two threads. A few buffers go round between
+/// them, so memory stays flat; the hand-off is bounded both ways.
+fn copy_on_two_threads(
+    output: FileOutput,
+    inflate: &mut impl FnMut(&mut Vec<u8>) -> Result<bool, ExtractError>,
+    spare: Vec<u8>,
+    core: Unpacking,
+    write_err: &impl Fn(io::Error) -> ExtractError,
+) -> Result<FileOutput, ExtractError> {
     const BUFFERS: usize = 3;
     let (full_tx, full_rx) = mpsc::sync_channel::<Vec<u8>>(BUFFERS);
     let (empty_tx, empty_rx) = mpsc::sync_channel::<Vec<u8>>(BUFFERS);
-    for _ in 0..BUFFERS {
+    let _ = empty_tx.send(spare);
+    for _ in 1..BUFFERS {
         let _ = empty_tx.send(Vec::with_capacity(COPY_BUFFER_BYTES));
     }
     std::thread::scope(|scope| {
-        let writer = scope.spawn(move || -> io::Result<(Sha256Lane, Option<File>)> {
-            let mut sha256 = Sha256Lane::new();
-            for buffer in full_rx {
-                sha256.update(&buffer);
-                if let Some(out) = &mut out {
-                    out.write_all(&buffer)?;
+        let writer = std::thread::Builder::new()
+            .name(SECOND_THREAD_NAME.to_owned())
+            .spawn_scoped(scope, move || {
+                let _core = core;
+                let mut output = output;
+                for buffer in full_rx {
+                    if let Err(err) = output.take(&buffer) {
+                        return (output, Err(err));
+                    }
+                    // The inflating side may have stopped already.
+                    let _ = empty_tx.send(buffer);
                 }
-                // The inflating side may have stopped already.
-                let _ = empty_tx.send(buffer);
-            }
-            Ok((sha256, out))
-        });
+                (output, Ok(()))
+            })
+            .map_err(write_err)?;
         let inflated = (|| {
             // Ends early, without error, when the writer stopped: its own
             // error is the one to report.
@@ -918,11 +964,12 @@ fn copy_pipelined(
             Ok(())
         })();
         drop(full_tx);
-        let written = writer
+        let (output, written) = writer
             .join()
-            .unwrap_or_else(|_| Err(io::Error::other("the writing thread panicked")));
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         inflated?;
-        written.map_err(write_err)
+        written.map_err(write_err)?;
+        Ok(output)
     })
 }
 
@@ -2059,10 +2106,26 @@ mod tests {
             path: dir.path().to_path_buf(),
             source,
         };
+        let on_two_threads = |out, mut inflate: &mut dyn FnMut(&mut Vec<u8>) -> _| {
+            let output = FileOutput {
+                out: Some(out),
+                crc32: crc32fast::Hasher::new(),
+                sha256: Sha256Lane::new(),
+                archive_hash: None,
+            };
+            copy_on_two_threads(
+                output,
+                &mut inflate,
+                Vec::new(),
+                Unpacking::start(),
+                &write_err,
+            )
+        };
         let mut inflate = stored(data.clone());
         let out = File::create(dir.path().join("out")).unwrap();
-        let (sha, _) = copy_pipelined(Some(out), &mut inflate, &write_err).unwrap();
-        assert_eq!(sha.finalize(), sha256(&data));
+        let output = on_two_threads(out, &mut inflate).unwrap();
+        assert_eq!(output.sha256.finalize(), sha256(&data));
+        assert_eq!(output.crc32.finalize(), crc32fast::hash(&data));
         assert_eq!(fs::read(dir.path().join("out")).unwrap(), data);
 
         // The inflating side fails on its third buffer.
@@ -2077,13 +2140,13 @@ mod tests {
             Ok(true)
         };
         let out = File::create(dir.path().join("out2")).unwrap();
-        let err = copy_pipelined(Some(out), &mut failing, &write_err).unwrap_err();
+        let err = on_two_threads(out, &mut failing).err().unwrap();
         assert!(matches!(err, ExtractError::TooLarge { limit: 10 }), "{err}");
 
         // The writing side fails: a file opened only for reading.
         let mut inflate = stored(data.clone());
         let read_only = File::open(dir.path().join("out")).unwrap();
-        let err = copy_pipelined(Some(read_only), &mut inflate, &write_err).unwrap_err();
+        let err = on_two_threads(read_only, &mut inflate).err().unwrap();
         assert!(matches!(err, ExtractError::Write { .. }), "{err}");
     }
 

@@ -50,7 +50,7 @@ pub use self::{
     server::{Fault, LoggedRequest, Response, TestServer},
     snapshot::{Entry, LOCK_FILE, Snapshot, mode_of},
     tls::TestCa,
-    zips::{Compression, RawZip, ZipEntry, build_zip},
+    zips::{Compression, RawZip, ZipEntry, build_zip, build_zip_sizes_after},
 };
 
 /// Copies a fixture tree as a fresh clone has it: without what a local run

@@ -64,6 +64,24 @@ pub fn build_zip(entries: &[ZipEntry], compression: Compression) -> Vec<u8> {
     writer.finish().expect("finish zip").into_inner()
 }
 
+/// A deflated zip written front to back as Go's `archive/zip` writes every
+/// provider release goreleaser packs: each entry's sizes and CRC-32 in a
+/// data descriptor after its data, none in its local header.
+pub fn build_zip_sizes_after(entries: &[ZipEntry]) -> Vec<u8> {
+    let mut writer = ZipWriter::new_stream(Vec::new());
+    for entry in entries {
+        let options = SimpleFileOptions::default()
+            .compression_method(CompressionMethod::Deflated)
+            .last_modified_time(DateTime::default())
+            .unix_permissions(entry.mode);
+        writer
+            .start_file(entry.name.as_str(), options)
+            .expect("start zip entry");
+        writer.write_all(&entry.data).expect("write zip entry");
+    }
+    writer.finish().expect("finish zip").into_inner()
+}
+
 /// Unix file-type bits for the external attributes of a raw entry.
 const S_IFREG: u32 = 0o100000;
 const S_IFDIR: u32 = 0o040000;

@@ -32,6 +32,7 @@ use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use bytes::{Buf, Bytes};
 use flate2::{Decompress, FlushDecompress, Status};
@@ -41,7 +42,7 @@ use super::{
     EntryKind, EntryReader, ExtractLimits, ExtractedFile, PackageWriter, PathClaims, plan_entries,
     validate_name,
 };
-use crate::sha256::Sha256Lane;
+use crate::sha256::QueuedLane;
 
 const LOCAL_HEADER: u32 = 0x0403_4b50;
 const CENTRAL_HEADER: u32 = 0x0201_4b50;
@@ -68,16 +69,21 @@ fn declined<T>(reason: impl Into<String>) -> Result<T, Declined> {
     Err(Declined(reason.into()))
 }
 
+/// The SHA-256 of a download's bytes as they arrive, queued to be hashed
+/// beside the files they unpack to: shared between the thread that reads
+/// them and the one that hashes a file, which may be another.
+pub type ArchiveHash = Arc<Mutex<QueuedLane>>;
+
 /// A download's bytes in the pieces they arrived in, `None` at the end; an
 /// error when the bytes so far are void (the download started over).
 pub trait Chunks {
     fn next_chunk(&mut self) -> io::Result<Option<Bytes>>;
 
-    /// Adds an unpacked file's bytes to its hash. A source that hashes the
-    /// archive itself advances that hash here too, two lanes at once (see
+    /// The hash of these bytes, if the source keeps one: each unpacked
+    /// file's bytes are hashed beside it, two lanes at once (see
     /// [`crate::sha256`]).
-    fn hash_beside(&mut self, file_hash: &mut Sha256Lane, data: &[u8]) {
-        file_hash.update(data);
+    fn archive_hash(&self) -> Option<ArchiveHash> {
+        None
     }
 }
 
@@ -540,12 +546,8 @@ struct DataReader<'i, 'c, C> {
 }
 
 impl<C: Chunks> EntryReader for DataReader<'_, '_, C> {
-    fn hash(&mut self, file_hash: &mut Sha256Lane, data: &[u8]) {
-        self.input.chunks.hash_beside(file_hash, data);
-    }
-
-    fn hashes_where_read(&self) -> bool {
-        true
+    fn archive_hash(&self) -> Option<ArchiveHash> {
+        self.input.chunks.archive_hash()
     }
 }
 
