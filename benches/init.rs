@@ -1711,7 +1711,10 @@ impl Bench {
                     .and_then(|(_, s)| s.as_ref().map(|s| s.wall));
                 match (fastest_terraform, ours) {
                     (Some(tf), Some(ti)) => {
-                        format!(" {:.1}× |", tf.as_secs_f64() / ti.as_secs_f64().max(1e-9))
+                        format!(
+                            " {} |",
+                            ratio(tf.as_secs_f64() / ti.as_secs_f64().max(1e-9))
+                        )
                     }
                     _ => " – |".to_owned(),
                 }
@@ -1812,6 +1815,16 @@ impl Stats {
             peak_rss_kib: runs.iter().map(|s| s.peak_rss_kib).max().unwrap_or(0),
             requests: requests[requests.len() / 2],
         }
+    }
+}
+
+/// A speed-up as the tables show it: rounded down, never up to a target it
+/// missed (3.96× is not 4.0×), to two decimals below 10× and one above.
+fn ratio(speed_up: f64) -> String {
+    if speed_up < 10.0 {
+        format!("{:.2}×", (speed_up * 100.0).floor() / 100.0)
+    } else {
+        format!("{:.1}×", (speed_up * 10.0).floor() / 10.0)
     }
 }
 
