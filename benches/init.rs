@@ -330,9 +330,9 @@ enum ScenarioKind {
     /// through `tfinstall exec` (the hand-off), against `terraform init`
     /// alone, with each Terraform as the follow-up; cold (empty directory,
     /// no plugin cache) and warm (a filled plugin cache and the committed
-    /// lock file). One row per temperature and Terraform. It uses the N
-    /// providers of `--providers`/`--size-mb`, so a large-package run is
-    /// `--providers 1 --size-mb 400 --compressible --scenarios e2e`.
+    /// lock file). One row per workload, temperature and Terraform, for
+    /// two workloads: the N providers of `--providers`/`--size-mb`, and the
+    /// aws-shaped package.
     EndToEnd,
     /// `providers lock` for five platforms in an empty directory, the N
     /// providers published for each.
@@ -447,7 +447,7 @@ impl ScenarioKind {
                 options.many_mb
             ),
             ScenarioKind::EndToEnd => format!(
-                "end to end with the hand-off, {} × {} MB",
+                "end to end with the hand-off, {} × {} MB and aws-shaped",
                 options.providers, options.size_mb
             ),
             ScenarioKind::Lock => format!(
@@ -619,7 +619,7 @@ impl Bench {
             || options
                 .scenarios
                 .iter()
-                .any(|kind| kind.workload().is_some());
+                .any(|kind| kind.workload().is_some() || *kind == ScenarioKind::EndToEnd);
         if workloads {
             let sizes = std::iter::once((AWS, options.aws_mb)).chain(TYPICAL_SMALL);
             for (name, size_mb) in sizes {
@@ -1236,8 +1236,8 @@ impl Bench {
         (samples, Vec::new())
     }
 
-    /// The `e2e` scenario (see [`ScenarioKind::EndToEnd`]): per temperature
-    /// and follow-up Terraform, a row comparing `terraform init` alone with
+    /// The `e2e` scenario (see [`ScenarioKind::EndToEnd`]): per workload,
+    /// temperature and follow-up Terraform, a row comparing `terraform init` alone with
     /// `tfinstall init` plus the follow-up, whose sample is the sum of the
     /// two processes' times and requests and the larger peak RSS.
     fn end_to_end(&mut self) -> Vec<ScenarioResult> {
@@ -1252,86 +1252,109 @@ impl Bench {
             eprintln!("  e2e needs tfinstall and a Terraform among --tools; skipped");
             return Vec::new();
         }
-        let main_tf = main_tf(&self.small);
+        let aws = ScenarioKind::AwsShaped.workload().expect("a workload");
+        let workloads = [
+            (
+                format!("{} × {} MB", self.options.providers, self.options.size_mb),
+                self.small.clone(),
+            ),
+            ("aws-shaped".to_owned(), aws),
+        ];
         let mut rows = Vec::new();
-        for warm in [false, true] {
-            for &follower in &followers {
-                let temperature = if warm { "warm" } else { "cold" };
-                let base = self
-                    .work
-                    .join("e2e")
-                    .join(temperature)
-                    .join(follower.name());
-                let config_path = self.write_cli_config(&base, warm);
-                // Warm: the cache and the committed lock file, from one
-                // untimed tfinstall run.
-                let lock = warm.then(|| {
-                    let fill = new_workdir(&base.join("fill"), &main_tf);
-                    self.untimed(Tool::Tfinstall, &fill, &config_path, None);
-                    fs::read(fill.join(".terraform.lock.hcl")).expect("lock file")
-                });
-                let mut samples: BTreeMap<Tool, Vec<Sample>> = BTreeMap::new();
-                let mut follow_up_requests = 0;
-                for run in 0..self.options.runs {
-                    for tool in [follower, Tool::Tfinstall] {
-                        let dir =
-                            new_workdir(&base.join(format!("{}-{run}", tool.name())), &main_tf);
-                        if let Some(lock) = &lock {
-                            fs::write(dir.join(".terraform.lock.hcl"), lock).expect("write lock");
-                        }
-                        let sample = if tool == Tool::Tfinstall {
-                            let init =
-                                self.timed(tool, &dir, &config_path, self.options.parallelism);
-                            let follow_up = self.follow_up_command(follower, &dir, &config_path);
-                            let follow_up = self.measure(follower, &dir, follow_up);
-                            follow_up_requests += follow_up.requests;
-                            Sample {
-                                wall: init.wall + follow_up.wall,
-                                peak_rss_kib: init.peak_rss_kib.max(follow_up.peak_rss_kib),
-                                requests: init.requests + follow_up.requests,
-                                archives: init.archives + follow_up.archives,
-                            }
-                        } else {
-                            self.timed(tool, &dir, &config_path, None)
-                        };
-                        eprintln!(
-                            "  {:<5} {:<16} {:>8.3} s  {} requests",
-                            temperature,
-                            if tool == Tool::Tfinstall {
-                                "tfinstall + hand-off"
-                            } else {
-                                tool.name()
-                            },
-                            sample.wall.as_secs_f64(),
-                            sample.requests
-                        );
-                        samples.entry(tool).or_default().push(sample);
-                        let _ = fs::remove_dir_all(&dir);
-                    }
+        for (workload, providers) in &workloads {
+            for warm in [false, true] {
+                for &follower in &followers {
+                    rows.push(self.end_to_end_row(workload, providers, warm, follower));
                 }
-                let follower_name = match follower {
-                    Tool::TerraformLatest => self
-                        .terraform_latest
-                        .as_ref()
-                        .map_or("the terraform on PATH".to_owned(), |(_, v)| v.clone()),
-                    _ => "Terraform 1.0.3".to_owned(),
-                };
-                rows.push(ScenarioResult {
-                    title: format!(
-                        "end to end, {temperature}{}, {} × {} MB: `tfinstall init` then {follower_name}'s `init` through `tfinstall exec`, vs its `init` alone",
-                        if warm { " (plugin cache, lock file)" } else { "" },
-                        self.options.providers,
-                        self.options.size_mb
-                    ),
-                    samples,
-                    notes: vec![format!(
-                        "{temperature}, {follower_name}: the follow-ups through `tfinstall exec` made {follow_up_requests} registry requests in {} runs.",
-                        self.options.runs
-                    )],
-                });
             }
         }
         rows
+    }
+
+    /// One row of [`Bench::end_to_end`]: `workload` (named for the title)
+    /// `warm` or cold, with `follower` as the Terraform that runs after.
+    fn end_to_end_row(
+        &mut self,
+        workload: &str,
+        providers: &[String],
+        warm: bool,
+        follower: Tool,
+    ) -> ScenarioResult {
+        let main_tf = main_tf(providers);
+        let temperature = if warm { "warm" } else { "cold" };
+        let base = self
+            .work
+            .join("e2e")
+            .join(workload.replace([' ', '×'], ""))
+            .join(temperature)
+            .join(follower.name());
+        let config_path = self.write_cli_config(&base, warm);
+        // Warm: the cache and the committed lock file, from one
+        // untimed tfinstall run.
+        let lock = warm.then(|| {
+            let fill = new_workdir(&base.join("fill"), &main_tf);
+            self.untimed(Tool::Tfinstall, &fill, &config_path, None);
+            fs::read(fill.join(".terraform.lock.hcl")).expect("lock file")
+        });
+        let mut samples: BTreeMap<Tool, Vec<Sample>> = BTreeMap::new();
+        let mut follow_up_requests = 0;
+        for run in 0..self.options.runs {
+            for tool in [follower, Tool::Tfinstall] {
+                let dir = new_workdir(&base.join(format!("{}-{run}", tool.name())), &main_tf);
+                if let Some(lock) = &lock {
+                    fs::write(dir.join(".terraform.lock.hcl"), lock).expect("write lock");
+                }
+                let sample = if tool == Tool::Tfinstall {
+                    let init = self.timed(tool, &dir, &config_path, self.options.parallelism);
+                    let follow_up = self.follow_up_command(follower, &dir, &config_path);
+                    let follow_up = self.measure(follower, &dir, follow_up);
+                    follow_up_requests += follow_up.requests;
+                    Sample {
+                        wall: init.wall + follow_up.wall,
+                        peak_rss_kib: init.peak_rss_kib.max(follow_up.peak_rss_kib),
+                        requests: init.requests + follow_up.requests,
+                        archives: init.archives + follow_up.archives,
+                    }
+                } else {
+                    self.timed(tool, &dir, &config_path, None)
+                };
+                eprintln!(
+                    "  {:<5} {:<16} {:>8.3} s  {} requests",
+                    temperature,
+                    if tool == Tool::Tfinstall {
+                        "tfinstall + hand-off"
+                    } else {
+                        tool.name()
+                    },
+                    sample.wall.as_secs_f64(),
+                    sample.requests
+                );
+                samples.entry(tool).or_default().push(sample);
+                let _ = fs::remove_dir_all(&dir);
+            }
+        }
+        let follower_name = match follower {
+            Tool::TerraformLatest => self
+                .terraform_latest
+                .as_ref()
+                .map_or("the terraform on PATH".to_owned(), |(_, v)| v.clone()),
+            _ => "Terraform 1.0.3".to_owned(),
+        };
+        ScenarioResult {
+            title: format!(
+                "end to end, {temperature}{}, {workload}: `tfinstall init` then {follower_name}'s `init` through `tfinstall exec`, vs its `init` alone",
+                if warm {
+                    " (plugin cache, lock file)"
+                } else {
+                    ""
+                },
+            ),
+            samples,
+            notes: vec![format!(
+                "{workload}, {temperature}, {follower_name}: the follow-ups through `tfinstall exec` made {follow_up_requests} registry requests in {} runs.",
+                self.options.runs
+            )],
+        }
     }
 
     /// `follower`'s `init` in `dir` as [`Bench::command`] runs it, but
