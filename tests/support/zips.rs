@@ -3,7 +3,7 @@
 //! well-behaved writer refuses to produce exactly the things an extractor
 //! must survive (duplicate names, lying sizes, bombs).
 
-use std::io::{Cursor, Write as _};
+use std::io::{Cursor, Seek, Write};
 
 use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, DateTime, ZipWriter};
@@ -51,6 +51,25 @@ pub fn build_zip(entries: &[ZipEntry], compression: Compression) -> Vec<u8> {
         Compression::Stored => CompressionMethod::Stored,
     };
     let mut writer = ZipWriter::new(Cursor::new(Vec::new()));
+    write_entries(&mut writer, entries, method);
+    writer.finish().expect("finish zip").into_inner()
+}
+
+/// A deflated zip written front to back as Go's `archive/zip` writes every
+/// provider release goreleaser packs: each entry's sizes and CRC-32 in a
+/// data descriptor after its data, none in its local header.
+pub fn build_zip_sizes_after(entries: &[ZipEntry]) -> Vec<u8> {
+    let mut writer = ZipWriter::new_stream(Vec::new());
+    write_entries(&mut writer, entries, CompressionMethod::Deflated);
+    writer.finish().expect("finish zip").into_inner()
+}
+
+/// Each entry with its mode and the fixed timestamp.
+fn write_entries<W: Write + Seek>(
+    writer: &mut ZipWriter<W>,
+    entries: &[ZipEntry],
+    method: CompressionMethod,
+) {
     for entry in entries {
         let options = SimpleFileOptions::default()
             .compression_method(method)
@@ -61,25 +80,6 @@ pub fn build_zip(entries: &[ZipEntry], compression: Compression) -> Vec<u8> {
             .expect("start zip entry");
         writer.write_all(&entry.data).expect("write zip entry");
     }
-    writer.finish().expect("finish zip").into_inner()
-}
-
-/// A deflated zip written front to back as Go's `archive/zip` writes every
-/// provider release goreleaser packs: each entry's sizes and CRC-32 in a
-/// data descriptor after its data, none in its local header.
-pub fn build_zip_sizes_after(entries: &[ZipEntry]) -> Vec<u8> {
-    let mut writer = ZipWriter::new_stream(Vec::new());
-    for entry in entries {
-        let options = SimpleFileOptions::default()
-            .compression_method(CompressionMethod::Deflated)
-            .last_modified_time(DateTime::default())
-            .unix_permissions(entry.mode);
-        writer
-            .start_file(entry.name.as_str(), options)
-            .expect("start zip entry");
-        writer.write_all(&entry.data).expect("write zip entry");
-    }
-    writer.finish().expect("finish zip").into_inner()
 }
 
 /// Unix file-type bits for the external attributes of a raw entry.
