@@ -157,6 +157,64 @@ fn the_readme_test_command_is_the_one_ci_runs() {
     assert!(ci.lines().any(|line| line == TEST_COMMAND), ".ci/run");
 }
 
+/// The README stays a front page: a newcomer finds the CI recipe in its
+/// first screenful, and the rest lives in `docs/`.
+#[test]
+fn the_readme_is_a_front_page() {
+    let readme = read_text(&Path::new(REPO).join("README.md"));
+    let lines: Vec<&str> = readme.lines().collect();
+    assert!(
+        lines.len() <= 250,
+        "README.md has {} lines; move the detail to a page of docs/",
+        lines.len()
+    );
+    let recipe = lines
+        .iter()
+        .position(|line| *line == "### CI with a warmed plugin cache")
+        .expect("the CI recipe");
+    assert!(recipe < 60, "the CI recipe starts at line {}", recipe + 1);
+}
+
+/// The README's example policy is valid, and `docs/policy.md`, which
+/// shows what `tfinstall` says of it, names its rules by the lines they
+/// are on.
+#[test]
+fn the_readme_policy_is_the_one_policy_md_quotes() {
+    let readme = read_text(&Path::new(REPO).join("README.md"));
+    let section = &readme[readme
+        .find("### A provider policy")
+        .expect("the policy section")..];
+    let block = fenced_blocks(section)
+        .into_iter()
+        .find(|block| block.info == "hcl")
+        .expect("the policy file");
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("stack");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("policy.hcl"), block.lines.join("\n") + "\n").unwrap();
+    std::fs::write(
+        dir.join("main.tf"),
+        "terraform {\n  required_providers {\n    aws = { source = \"hashicorp/aws\", version = \"5.31.0\" }\n  }\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join(".terraform.lock.hcl"),
+        "provider \"registry.terraform.io/hashicorp/aws\" {\n  version     = \"5.31.0\"\n  constraints = \"5.31.0\"\n  hashes = [\n    \"h1:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa=\",\n  ]\n}\n",
+    )
+    .unwrap();
+    let output = tfinstall_command(&tmp.path().join("home"))
+        .current_dir(&dir)
+        .args(["providers", "check", "-policy=policy.hcl"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    let violation = ".terraform.lock.hcl: registry.terraform.io/hashicorp/aws 5.31.0: denied by deny \"registry.terraform.io/hashicorp/aws\" at policy.hcl:18";
+    assert!(stdout.lines().any(|line| line == violation), "{stdout}");
+    let policy_md = read_text(&Path::new(REPO).join("docs/policy.md"));
+    assert!(policy_md.contains(violation), "docs/policy.md");
+}
+
 /// `README.md` and every `docs/*.md`, relative to the repository.
 fn pages() -> Vec<String> {
     let mut pages: Vec<String> = std::fs::read_dir(Path::new(REPO).join("docs"))
