@@ -509,6 +509,20 @@ struct Sample {
     archives: usize,
 }
 
+impl Sample {
+    /// The run's line on standard error, as the run goes.
+    fn log(&self, tool: Tool) {
+        eprintln!(
+            "  {:<9} {:>8.3} s  {:>7.1} MB RSS  {} requests, {} archives",
+            tool.name(),
+            self.wall.as_secs_f64(),
+            self.peak_rss_kib as f64 / 1024.0,
+            self.requests,
+            self.archives
+        );
+    }
+}
+
 struct Bench {
     options: Options,
     work: PathBuf,
@@ -937,46 +951,31 @@ impl Bench {
                         dir
                     })
                     .collect();
-                let _ = Command::new("sync").status();
-                self.server.clear_log();
-                let mut sample = Sample {
-                    wall: Duration::ZERO,
-                    peak_rss_kib: 0,
-                    requests: 0,
-                    archives: 0,
-                };
+                self.before_timing();
                 let started = Instant::now();
-                match tool {
+                let peak_rss_kib = match tool {
                     Tool::Terraform | Tool::TerraformLatest => {
+                        let mut peak = 0;
                         for dir in &dirs {
                             let output = self
                                 .command(tool, dir, &config, None)
                                 .output()
                                 .expect("run /usr/bin/time");
                             check(tool, dir, &output);
-                            sample.peak_rss_kib = sample.peak_rss_kib.max(peak_rss(dir));
+                            peak = peak.max(peak_rss(dir));
                         }
+                        peak
                     }
                     Tool::Tfinstall | Tool::Baseline => {
                         let mut command = self.command(tool, &base, &config, None);
                         command.args(&dirs);
                         let output = command.output().expect("run /usr/bin/time");
                         check(tool, &base, &output);
-                        sample.peak_rss_kib = peak_rss(&base);
+                        peak_rss(&base)
                     }
-                }
-                sample.wall = started.elapsed();
-                let requests = self.server.requests();
-                sample.requests = requests.len();
-                sample.archives = requests.iter().filter(|r| r.path.ends_with(".zip")).count();
-                eprintln!(
-                    "  {:<9} {:>8.3} s  {:>7.1} MB RSS  {} requests, {} archives",
-                    tool.name(),
-                    sample.wall.as_secs_f64(),
-                    sample.peak_rss_kib as f64 / 1024.0,
-                    sample.requests,
-                    sample.archives
-                );
+                };
+                let sample = self.sample(started.elapsed(), peak_rss_kib);
+                sample.log(tool);
                 samples.entry(tool).or_default().push(sample);
                 let _ = fs::remove_dir_all(&base);
             }
@@ -1193,8 +1192,7 @@ impl Bench {
                     .iter()
                     .map(|dir| self.command(tool, dir, &config, None))
                     .collect();
-                let _ = Command::new("sync").status();
-                self.server.clear_log();
+                self.before_timing();
                 let started = Instant::now();
                 let children: Vec<_> = commands
                     .iter_mut()
@@ -1214,21 +1212,9 @@ impl Bench {
                 for (dir, output) in dirs.iter().zip(&outputs) {
                     check(tool, dir, output);
                 }
-                let requests = self.server.requests();
-                let sample = Sample {
-                    wall,
-                    peak_rss_kib: dirs.iter().map(|dir| peak_rss(dir)).max().unwrap_or(0),
-                    requests: requests.len(),
-                    archives: requests.iter().filter(|r| r.path.ends_with(".zip")).count(),
-                };
-                eprintln!(
-                    "  {:<9} {:>8.3} s  {:>7.1} MB RSS  {} requests, {} archives",
-                    tool.name(),
-                    sample.wall.as_secs_f64(),
-                    sample.peak_rss_kib as f64 / 1024.0,
-                    sample.requests,
-                    sample.archives
-                );
+                let peak_rss_kib = dirs.iter().map(|dir| peak_rss(dir)).max().unwrap_or(0);
+                let sample = self.sample(wall, peak_rss_kib);
+                sample.log(tool);
                 samples.entry(tool).or_default().push(sample);
             }
         }
@@ -1611,18 +1597,29 @@ impl Bench {
     /// measures it.
     fn measure(&mut self, tool: Tool, dir: &Path, mut command: Command) -> Sample {
         self.run_counter += 1;
-        // Earlier runs' files go to disk now rather than during this run:
-        // the kernel throttles a writer while it flushes someone else's data.
-        let _ = Command::new("sync").status();
-        self.server.clear_log();
+        self.before_timing();
         let started = Instant::now();
         let output = command.output().expect("run /usr/bin/time");
         let wall = started.elapsed();
         check(tool, dir, &output);
+        self.sample(wall, peak_rss(dir))
+    }
+
+    /// Readies the machine and the registry's log for a timed run. Earlier
+    /// runs' files go to disk now rather than during this run: the kernel
+    /// throttles a writer while it flushes someone else's data.
+    fn before_timing(&self) {
+        let _ = Command::new("sync").status();
+        self.server.clear_log();
+    }
+
+    /// A timed run's sample, with the requests the registry served since
+    /// [`Bench::before_timing`].
+    fn sample(&self, wall: Duration, peak_rss_kib: u64) -> Sample {
         let requests = self.server.requests();
         Sample {
             wall,
-            peak_rss_kib: peak_rss(dir),
+            peak_rss_kib,
             archives: requests.iter().filter(|r| r.path.ends_with(".zip")).count(),
             requests: requests.len(),
         }
