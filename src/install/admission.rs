@@ -38,7 +38,7 @@ impl Installer {
     pub(super) fn version_allowed(&self, provider: &ProviderAddr, version: &Version) -> bool {
         self.policy
             .as_ref()
-            .is_none_or(|policy| policy.decide(provider, version, None).allowed())
+            .is_none_or(|policy| policy.allows(provider, version))
     }
 
     /// The lock file's version of `provider`, unless the policy now denies

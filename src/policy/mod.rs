@@ -353,9 +353,10 @@ impl Policy {
         }
     }
 
-    /// The file as the user named it.
-    pub fn file(&self) -> &Path {
-        &self.file
+    /// Whether `version` of `provider` may be selected at all, before any
+    /// package of it is seen.
+    pub fn allows(&self, provider: &ProviderAddr, version: &Version) -> bool {
+        self.decide(provider, version, None).allowed()
     }
 
     /// The decision: whether `version` of `provider` may be installed, and,

@@ -240,7 +240,11 @@ impl Mirror {
             Ok((versions, outcome)) => {
                 let listed: serde_json::Map<String, serde_json::Value> = versions
                     .iter()
-                    .filter(|version| self.denied(provider, version).is_none())
+                    .filter(|version| {
+                        self.policy
+                            .as_ref()
+                            .is_none_or(|policy| policy.allows(provider, version))
+                    })
                     .map(|v| (v.to_string(), serde_json::json!({})))
                     .collect();
                 Reply::Json(

@@ -3,7 +3,7 @@
 //! Terraform and OpenTofu clients configured with `network_mirror { url =
 //! "https://HOST:PORT/" }` install through it unmodified. It faces the
 //! network, so it is never an open proxy: a request names a provider, and
-//! only providers of the allowed hosts reach upstream ([`policy`]), and
+//! only providers of the allowed hosts reach upstream ([`access`]), and
 //! with `-policy` only the versions and packages the provider policy
 //! allows (a denied one is refused with 403 and the rule); paths
 //! are parsed strictly ([`route`]); with `-auth-token-file` every request
@@ -182,7 +182,6 @@ async fn serve(args: &ServeArgs, launch_dir: &Path, out: &Arc<Output>) -> Result
     });
     emit(&format!("Serving providers on https://{bound}/"));
     log.message(&format!("store: {}", store_dir.display()));
-    let _ = std::io::stdout().flush();
     accept_until_stopped(listener, tls, server.clone()).await;
     drain_fills(&server.mirror).await;
     log.message("stopped");
@@ -395,12 +394,7 @@ impl Server {
         let response = match reply {
             Reply::Json(body, outcome) => {
                 logged.outcome = Some(outcome);
-                let mut response = Response::new(full(body));
-                response.headers_mut().insert(
-                    hyper::header::CONTENT_TYPE,
-                    HeaderValue::from_static("application/json"),
-                );
-                response
+                json(StatusCode::OK, body)
             }
             Reply::Archive(file, outcome) => {
                 logged.outcome = Some(outcome);
@@ -417,13 +411,7 @@ impl Server {
             }
             Reply::Denied(reason) => {
                 logged.error = reason["reason"].as_str().map(str::to_owned);
-                let mut response = Response::new(full(reason.to_string()));
-                *response.status_mut() = StatusCode::FORBIDDEN;
-                response.headers_mut().insert(
-                    hyper::header::CONTENT_TYPE,
-                    HeaderValue::from_static("application/json"),
-                );
-                response
+                json(StatusCode::FORBIDDEN, reason.to_string())
             }
             Reply::Failed(status, message) => {
                 logged.error = Some(message.clone());
@@ -478,6 +466,16 @@ fn full(body: String) -> Body {
 
 fn empty() -> Body {
     full(String::new())
+}
+
+fn json(status: StatusCode, body: String) -> Response<Body> {
+    let mut response = Response::new(full(body));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
 }
 
 fn plain(status: StatusCode, message: &str) -> Response<Body> {
