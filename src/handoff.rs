@@ -38,12 +38,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use crate::addr::{Platform, ProviderAddr};
-use crate::cache::PluginCache;
 use crate::cliconfig::{CliConfig, CliEnv, InstallMethod, MethodLocation, ProviderInstallation};
 use crate::diag::SourcePos;
 use crate::engine::Engine;
 use crate::install::layout::{InstallLayout, LayoutKind};
 use crate::lockfile::Locks;
+use crate::package::layout::unpacked_package_dir;
 use crate::source::configured::implied_mirror_dirs;
 use crate::source::filesystem::scan_directory;
 use crate::version::Version;
@@ -125,11 +125,7 @@ pub fn prepare(
         return Err(NothingToHandOff::NoLockFile(lock_path));
     }
     let trees = trees(user, work, engine);
-    let dev_overrides: BTreeSet<&ProviderAddr> = user
-        .provider_installation
-        .iter()
-        .flat_map(|p| p.dev_overrides.iter().map(|(addr, _)| addr))
-        .collect();
+    let dev_overrides: BTreeSet<&ProviderAddr> = user.dev_override_addrs().collect();
     let mut handed = Vec::new();
     for lock in locks.iter() {
         if dev_overrides.contains(&lock.addr) {
@@ -137,8 +133,8 @@ pub fn prepare(
         }
         let found = trees
             .iter()
-            .find(|(_, package_dir)| package_dir(&lock.addr, &lock.version, platform).is_dir());
-        if let Some((tree, _)) = found {
+            .find(|tree| unpacked_package_dir(tree, &lock.addr, &lock.version, platform).is_dir());
+        if let Some(tree) = found {
             handed.push(Handed {
                 provider: lock.addr.clone(),
                 version: lock.version.clone(),
@@ -147,9 +143,7 @@ pub fn prepare(
         }
     }
     if handed.is_empty() {
-        return Err(NothingToHandOff::NotInstalled {
-            looked_in: trees.into_iter().map(|(tree, _)| tree).collect(),
-        });
+        return Err(NothingToHandOff::NotInstalled { looked_in: trees });
     }
     let config = CliConfig {
         provider_installation: Some(installation(user, env, work, &handed)),
@@ -158,19 +152,15 @@ pub fn prepare(
     Ok(HandOff { config, handed })
 }
 
-type PackageDir = Box<dyn Fn(&ProviderAddr, &Version, &Platform) -> PathBuf>;
-
-/// The trees a package may be handed over from, in order of preference,
-/// each with where it keeps a package.
-fn trees(user: &CliConfig, work: &WorkingDir, engine: Engine) -> Vec<(PathBuf, PackageDir)> {
+/// The trees a package may be handed over from, in order of preference.
+/// The plugin cache and both install layouts keep a package where a
+/// filesystem mirror's unpacked layout has it ([`unpacked_package_dir`]),
+/// which is what lets Terraform read each of them as one.
+fn trees(user: &CliConfig, work: &WorkingDir, engine: Engine) -> Vec<PathBuf> {
     if let Some(cache_dir) = &user.plugin_cache_dir {
         let cache_dir =
             std::path::absolute(work.dir.join(cache_dir)).unwrap_or_else(|_| cache_dir.clone());
-        let cache = PluginCache::new(cache_dir.clone());
-        return vec![(
-            cache_dir,
-            Box::new(move |addr, version, platform| cache.entry_dir(addr, version, platform)),
-        )];
+        return vec![cache_dir];
     }
     let kinds: &[LayoutKind] = match engine {
         // tfinstall's default layout first: the one its installs are in.
@@ -179,14 +169,7 @@ fn trees(user: &CliConfig, work: &WorkingDir, engine: Engine) -> Vec<(PathBuf, P
     };
     kinds
         .iter()
-        .map(|&kind| {
-            let layout = InstallLayout::new(&work.data_dir, kind);
-            let base = layout.base();
-            let package_dir: PackageDir = Box::new(move |addr, version, platform| {
-                layout.package_dir(addr, version, platform)
-            });
-            (base, package_dir)
-        })
+        .map(|&kind| InstallLayout::new(&work.data_dir, kind).base())
         .collect()
 }
 
@@ -307,6 +290,17 @@ mod tests {
             }
         }
 
+        /// [`prepare`] for the world's working directory on this platform.
+        fn hand_off(&self, user: &CliConfig, engine: Engine) -> Result<HandOff, NothingToHandOff> {
+            prepare(
+                user,
+                &self.env(),
+                &self.work(),
+                engine,
+                &Platform::current(),
+            )
+        }
+
         fn lock(&self, providers: &[(&str, &str)]) {
             let mut locks = Locks::new();
             for (addr, version) in providers {
@@ -353,14 +347,9 @@ mod tests {
         world.package(&plugins, "hashicorp/null", "3.2.1");
         // Another version of random is not the locked one.
         world.package(&plugins, "hashicorp/random", "3.6.0");
-        let handoff = prepare(
-            &CliConfig::default(),
-            &world.env(),
-            &work,
-            Engine::Terraform,
-            &Platform::current(),
-        )
-        .unwrap();
+        let handoff = world
+            .hand_off(&CliConfig::default(), Engine::Terraform)
+            .unwrap();
         let null = "registry.terraform.io/hashicorp/null".to_string();
         assert_eq!(
             methods(&handoff),
@@ -406,14 +395,7 @@ mod tests {
             }),
             ..CliConfig::default()
         };
-        let handoff = prepare(
-            &user,
-            &world.env(),
-            &work,
-            Engine::Terraform,
-            &Platform::current(),
-        )
-        .unwrap();
+        let handoff = world.hand_off(&user, Engine::Terraform).unwrap();
         let a = "registry.terraform.io/acme/a".to_string();
         assert_eq!(
             methods(&handoff),
@@ -448,15 +430,10 @@ mod tests {
             "registry.opentofu.org/opentofu/a",
             "1.0.0",
         );
-        let err = prepare(
-            &CliConfig::default(),
-            &world.env(),
-            &work,
-            Engine::OpenTofu,
-            &Platform::current(),
-        )
-        .err()
-        .unwrap();
+        let err = world
+            .hand_off(&CliConfig::default(), Engine::OpenTofu)
+            .err()
+            .unwrap();
         assert_eq!(
             err,
             NothingToHandOff::NotInstalled {
@@ -469,15 +446,10 @@ mod tests {
     fn nothing_is_handed_over_without_a_lock_file() {
         let world = World::new();
         let work = world.work();
-        let err = prepare(
-            &CliConfig::default(),
-            &world.env(),
-            &work,
-            Engine::Terraform,
-            &Platform::current(),
-        )
-        .err()
-        .unwrap();
+        let err = world
+            .hand_off(&CliConfig::default(), Engine::Terraform)
+            .err()
+            .unwrap();
         assert_eq!(err, NothingToHandOff::NoLockFile(work.dir.join(LOCK_FILE)));
     }
 
@@ -492,14 +464,9 @@ mod tests {
         world.package(&work.data_dir.join("plugins"), "acme/a", "1.0.0");
         let local = work.launch_dir.join("terraform.d/plugins");
         world.package(&local, "example.com/acme/local", "0.1.0");
-        let handoff = prepare(
-            &CliConfig::default(),
-            &world.env(),
-            &work,
-            Engine::Terraform,
-            &Platform::current(),
-        )
-        .unwrap();
+        let handoff = world
+            .hand_off(&CliConfig::default(), Engine::Terraform)
+            .unwrap();
         let a = "registry.terraform.io/acme/a".to_string();
         assert_eq!(
             methods(&handoff)[1..],

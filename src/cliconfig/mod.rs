@@ -198,6 +198,16 @@ pub struct CliConfig {
     pub netrc: Option<Arc<netrc::Netrc>>,
 }
 
+impl CliConfig {
+    /// The providers `dev_overrides` replaces with a local build: nothing
+    /// installs them, and nothing hands them over.
+    pub fn dev_override_addrs(&self) -> impl Iterator<Item = &ProviderAddr> {
+        self.provider_installation
+            .iter()
+            .flat_map(|p| p.dev_overrides.iter().map(|(addr, _)| addr))
+    }
+}
+
 /// What one `oci_credentials` block gives for the registries it matches.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum OciCredentials {

@@ -39,30 +39,28 @@ pub async fn run(args: ExecArgs) -> u8 {
     // The hand-off file's directory, removed when this is dropped: after
     // the command has ended.
     let mut handoff_dir = None;
-    match skip_reason(command_args) {
-        Some(reason) => note(&format!(
+    let handoff = match skip_reason(command_args) {
+        Some(reason) => Err(reason.to_owned()),
+        None => prepare(command_args).map_err(|reason| format!("nothing is handed over: {reason}")),
+    };
+    match handoff {
+        Ok(handoff) => match write_config(&handoff) {
+            Ok((dir, file)) => {
+                note(&summary(&handoff));
+                command.env(CONFIG_VARIABLE, &file);
+                handoff_dir = Some(dir);
+            }
+            Err(err) => {
+                errln!(
+                    "\nError: Failed to write the hand-off configuration\n\n{err}. Set TMPDIR to a writable directory."
+                );
+                return 1;
+            }
+        },
+        Err(reason) => note(&format!(
             "{reason}; running {} with your own CLI configuration.",
             program.to_string_lossy()
         )),
-        None => match prepare(command_args) {
-            Ok(handoff) => match write_config(&handoff) {
-                Ok((dir, file)) => {
-                    note(&summary(&handoff));
-                    command.env(CONFIG_VARIABLE, &file);
-                    handoff_dir = Some(dir);
-                }
-                Err(err) => {
-                    errln!(
-                        "\nError: Failed to write the hand-off configuration\n\n{err}. Set TMPDIR to a writable directory."
-                    );
-                    return 1;
-                }
-            },
-            Err(reason) => note(&format!(
-                "nothing is handed over: {reason}; running {} with your own CLI configuration.",
-                program.to_string_lossy()
-            )),
-        },
     }
     let mut signals = match Signals::listen() {
         Ok(signals) => signals,
@@ -201,11 +199,9 @@ fn write_config(handoff: &HandOff) -> std::io::Result<(tempfile::TempDir, PathBu
     let dir = tempfile::Builder::new()
         .prefix("tfinstall-handoff-")
         .tempdir()?;
-    let name = match Engine::current() {
-        Engine::Terraform => "terraform.tfrc",
-        Engine::OpenTofu => "tofu.tfrc",
-    };
-    let path = dir.path().join(name);
+    let path = dir
+        .path()
+        .join(format!("{}.tfrc", Engine::current().command()));
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]

@@ -248,11 +248,8 @@ impl<'a> Run<'a> {
         let env = CliEnv::from_process();
         let (cli_config, config_diags) = cliconfig::load(&env);
         out.config_problems(&config_diags);
-        let dev_overrides: BTreeSet<ProviderAddr> = cli_config
-            .provider_installation
-            .iter()
-            .flat_map(|p| p.dev_overrides.iter().map(|(addr, _)| addr.clone()))
-            .collect();
+        let dev_overrides: BTreeSet<ProviderAddr> =
+            cli_config.dev_override_addrs().cloned().collect();
         let client = crate::http::build_client()?;
         let network = NetworkSources::new(&cli_config, &env, client.clone());
         let downloader = Arc::new(
