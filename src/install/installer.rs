@@ -151,15 +151,16 @@ impl Installer {
     /// `providers lock`: the version of each required provider, chosen as
     /// `init` would choose it in `mode` (the lock file's when it has one),
     /// with nothing fetched but what choosing needs and nothing written.
+    /// `memo` is the caller's, which goes on to hash the installed packages.
     pub async fn choose_versions(
         &self,
         requirements: &BTreeMap<ProviderAddr, VersionConstraints>,
         previous: &Locks,
         mode: InstallMode,
+        memo: &HashMemo,
     ) -> Result<Vec<(ProviderAddr, Version)>, Diagnostics> {
         let wanted = self.to_fetch(requirements);
-        let memo = HashMemo::load(&self.layout.data_dir);
-        let selected = self.select_versions(&wanted, previous, mode, &memo).await?;
+        let selected = self.select_versions(&wanted, previous, mode, memo).await?;
         Ok(selected
             .into_iter()
             .map(|s| (s.provider, s.version))

@@ -131,9 +131,10 @@ async fn lock(
     }
     warnings.extend(lock_diags);
 
-    let downloader = Arc::new(
-        Downloader::new(client, DownloadSettings::from_env()).with_netrc(cli_config.netrc.clone()),
-    );
+    let settings = DownloadSettings::from_env();
+    let max_bytes = settings.max_bytes;
+    let downloader =
+        Arc::new(Downloader::new(client, settings).with_netrc(cli_config.netrc.clone()));
     let chooser = Installer {
         parallelism: args.parallelism,
         policy: policy.clone(),
@@ -144,14 +145,18 @@ async fn lock(
             downloader.clone(),
         )
     };
+    // One memo for choosing and for the installed packages' hashes, so a
+    // package choosing has hashed is not hashed again.
+    let memo = HashMemo::load(&data_dir);
     let selected = chooser
-        .choose_versions(&requirements, &previous, InstallMode::Force)
+        .choose_versions(&requirements, &previous, InstallMode::Force, &memo)
         .await?;
+    let installed = installed_hashes(&data_dir, &selected, &previous, &memo);
     let hashes = PlatformHashes::new(
         downloader,
         cache,
         ExtractLimits {
-            max_total_bytes: DownloadSettings::from_env().max_bytes,
+            max_total_bytes: max_bytes,
             ..ExtractLimits::default()
         },
         policy,
@@ -163,7 +168,7 @@ async fn lock(
         &previous,
         source.as_ref(),
         &hashes,
-        &data_dir,
+        &installed,
         out,
     )
     .await?;
@@ -234,14 +239,13 @@ async fn find_all(
     previous: &Locks,
     source: &dyn Source,
     hashes: &PlatformHashes,
-    data_dir: &Path,
+    installed: &BTreeMap<ProviderAddr, PackageHash>,
     out: &Output,
 ) -> Result<Vec<(Platform, BTreeMap<ProviderAddr, FoundHashes>)>, Diagnostics> {
     let lines = Arc::new(OrderedOutput::new(platforms.len()));
-    let installed = installed_hashes(data_dir, selected, previous);
     let per_platform = platforms.iter().enumerate().map(|(slot, platform)| {
         let emit = out.platform_event_sink(lines.clone(), slot, platform.clone());
-        let (lines, installed) = (lines.clone(), &installed);
+        let lines = lines.clone();
         async move {
             let found = futures_util::future::join_all(selected.iter().map(
                 |(provider, version)| async move {
@@ -331,8 +335,8 @@ fn installed_hashes(
     data_dir: &Path,
     selected: &[(ProviderAddr, Version)],
     previous: &Locks,
+    memo: &HashMemo,
 ) -> BTreeMap<ProviderAddr, PackageHash> {
-    let memo = HashMemo::load(data_dir);
     let platform = Platform::current();
     selected
         .iter()
