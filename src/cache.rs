@@ -88,6 +88,7 @@ use crate::verify::hash::PackageHash;
 use crate::verify::{AuthResult, SignatureCheck, Trust};
 use crate::version::Version;
 
+pub mod facts;
 mod process_locks;
 mod prune;
 mod usage;

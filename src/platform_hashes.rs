@@ -46,11 +46,11 @@ use futures_util::future::{BoxFuture, Shared};
 use tokio::sync::Semaphore;
 
 use crate::addr::{Platform, ProviderAddr};
-use crate::cache::{EntryMeta, PluginCache};
+use crate::cache::PluginCache;
+use crate::cache::facts::{EntryFacts, entry_h1};
 use crate::fetch::{Destination, Downloader};
 use crate::fsutil::blocking;
-use crate::package::extract::{ExtractLimits, ExtractedFile, find_executable, hash_package};
-use crate::package::stamps::DirStamps;
+use crate::package::extract::{ExtractLimits, ExtractedFile, hash_package};
 use crate::policy::Policy;
 use crate::source::authentication::{
     StageError, alongside_documents, authenticate_archive, authenticate_files, authenticate_signed,
@@ -248,7 +248,7 @@ impl PlatformHashes {
         query: &HashQuery<'_>,
     ) -> Result<FoundHashes, StageError> {
         let cached = self.cached(query).await;
-        if let Some(found) = cached.as_ref().and_then(CachedEntry::vouched_release) {
+        if let Some(found) = cached.as_ref().and_then(vouched_release) {
             return Ok(found);
         }
         let meta = source
@@ -273,7 +273,7 @@ impl PlatformHashes {
                     .map(|h1| (h1.clone(), HashSource::RegistryPackages));
                 if vouched_h1.is_none()
                     && let Some(entry) = &cached
-                    && entry.archive_is(&PackageHash::zh_of_digest(&signed.shasum))
+                    && entry.zh == Some(PackageHash::zh_of_digest(&signed.shasum))
                 {
                     vouched_h1 = Some((entry.h1.clone(), HashSource::PluginCache));
                 }
@@ -430,72 +430,37 @@ impl PlatformHashes {
 
     /// The plugin cache's entry for the query's package, when it holds the
     /// provider and its files can be hashed (from its record while its
-    /// stamps hold; otherwise only when a hash could vouch for it).
-    async fn cached(&self, query: &HashQuery<'_>) -> Option<CachedEntry> {
+    /// stamps hold; otherwise only when a hash could vouch for it: without
+    /// a record, only a locked `h1:` can).
+    async fn cached(&self, query: &HashQuery<'_>) -> Option<EntryFacts> {
         let entry = self
             .cache
             .as_ref()?
             .lookup(query.provider, query.version, query.platform)?;
-        let worth_hashing = entry.meta.is_some() || query.locked.iter().any(|h| h.scheme() == "h1");
-        let type_name = query.provider.type_name.clone();
-        blocking(move || {
-            find_executable(&entry.dir, &type_name).map_err(std::io::Error::other)?;
-            let recorded = entry.meta.as_ref().and_then(EntryMeta::h1);
-            let stamps = DirStamps::of(&entry.dir)?;
-            let stamped = entry
-                .meta
-                .as_ref()
-                .and_then(|meta| meta.stamps.as_ref())
-                .zip(stamps.as_ref())
-                .is_some_and(|(then, now)| then.still_hold_in(now));
-            let h1 = match recorded {
-                Some(h1) if stamped => h1,
-                _ if worth_hashing => PackageHash::h1_of_dir(&entry.dir)?,
-                _ => return Err(std::io::Error::other("nothing could vouch for it")),
-            };
-            // A record of other files describes nothing here.
-            let meta = entry.meta.filter(|meta| meta.h1().as_ref() == Some(&h1));
-            Ok(CachedEntry { h1, meta })
-        })
-        .await
-        .ok()
-    }
-}
-
-/// A plugin cache entry's files and tfinstall's record of them.
-struct CachedEntry {
-    h1: PackageHash,
-    meta: Option<EntryMeta>,
-}
-
-impl CachedEntry {
-    /// The whole answer, when the record is of a release whose signed
-    /// checksums were checked when the entry was filled.
-    fn vouched_release(&self) -> Option<FoundHashes> {
-        let meta = self.meta.as_ref()?;
-        let auth = AuthResult::from(&meta.auth);
-        let signed = meta.signed_hashes();
-        if !auth.vouches_for_release() || signed.is_empty() {
+        if entry.meta.is_none() && !query.locked.iter().any(|h| h.scheme() == "h1") {
             return None;
         }
-        let mut found = FoundHashes {
-            hashes: vec![(self.h1.clone(), HashSource::PluginCache)],
-            auth,
-        };
-        for hash in signed {
-            found.add(hash, HashSource::PluginCache);
-        }
-        found.hashes.sort();
-        Some(found)
+        let meta = entry.meta.clone();
+        let hashed = entry_h1(entry, query.provider.type_name.clone()).await?;
+        Some(EntryFacts::of(hashed.h1, meta.as_ref()))
     }
+}
 
-    /// Whether the entry was unpacked from the archive `zh`.
-    fn archive_is(&self, zh: &PackageHash) -> bool {
-        self.meta
-            .as_ref()
-            .and_then(|meta| meta.zh.as_deref())
-            .is_some_and(|recorded| recorded == zh.as_str())
+/// The whole answer from a cache entry, when its record is of a release
+/// whose signed checksums were checked when the entry was filled.
+fn vouched_release(entry: &EntryFacts) -> Option<FoundHashes> {
+    if !entry.auth.vouches_for_release() || entry.signed_hashes.is_empty() {
+        return None;
     }
+    let mut found = FoundHashes {
+        hashes: vec![(entry.h1.clone(), HashSource::PluginCache)],
+        auth: entry.auth.clone(),
+    };
+    for hash in &entry.signed_hashes {
+        found.add(hash.clone(), HashSource::PluginCache);
+    }
+    found.hashes.sort();
+    Some(found)
 }
 
 /// Downloads the archive at `location` and hashes its files as they

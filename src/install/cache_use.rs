@@ -7,9 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::addr::{Platform, ProviderAddr};
-use crate::cache::{EntryMeta, PluginCache};
+use crate::cache::PluginCache;
 use crate::package::stamps::DirStamps;
-use crate::verify::AuthResult;
 use crate::verify::hash::PackageHash;
 use crate::version::Version;
 
@@ -59,36 +58,6 @@ pub struct CacheFills {
 /// an entry; a run of `init` records each entry once. An hour is nothing
 /// next to the days `cache prune -unused-for` is given in.
 const USE_RECORD_INTERVAL: Duration = Duration::from_secs(3600);
-
-/// What vouches for a cache entry's files: their `h1:`, and the entry's
-/// provenance when it describes these files.
-#[derive(Clone, Debug)]
-pub(super) struct EntryFacts {
-    pub(super) h1: PackageHash,
-    /// The archive's hash, from tfinstall's record.
-    pub(super) zh: Option<PackageHash>,
-    /// Whether tfinstall's record of how the entry was verified holds.
-    pub(super) recorded: bool,
-    pub(super) auth: AuthResult,
-    pub(super) signed_hashes: Vec<PackageHash>,
-}
-
-impl EntryFacts {
-    /// The facts of files hashing to `h1` under the provenance `meta`; a
-    /// record of another hash describes other files and counts for nothing.
-    pub(super) fn of(h1: PackageHash, meta: Option<&EntryMeta>) -> Self {
-        let meta = meta.filter(|m| m.h1().as_ref() == Some(&h1));
-        EntryFacts {
-            zh: meta
-                .and_then(|m| m.zh.as_deref())
-                .and_then(|z| PackageHash::parse(z).ok()),
-            recorded: meta.is_some(),
-            auth: meta.map_or(AuthResult::Unauthenticated, |m| AuthResult::from(&m.auth)),
-            signed_hashes: meta.map(EntryMeta::signed_hashes).unwrap_or_default(),
-            h1,
-        }
-    }
-}
 
 impl CacheFills {
     fn key(provider: &ProviderAddr, version: &Version, platform: &Platform) -> String {

@@ -8,16 +8,14 @@ use futures_util::StreamExt;
 use futures_util::stream;
 
 use crate::addr::{Platform, ProviderAddr};
-use crate::cache::{CacheEntry, EntryLock, EntryMeta};
+use crate::cache::EntryLock;
+use crate::cache::facts::{EntryFacts, entry_h1};
 use crate::diag::{Diagnostic, Diagnostics};
-use crate::fsutil::blocking;
-use crate::install::cache_use::EntryFacts;
 use crate::install::context::{CachedPackage, InstallMode, Installer, Selected};
 use crate::install::events::InstallEvent;
 use crate::install::hash_memo::HashMemo;
 use crate::lockfile::Locks;
 use crate::package::extract::find_executable;
-use crate::package::stamps::DirStamps;
 use crate::source::SourceError;
 use crate::verify::hash::PackageHash;
 use crate::version::{Version, VersionConstraints};
@@ -319,51 +317,6 @@ impl Installer {
             signed_hashes: facts.signed_hashes,
         })
     }
-}
-
-/// The `h1:` of a cache entry's files, with the stamps they had before it
-/// was found (a write since shows in them).
-struct EntryHash {
-    h1: PackageHash,
-    stamps: Option<DirStamps>,
-    /// Hashed now, rather than taken from provenance whose stamps still hold.
-    computed: bool,
-}
-
-/// The `h1:` of a cache entry's files: the one its provenance recorded,
-/// when the files' stamps still hold, or else their hash now. `None` when
-/// the entry holds no provider executable or cannot be read.
-async fn entry_h1(entry: CacheEntry, type_name: String) -> Option<EntryHash> {
-    blocking(move || {
-        find_executable(&entry.dir, &type_name).map_err(std::io::Error::other)?;
-        // Taken once, before any hashing: a write while hashing shows in
-        // them later.
-        let stamps = DirStamps::of(&entry.dir)?;
-        let stamped = entry
-            .meta
-            .as_ref()
-            .filter(|m| {
-                m.stamps
-                    .as_ref()
-                    .zip(stamps.as_ref())
-                    .is_some_and(|(then, now)| then.still_hold_in(now))
-            })
-            .and_then(EntryMeta::h1);
-        Ok(match stamped {
-            Some(h1) => EntryHash {
-                h1,
-                stamps,
-                computed: false,
-            },
-            None => EntryHash {
-                h1: PackageHash::h1_of_dir(&entry.dir)?,
-                stamps,
-                computed: true,
-            },
-        })
-    })
-    .await
-    .ok()
 }
 
 /// What `-offline` could have installed instead, and how to get more.
