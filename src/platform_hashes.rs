@@ -328,10 +328,7 @@ impl PlatformHashes {
                     .await
                     .map_err(StageError::Package)?;
                 for hash in release {
-                    let source = match hash.scheme() {
-                        "zh" => HashSource::SignedChecksums,
-                        _ => HashSource::RegistryPackages,
-                    };
+                    let source = vouched_source(&meta.authentication, &hash);
                     found.add(hash, source);
                 }
                 found.auth = auth;
@@ -386,17 +383,7 @@ impl PlatformHashes {
         authenticate_files(meta, &zh, &hashed.h1).map_err(StageError::Package)?;
         found.add(hashed.h1.clone(), HashSource::Package);
         for hash in vouched {
-            let source = match &meta.authentication {
-                PackageAuthentication::Signed(_) if hash.scheme() == "zh" => {
-                    HashSource::SignedChecksums
-                }
-                PackageAuthentication::Signed(_) => HashSource::RegistryPackages,
-                PackageAuthentication::Hashes { trusted, .. } if trusted.contains(&hash) => {
-                    HashSource::NetworkMirror
-                }
-                PackageAuthentication::ContentAddressed(_) => HashSource::OciDigest,
-                _ => HashSource::Package,
-            };
+            let source = vouched_source(&meta.authentication, &hash);
             found.add(hash, source);
         }
         found.auth = auth;
@@ -443,6 +430,20 @@ impl PlatformHashes {
         let meta = entry.meta.clone();
         let hashed = entry_h1(entry, query.provider.type_name.clone()).await?;
         Some(EntryFacts::of(hashed.h1, meta.as_ref()))
+    }
+}
+
+/// Where a hash that `authentication` vouches for came from, as `-json`
+/// and the log name it.
+fn vouched_source(authentication: &PackageAuthentication, hash: &PackageHash) -> HashSource {
+    match authentication {
+        PackageAuthentication::Signed(_) if hash.scheme() == "zh" => HashSource::SignedChecksums,
+        PackageAuthentication::Signed(_) => HashSource::RegistryPackages,
+        PackageAuthentication::Hashes { trusted, .. } if trusted.contains(hash) => {
+            HashSource::NetworkMirror
+        }
+        PackageAuthentication::ContentAddressed(_) => HashSource::OciDigest,
+        _ => HashSource::Package,
     }
 }
 

@@ -330,6 +330,16 @@ fn other_platform_failed(
     err: StageError,
 ) -> Diagnostic {
     let (provider, version, platform) = (query.provider, query.version, query.platform);
+    let failed = |err: &dyn std::fmt::Display| {
+        Diagnostic::error(
+            "Failed to obtain checksums for another platform",
+            format!(
+                "Error while obtaining the checksums of {} v{version} for {platform} (listed by {}): {err}",
+                provider.for_display(),
+                others.listed_by
+            ),
+        )
+    };
     match err {
         StageError::Source(SourceError::PlatformNotSupported(_)) => Diagnostic::error(
             "Provider not available for a locked platform",
@@ -339,22 +349,8 @@ fn other_platform_failed(
                 provider.for_display()
             ),
         ),
-        StageError::Source(err) => Diagnostic::error(
-            "Failed to obtain checksums for another platform",
-            format!(
-                "Error while obtaining the checksums of {} v{version} for {platform} (listed by {}): {err}",
-                provider.for_display(),
-                others.listed_by
-            ),
-        ),
-        StageError::Package(err) => Diagnostic::error(
-            "Failed to obtain checksums for another platform",
-            format!(
-                "Error while obtaining the checksums of {} v{version} for {platform} (listed by {}): {err}",
-                provider.for_display(),
-                others.listed_by
-            ),
-        ),
+        StageError::Source(err) => failed(&err),
+        StageError::Package(err) => failed(&err),
         StageError::Refused(refusal) => refusal.diagnostic(),
     }
 }
