@@ -609,6 +609,7 @@ fn staged_package(
 /// Why a cache entry was not filled: the provider policy refused the
 /// package (which `serve` answers with 403 and the decision), or anything
 /// else, as its diagnostic.
+#[derive(Clone)]
 pub enum FillError {
     Refused(Box<Refusal>),
     Failed(Diagnostic),

@@ -24,7 +24,7 @@ use crate::fetch::Downloader;
 use crate::install::installer::{CacheUse, FillError, Installer};
 use crate::install::layout::{InstallLayout, LayoutKind};
 use crate::package::extract::ExtractLimits;
-use crate::policy::{Policy, Refusal};
+use crate::policy::Policy;
 use crate::serve::access::AccessTokens;
 use crate::source::oci::publish::{Staged, push};
 use crate::source::oci::template::RepositoryTemplate;
@@ -99,25 +99,7 @@ struct VersionFacts {
     hashes: BTreeMap<String, Vec<String>>,
 }
 
-type Fill = Shared<BoxFuture<'static, Result<PathBuf, FillFailure>>>;
-
-/// Why a fill put no entry in the store.
-#[derive(Clone)]
-enum FillFailure {
-    /// The provider policy refused the package upstream gave.
-    Refused(Box<Refusal>),
-    /// Upstream, or the store, failed; the message says how.
-    Failed(String),
-}
-
-impl From<FillError> for FillFailure {
-    fn from(err: FillError) -> Self {
-        match err {
-            FillError::Refused(refusal) => FillFailure::Refused(refusal),
-            FillError::Failed(diag) => FillFailure::Failed(diag.detail),
-        }
-    }
-}
+type Fill = Shared<BoxFuture<'static, Result<PathBuf, FillError>>>;
 
 /// `-store=oci://HOST/TEMPLATE`: an OCI registry that several servers share,
 /// in the layout `providers mirror oci://` writes. A server looks there
@@ -625,7 +607,7 @@ impl Mirror {
                     ),
                 ),
             },
-            Err(FillFailure::Refused(refusal)) => {
+            Err(FillError::Refused(refusal)) => {
                 (self.log)(format!(
                     "refused {} v{version} for {platform}: {}",
                     provider.for_display(),
@@ -633,7 +615,8 @@ impl Mirror {
                 ));
                 Reply::Denied(refusal.json())
             }
-            Err(FillFailure::Failed(message)) => {
+            Err(FillError::Failed(failure)) => {
+                let message = failure.detail;
                 match self.repacked(provider, version, platform).await {
                     Some(file) => {
                         (self.log)(format!(
@@ -774,8 +757,12 @@ impl Mirror {
             result
         });
         let fill: Fill = async move {
-            task.await
-                .unwrap_or_else(|err| Err(FillFailure::Failed(format!("the fill stopped: {err}"))))
+            task.await.unwrap_or_else(|err| {
+                Err(FillError::Failed(Diagnostic::error(
+                    "Failed to fill the store",
+                    format!("the fill stopped: {err}"),
+                )))
+            })
         }
         .boxed()
         .shared();
@@ -791,7 +778,7 @@ impl Mirror {
         provider: &ProviderAddr,
         version: &Version,
         platform: &Platform,
-    ) -> Result<PathBuf, FillFailure> {
+    ) -> Result<PathBuf, FillError> {
         if let Some(shared) = &self.shared {
             match self
                 .fill_from_shared(shared, provider, version, platform)
