@@ -188,11 +188,8 @@ impl EntryLocks {
             Err(holder) => holder,
         };
         let file = match open()? {
-            Some(file) => match file.try_lock_shared() {
-                Ok(()) => Some(file),
-                Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
-                Err(std::fs::TryLockError::Error(err)) => return Err(err),
-            },
+            Some(file) if try_lock(&file, Mode::Shared)? => Some(file),
+            Some(_) => return Ok(None),
             None => None,
         };
         Ok(Some(self.start_sharing(file, holder)))
@@ -230,14 +227,10 @@ impl EntryLocks {
             return Ok(None);
         };
         let file = open()?.ok_or_else(unlockable)?;
-        match file.try_lock() {
-            Ok(()) => Ok(Some(ExclusiveHold {
-                _file: file,
-                _holder: holder,
-            })),
-            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-            Err(std::fs::TryLockError::Error(err)) => Err(err),
-        }
+        Ok(try_lock(&file, Mode::Exclusive)?.then_some(ExclusiveHold {
+            _file: file,
+            _holder: holder,
+        }))
     }
 
     /// [`EntryLocks::hold_exclusive`] for code that may block its thread
@@ -255,14 +248,10 @@ impl EntryLocks {
             )
         })?;
         let file = open()?.ok_or_else(unlockable)?;
-        match file.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => {
-                crate::failpoint::pause("entry-lock-busy");
-                crate::failpoint::count("entry-lock-wait-process");
-                file.lock()?;
-            }
-            Err(std::fs::TryLockError::Error(err)) => return Err(err),
+        if !try_lock(&file, Mode::Exclusive)? {
+            crate::failpoint::pause("entry-lock-busy");
+            crate::failpoint::count("entry-lock-wait-process");
+            file.lock()?;
         }
         Ok(ExclusiveHold {
             _file: file,
@@ -294,6 +283,20 @@ enum Mode {
     Exclusive,
 }
 
+/// Takes the file lock of `file` in `mode` if it is free; false if another
+/// process holds it.
+fn try_lock(file: &File, mode: Mode) -> io::Result<bool> {
+    let tried = match mode {
+        Mode::Shared => file.try_lock_shared(),
+        Mode::Exclusive => file.try_lock(),
+    };
+    match tried {
+        Ok(()) => Ok(true),
+        Err(std::fs::TryLockError::WouldBlock) => Ok(false),
+        Err(std::fs::TryLockError::Error(err)) => Err(err),
+    }
+}
+
 /// Takes the file lock of `file` in `mode`, at once if it is free, else
 /// on a blocking thread, woken by the other process's release.
 async fn lock_file(
@@ -301,14 +304,8 @@ async fn lock_file(
     mode: Mode,
     on_wait: &mut Option<impl FnOnce()>,
 ) -> io::Result<File> {
-    let tried = match mode {
-        Mode::Shared => file.try_lock_shared(),
-        Mode::Exclusive => file.try_lock(),
-    };
-    match tried {
-        Ok(()) => return Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => {}
-        Err(std::fs::TryLockError::Error(err)) => return Err(err),
+    if try_lock(&file, mode)? {
+        return Ok(file);
     }
     crate::failpoint::pause(match mode {
         Mode::Shared => "use-lock-busy",
