@@ -92,14 +92,6 @@ impl Reader<'_> {
     fn setting(&mut self, attr: &Attribute, policy: &mut Policy) {
         let name = attr.key.as_str();
         let line = self.line(attr.key.span());
-        if !["default", "min_trust", "accept_expired_keys"].contains(&name) {
-            self.error(
-                "Unsupported argument",
-                format!("An argument named \"{name}\" is not expected here. {TOP_LEVEL}"),
-                attr.key.span(),
-            );
-            return;
-        }
         match name {
             "default" => {
                 let Some(value) = self.string(&attr.value, name) else {
@@ -129,24 +121,36 @@ impl Reader<'_> {
                     policy.min_trust = Some(Setting { value, line });
                 }
             }
-            _ => {
+            "accept_expired_keys" => {
                 if let Some(value) = self.bool(&attr.value, name) {
                     policy.accept_expired_keys = Some(Setting { value, line });
                 }
             }
+            _ => self.error(
+                "Unsupported argument",
+                format!("An argument named \"{name}\" is not expected here. {TOP_LEVEL}"),
+                attr.key.span(),
+            ),
         }
     }
 
     fn rule(&mut self, block: &Block, effect: Effect, policy: &mut Policy) {
-        let (kind, kind_first) = match effect {
-            Effect::Allow => ("an allow block", "An allow block"),
-            Effect::Deny => ("a deny block", "A deny block"),
-        };
-        let example = match effect {
-            Effect::Allow => "allow \"registry.terraform.io/hashicorp/*\" { }",
-            Effect::Deny => {
-                "deny \"registry.terraform.io/hashicorp/aws\" { versions = \"5.31.0\" }"
-            }
+        // How the messages name the block, show one, and list what it takes.
+        let (kind, kind_first, example, accepted, takes) = match effect {
+            Effect::Allow => (
+                "an allow block",
+                "An allow block",
+                "allow \"registry.terraform.io/hashicorp/*\" { }",
+                "An allow block takes versions, min_trust and key_ids.",
+                ["versions", "min_trust", "key_ids"].as_slice(),
+            ),
+            Effect::Deny => (
+                "a deny block",
+                "A deny block",
+                "deny \"registry.terraform.io/hashicorp/aws\" { versions = \"5.31.0\" }",
+                "A deny block takes versions only: it refuses those versions whatever their trust.",
+                ["versions"].as_slice(),
+            ),
         };
         let written = match block.labels.as_slice() {
             [BlockLabel::String(label)] => label.value().clone(),
@@ -195,12 +199,6 @@ impl Reader<'_> {
             min_trust: None,
             key_ids: None,
         };
-        let accepted = match effect {
-            Effect::Allow => "An allow block takes versions, min_trust and key_ids.",
-            Effect::Deny => {
-                "A deny block takes versions only: it refuses those versions whatever their trust."
-            }
-        };
         for structure in block.body.iter() {
             let attr = match structure {
                 Structure::Attribute(attr) => attr,
@@ -218,10 +216,6 @@ impl Reader<'_> {
             };
             let name = attr.key.as_str();
             let line = self.line(attr.key.span());
-            let takes = match effect {
-                Effect::Allow => ["versions", "min_trust", "key_ids"].as_slice(),
-                Effect::Deny => ["versions"].as_slice(),
-            };
             if !takes.contains(&name) {
                 self.error(
                     "Unsupported argument",
