@@ -90,6 +90,8 @@ struct Options {
     big_mb: usize,
     latency: Duration,
     bandwidth_mbps: usize,
+    /// Added to every round trip on every connection (half each way).
+    rtt: Duration,
     runs: usize,
     scenarios: Vec<ScenarioKind>,
     tools: Vec<Tool>,
@@ -114,6 +116,7 @@ impl Default for Options {
             big_mb: 200,
             latency: Duration::from_millis(50),
             bandwidth_mbps: 0,
+            rtt: Duration::ZERO,
             runs: 3,
             scenarios: ScenarioKind::ALL.to_vec(),
             tools: if latest_terraform().is_some() {
@@ -183,6 +186,7 @@ impl Options {
                 "--aws-mb" => options.aws_mb = number(value()?)?.max(1),
                 "--latency-ms" => options.latency = Duration::from_millis(number(value()?)? as u64),
                 "--bandwidth-mbps" => options.bandwidth_mbps = number(value()?)?,
+                "--rtt-ms" => options.rtt = Duration::from_millis(number(value()?)? as u64),
                 "--runs" => options.runs = number(value()?)?.max(1),
                 "--parallelism" => options.parallelism = Some(number(value()?)?),
                 "--perf" => options.perf = true,
@@ -226,8 +230,16 @@ impl Options {
         } else {
             "incompressible executables"
         };
+        let rtt = if self.rtt.is_zero() {
+            String::new()
+        } else {
+            format!(
+                ", {} ms round trip on every connection",
+                self.rtt.as_millis()
+            )
+        };
         format!(
-            "{} providers × {} MB, one {} MB provider ({content}), {} ms added latency per response, {bandwidth}, median of {} runs",
+            "{} providers × {} MB, one {} MB provider ({content}), {} ms added latency per response{rtt}, {bandwidth}, median of {} runs",
             self.providers,
             self.size_mb,
             self.big_mb,
@@ -528,6 +540,11 @@ struct Bench {
     work: PathBuf,
     ca: TestCa,
     server: TestServer,
+    /// With `--rtt-ms`, the delaying link every client reaches the server
+    /// through; kept for as long as the benchmark runs.
+    _link: Option<DelayedLink>,
+    /// The server's URL as clients reach it: through the link, if any.
+    url: String,
     terraform: PathBuf,
     /// The `terraform` on PATH and its version line, when benchmarked.
     terraform_latest: Option<(PathBuf, String)>,
@@ -644,8 +661,13 @@ impl Bench {
                 );
             }
         }
+        let link = (!options.rtt.is_zero()).then(|| DelayedLink::start(server.port(), options.rtt));
+        let url = link.as_ref().map_or_else(
+            || server.url(),
+            |link| format!("https://127.0.0.1:{}/", link.port),
+        );
         let root = work.join("registry");
-        registry.write(&root, &server.url());
+        registry.write(&root, &url);
         serve_from_memory(&server, &root);
         let aws_archive = workloads.then(|| keep_aws_archive(&root, &work));
         fs::remove_dir_all(&root).expect("remove the written registry");
@@ -667,6 +689,8 @@ impl Bench {
             terraform_latest,
             tfinstall: PathBuf::from(env!("CARGO_BIN_EXE_tfinstall")),
             server,
+            _link: link,
+            url,
             work,
             small,
             big,
@@ -1527,8 +1551,8 @@ impl Bench {
 
     fn host_block(&self) -> String {
         format!(
-            "host {HOST:?} {{\n  services = {{\n    \"providers.v1\" = {:?}\n  }}\n}}\n",
-            self.server.url_for("/v1/providers/")
+            "host {HOST:?} {{\n  services = {{\n    \"providers.v1\" = \"{}v1/providers/\"\n  }}\n}}\n",
+            self.url
         )
     }
 
@@ -2127,4 +2151,85 @@ fn git_revision() -> String {
         .filter(|o| o.status.success())
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
         .unwrap_or_else(|| "(unknown revision)".to_owned())
+}
+
+/// A link that delivers every byte half a round trip after it was sent, in
+/// each direction, and is otherwise as fast as the loopback: a registry
+/// far away. Clients reach the server through it by its URL (HTTPS passes
+/// through untouched; the certificate names 127.0.0.1 either way).
+/// Terraform's Go client ignores proxy settings for 127.0.0.1, hence a
+/// relay rather than an HTTP proxy.
+struct DelayedLink {
+    port: u16,
+}
+
+impl DelayedLink {
+    fn start(server_port: u16, rtt: Duration) -> DelayedLink {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the link");
+        let port = listener.local_addr().expect("the link's address").port();
+        listener
+            .set_nonblocking(true)
+            .expect("a non-blocking listener");
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("the link's runtime");
+            runtime.block_on(async move {
+                let listener =
+                    tokio::net::TcpListener::from_std(listener).expect("the link's listener");
+                while let Ok((client, _)) = listener.accept().await {
+                    tokio::spawn(async move {
+                        let Ok(server) =
+                            tokio::net::TcpStream::connect(("127.0.0.1", server_port)).await
+                        else {
+                            return;
+                        };
+                        let _ = client.set_nodelay(true);
+                        let _ = server.set_nodelay(true);
+                        let (client_read, client_write) = client.into_split();
+                        let (server_read, server_write) = server.into_split();
+                        tokio::join!(
+                            delayed_copy(client_read, server_write, rtt / 2),
+                            delayed_copy(server_read, client_write, rtt / 2)
+                        );
+                    });
+                }
+            });
+        });
+        DelayedLink { port }
+    }
+}
+
+/// Copies `from` to `to`, each piece `delay` after it was read.
+async fn delayed_copy(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    delay: Duration,
+) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let (pieces, mut delivered) =
+        tokio::sync::mpsc::unbounded_channel::<(tokio::time::Instant, Vec<u8>)>();
+    let reading = async move {
+        let mut buffer = vec![0u8; 256 << 10];
+        while let Ok(read) = from.read(&mut buffer).await {
+            if read == 0
+                || pieces
+                    .send((tokio::time::Instant::now() + delay, buffer[..read].to_vec()))
+                    .is_err()
+            {
+                break;
+            }
+        }
+    };
+    let writing = async move {
+        while let Some((due, piece)) = delivered.recv().await {
+            tokio::time::sleep_until(due).await;
+            if to.write_all(&piece).await.is_err() {
+                return;
+            }
+        }
+        let _ = to.shutdown().await;
+    };
+    tokio::join!(reading, writing);
 }
