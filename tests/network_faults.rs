@@ -515,8 +515,10 @@ fn credentials_never_follow_a_redirect_to_another_host() {
 /// A download cannot go faster than the HTTP/2 window per round trip, so
 /// with hyper's default of 2 MiB an aws-sized archive from a server 50 ms
 /// away crawled at about 30 MB/s. The windows are read from the first
-/// frames tfinstall sends on a connection: its SETTINGS (the window of each
-/// response) and the WINDOW_UPDATE on stream 0 (the connection's).
+/// frames each command sends on a connection: its SETTINGS (the window of
+/// each response) and the WINDOW_UPDATE on stream 0 (the connection's).
+/// Every command that reaches a registry builds its client in one place
+/// (`http::build_client`, which `serve` uses too); each is checked here.
 #[test]
 fn http2_windows_let_a_large_download_run_at_full_speed_far_from_the_server() {
     let ca = support::tls::TestCa::new();
@@ -539,18 +541,33 @@ fn http2_windows_let_a_large_download_run_at_full_speed_far_from_the_server() {
         "registry.test",
         &format!("https://127.0.0.1:{port}/v1/providers/"),
     ));
-    let _ = project
-        .command(&["init"])
-        .timeout(Duration::from_secs(60))
-        .output();
-
-    let (stream, connection) = windows
-        .try_recv()
-        .expect("tfinstall opened an HTTP/2 connection");
-    // 8 MiB a response: the unpacker's pace (about 185 MB/s of archive)
-    // up to 45 ms away. Terraform's Go client allows 4 MiB.
-    assert!(stream >= 8 << 20, "stream window {stream}");
-    assert!(connection >= 2 * stream, "connection window {connection}");
+    let cache = project.dir("cache");
+    project.env("TF_PLUGIN_CACHE_DIR", &cache);
+    let mirror = project.dir("mirror");
+    let mirror = mirror.to_str().unwrap();
+    let commands: [&[&str]; 4] = [
+        &["init"],
+        &["providers", "lock"],
+        &["providers", "mirror", mirror],
+        &["cache", "warm"],
+    ];
+    for args in commands {
+        while windows.try_recv().is_ok() {}
+        let _ = project
+            .command(args)
+            .timeout(Duration::from_secs(60))
+            .output();
+        let (stream, connection) = windows
+            .try_recv()
+            .unwrap_or_else(|_| panic!("{args:?} opened no HTTP/2 connection"));
+        // 8 MiB a response: the unpacker's pace (about 185 MB/s of archive)
+        // up to 45 ms away. Terraform's Go client allows 4 MiB.
+        assert!(stream >= 8 << 20, "{args:?}: stream window {stream}");
+        assert!(
+            connection >= 2 * stream,
+            "{args:?}: connection window {connection}"
+        );
+    }
 }
 
 /// Reads a client's connection preface and frames up to its first request:
