@@ -540,10 +540,8 @@ struct Bench {
     work: PathBuf,
     ca: TestCa,
     server: TestServer,
-    /// With `--rtt-ms`, the delaying link every client reaches the server
-    /// through; kept for as long as the benchmark runs.
-    _link: Option<DelayedLink>,
-    /// The server's URL as clients reach it: through the link, if any.
+    /// The server's URL as clients reach it: with `--rtt-ms`, through a
+    /// delaying link.
     url: String,
     terraform: PathBuf,
     /// The `terraform` on PATH and its version line, when benchmarked.
@@ -661,11 +659,14 @@ impl Bench {
                 );
             }
         }
-        let link = (!options.rtt.is_zero()).then(|| DelayedLink::start(server.port(), options.rtt));
-        let url = link.as_ref().map_or_else(
-            || server.url(),
-            |link| format!("https://127.0.0.1:{}/", link.port),
-        );
+        let url = if options.rtt.is_zero() {
+            server.url()
+        } else {
+            format!(
+                "https://127.0.0.1:{}/",
+                start_delayed_link(server.port(), options.rtt)
+            )
+        };
         let root = work.join("registry");
         registry.write(&root, &url);
         serve_from_memory(&server, &root);
@@ -689,7 +690,6 @@ impl Bench {
             terraform_latest,
             tfinstall: PathBuf::from(env!("CARGO_BIN_EXE_tfinstall")),
             server,
-            _link: link,
             url,
             work,
             small,
@@ -2153,52 +2153,47 @@ fn git_revision() -> String {
         .unwrap_or_else(|| "(unknown revision)".to_owned())
 }
 
-/// A link that delivers every byte half a round trip after it was sent, in
-/// each direction, and is otherwise as fast as the loopback: a registry
-/// far away. Clients reach the server through it by its URL (HTTPS passes
-/// through untouched; the certificate names 127.0.0.1 either way).
-/// Terraform's Go client ignores proxy settings for 127.0.0.1, hence a
-/// relay rather than an HTTP proxy.
-struct DelayedLink {
-    port: u16,
-}
-
-impl DelayedLink {
-    fn start(server_port: u16, rtt: Duration) -> DelayedLink {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the link");
-        let port = listener.local_addr().expect("the link's address").port();
-        listener
-            .set_nonblocking(true)
-            .expect("a non-blocking listener");
-        std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("the link's runtime");
-            runtime.block_on(async move {
-                let listener =
-                    tokio::net::TcpListener::from_std(listener).expect("the link's listener");
-                while let Ok((client, _)) = listener.accept().await {
-                    tokio::spawn(async move {
-                        let Ok(server) =
-                            tokio::net::TcpStream::connect(("127.0.0.1", server_port)).await
-                        else {
-                            return;
-                        };
-                        let _ = client.set_nodelay(true);
-                        let _ = server.set_nodelay(true);
-                        let (client_read, client_write) = client.into_split();
-                        let (server_read, server_write) = server.into_split();
-                        tokio::join!(
-                            delayed_copy(client_read, server_write, rtt / 2),
-                            delayed_copy(server_read, client_write, rtt / 2)
-                        );
-                    });
-                }
-            });
+/// Starts a link to the server at `server_port` that delivers every byte
+/// half a round trip after it was sent, in each direction, and is otherwise
+/// as fast as the loopback: a registry far away. Returns the port clients
+/// reach the server through, by its URL (HTTPS passes through untouched;
+/// the certificate names 127.0.0.1 either way). Terraform's Go client
+/// ignores proxy settings for 127.0.0.1, hence a relay rather than an HTTP
+/// proxy. It runs until the benchmark exits.
+fn start_delayed_link(server_port: u16, rtt: Duration) -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind the link");
+    let port = listener.local_addr().expect("the link's address").port();
+    listener
+        .set_nonblocking(true)
+        .expect("a non-blocking listener");
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("the link's runtime");
+        runtime.block_on(async move {
+            let listener =
+                tokio::net::TcpListener::from_std(listener).expect("the link's listener");
+            while let Ok((client, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let Ok(server) =
+                        tokio::net::TcpStream::connect(("127.0.0.1", server_port)).await
+                    else {
+                        return;
+                    };
+                    let _ = client.set_nodelay(true);
+                    let _ = server.set_nodelay(true);
+                    let (client_read, client_write) = client.into_split();
+                    let (server_read, server_write) = server.into_split();
+                    tokio::join!(
+                        delayed_copy(client_read, server_write, rtt / 2),
+                        delayed_copy(server_read, client_write, rtt / 2)
+                    );
+                });
+            }
         });
-        DelayedLink { port }
-    }
+    });
+    port
 }
 
 /// Copies `from` to `to`, each piece `delay` after it was read.

@@ -28,12 +28,12 @@ pub fn user_agent() -> String {
 /// benchmark). Go, and so Terraform, allows 4 MiB. 8 MiB keeps one download
 /// at the unpacker's pace up to about 45 ms away. It is also what one
 /// download may hold in memory when the network outruns the unpacker.
-pub const HTTP2_STREAM_WINDOW: u32 = 8 << 20;
+const HTTP2_STREAM_WINDOW: u32 = 8 << 20;
 
 /// The same for all of a connection's responses together (hyper's default
 /// is 5 MiB): two large downloads from one host at full speed, and a
 /// bound on what ten downloads at once may hold in memory.
-pub const HTTP2_CONNECTION_WINDOW: u32 = 16 << 20;
+const HTTP2_CONNECTION_WINDOW: u32 = 16 << 20;
 
 /// Builds the client. TLS roots come from the platform verifier, which on
 /// Linux honours `SSL_CERT_FILE`/`SSL_CERT_DIR` the way Go (and so

@@ -521,7 +521,7 @@ fn credentials_never_follow_a_redirect_to_another_host() {
 /// (`http::build_client`, which `serve` uses too); each is checked here.
 #[test]
 fn http2_windows_let_a_large_download_run_at_full_speed_far_from_the_server() {
-    let ca = support::tls::TestCa::new();
+    let ca = support::TestCa::new();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let config = std::sync::Arc::new(ca.server_config(&[b"h2"]));
