@@ -318,6 +318,35 @@ pub struct ServeArgs {
           default_value = "2GiB", value_parser = crate::units::parse_size)]
     pub max_package_size: u64,
 
+    /// How long a provider's version list (and upstream's other answers
+    /// about what it publishes) is answered before upstream is asked again
+    /// (ms, s or m).
+    #[arg(long = "metadata-max-age", value_name = "DURATION", default_value = "5m",
+          value_parser = crate::units::parse_duration)]
+    pub metadata_max_age: std::time::Duration,
+
+    /// How long a failed upstream answer (an error status, a 404, a timeout,
+    /// a document that does not parse) is answered before upstream is asked
+    /// again.
+    #[arg(long = "failure-max-age", value_name = "DURATION", default_value = "5s",
+          value_parser = crate::units::parse_duration)]
+    pub failure_max_age: std::time::Duration,
+
+    /// Longest a client may take over its TLS handshake.
+    #[arg(long = "tls-handshake-timeout", value_name = "DURATION", default_value = "10s",
+          value_parser = crate::units::parse_duration)]
+    pub tls_handshake_timeout: std::time::Duration,
+
+    /// Longest a client may take to send a request's headers (HTTP/1.1).
+    #[arg(long = "header-timeout", value_name = "DURATION", default_value = "10s",
+          value_parser = crate::units::parse_duration)]
+    pub header_timeout: std::time::Duration,
+
+    /// Longest a connection may stay open with no request in flight.
+    #[arg(long = "idle-timeout", value_name = "DURATION", default_value = "60s",
+          value_parser = crate::units::parse_duration)]
+    pub idle_timeout: std::time::Duration,
+
     /// One JSON object per line for each request and event.
     #[arg(long)]
     pub json: bool,

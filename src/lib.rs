@@ -26,6 +26,7 @@ pub mod handoff;
 pub mod http;
 pub mod install;
 pub mod lockfile;
+pub mod memo;
 pub mod module;
 pub mod output;
 pub mod package;

@@ -4,14 +4,12 @@
 //! variable first, then a `credentials` block, then the credentials helper,
 //! if one is configured and installed.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
-
-use tokio::sync::OnceCell;
+use std::collections::BTreeMap;
 
 use super::credentials_helper::HelperProgram;
 use super::{CliConfig, CliEnv};
 use crate::addr::Hostname;
+use crate::memo::{Memo, MemoPolicy};
 
 /// A credentials helper that could not answer for a host. Installing from
 /// that host fails with it rather than going on without a token, which
@@ -49,8 +47,9 @@ pub struct Credentials {
     configured: BTreeMap<Hostname, Option<String>>,
     helper: Option<HelperProgram>,
     /// The helper's answers, failures included: a helper that failed once
-    /// fails every provider of the host without being run again.
-    answers: Mutex<HashMap<Hostname, Arc<OnceCell<Answer>>>>,
+    /// fails every provider of the host without being run again (for the
+    /// run; under `serve`, as its policy says).
+    answers: Memo<Hostname, Option<String>, CredentialsError>,
 }
 
 impl Credentials {
@@ -70,8 +69,15 @@ impl Credentials {
             from_env: tokens_from_env(env),
             configured: config.credentials.clone(),
             helper,
-            answers: Mutex::default(),
+            answers: Memo::new(MemoPolicy::PerRun),
         }
+    }
+
+    /// The credentials with the helper's answers kept as `policy` says
+    /// rather than for the run.
+    pub fn with_memo_policy(mut self, policy: MemoPolicy) -> Self {
+        self.answers = Memo::new(policy);
+        self
     }
 
     /// `Ok(None)` when the host has no credentials: it is then asked
@@ -86,18 +92,14 @@ impl Credentials {
         let Some(helper) = &self.helper else {
             return Ok(None);
         };
-        let cell = {
-            let mut answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
-            answers.entry(host.clone()).or_default().clone()
-        };
-        cell.get_or_init(|| async {
-            helper
-                .get(host)
-                .await
-                .map_err(|problem| CredentialsError::new(host, &problem))
-        })
-        .await
-        .clone()
+        self.answers
+            .get(host.clone(), || async {
+                helper
+                    .get(host)
+                    .await
+                    .map_err(|problem| CredentialsError::new(host, &problem))
+            })
+            .await
     }
 }
 

@@ -11,7 +11,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use futures_util::FutureExt;
 use futures_util::future::{BoxFuture, Shared};
@@ -23,28 +22,20 @@ use crate::diag::Diagnostic;
 use crate::fetch::Downloader;
 use crate::install::installer::{CacheUse, FillError, Installer};
 use crate::install::layout::{InstallLayout, LayoutKind};
+use crate::memo::{Freshness, Memo, MemoPolicy};
 use crate::package::extract::ExtractLimits;
 use crate::policy::Policy;
 use crate::serve::access::AccessTokens;
 use crate::source::oci::publish::{Staged, push};
 use crate::source::oci::template::RepositoryTemplate;
 use crate::source::oci::{OciMirror, Registries};
-use crate::source::{PackageAuthentication, Source};
+use crate::source::{PackageAuthentication, Source, SourceError};
 use crate::verify::AuthResult;
 use crate::verify::hash::PackageHash;
 use crate::verify::signature::verify_sums_signature;
 use crate::verify::signature_may_be_skipped;
 use crate::verify::sums::checksum_for;
 use crate::version::Version;
-
-/// How long a provider's version list is answered from memory before
-/// upstream is asked again. Registries publish new versions a few times a
-/// month and clients ask for the list on every `init` without a lock file:
-/// ten minutes turns a fleet's hundreds of list requests an hour into six
-/// per provider, and a release shows up on the mirror within ten minutes.
-/// When upstream cannot be reached, the last list it gave is answered,
-/// however old (and the log says so).
-pub const INDEX_TTL: Duration = Duration::from_secs(600);
 
 /// Where the server keeps what it learnt from upstream, inside the store:
 /// version lists and each version's platforms and signed hashes, so that a
@@ -126,6 +117,10 @@ pub struct MirrorOptions {
     /// `-policy`: denied versions are neither listed nor fetched, and a
     /// package it refuses is not served.
     pub policy: Option<Arc<Policy>>,
+    /// `-metadata-max-age` and `-failure-max-age`: how long a version list,
+    /// and a failure to get one, is answered before upstream is asked
+    /// again.
+    pub freshness: Freshness,
 }
 
 pub struct Mirror {
@@ -141,7 +136,13 @@ pub struct Mirror {
     grants: Option<AccessTokens>,
     shared: Option<SharedStore>,
     policy: Option<Arc<Policy>>,
-    indexes: Mutex<HashMap<ProviderAddr, (Instant, Vec<Version>)>>,
+    /// Version lists as upstream gave them, aging as `-metadata-max-age`
+    /// says; failures for `-failure-max-age`. Every memo beneath, on the way
+    /// upstream, ages by the same policy ([`crate::memo`]).
+    lists: Memo<ProviderAddr, Vec<Version>, SourceError>,
+    /// The last list upstream gave for each provider, however old: answered
+    /// while a newer one is being asked for, and while upstream fails.
+    last_lists: Mutex<HashMap<ProviderAddr, Vec<Version>>>,
     /// Archives hashed and found to be their records', by file identity.
     verified: Mutex<HashMap<PathBuf, FileIdentity>>,
     log: Arc<dyn Fn(String) + Send + Sync>,
@@ -193,7 +194,8 @@ impl Mirror {
             grants: options.grants,
             shared: options.shared,
             policy: options.policy,
-            indexes: Mutex::default(),
+            lists: Memo::new(MemoPolicy::Aging(options.freshness)),
+            last_lists: Mutex::default(),
             verified: Mutex::default(),
             log,
         }
@@ -217,7 +219,7 @@ impl Mirror {
 
     /// `index.json`: the versions upstream has that the policy allows, so
     /// that an unmodified client never picks a denied one.
-    pub async fn index(&self, provider: &ProviderAddr) -> Reply {
+    pub async fn index(self: &Arc<Self>, provider: &ProviderAddr) -> Reply {
         match self.versions(provider).await {
             Ok((versions, outcome)) => {
                 let listed: serde_json::Map<String, serde_json::Value> = versions
@@ -238,30 +240,35 @@ impl Mirror {
         }
     }
 
-    async fn versions(&self, provider: &ProviderAddr) -> Result<(Vec<Version>, Outcome), Reply> {
-        if let Some((at, versions)) = self
-            .indexes
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(provider)
-            && at.elapsed() < INDEX_TTL
-        {
-            return Ok((versions.clone(), Outcome::Hit));
-        }
-        let saved = self.state_path(provider, "index.json");
-        match self.source.available_versions(provider).await {
-            Ok(found) => {
-                let versions = found.versions;
-                let names: Vec<String> = versions.iter().map(Version::to_string).collect();
-                if let Ok(json) = serde_json::to_vec(&names) {
-                    let _ = crate::fsutil::write_atomic(&saved, &json, 0o644);
+    /// The provider's versions: the list kept while it is younger than
+    /// `-metadata-max-age`; once it is older, the last list while one
+    /// request upstream (shared by every asker) fetches the next (stale
+    /// while revalidating); the last list, or the one kept on disk, or the
+    /// store's versions while upstream fails (stale on error). A failure or
+    /// a 404 is answered for `-failure-max-age`, then upstream is asked
+    /// again.
+    async fn versions(
+        self: &Arc<Self>,
+        provider: &ProviderAddr,
+    ) -> Result<(Vec<Version>, Outcome), Reply> {
+        let answer = match self.lists.kept(provider) {
+            Some(Ok(versions)) => return Ok((versions, Outcome::Hit)),
+            Some(failed) => failed,
+            None => {
+                let refresh = self.refresh_list(provider);
+                if let Some(last) = self.last_list(provider) {
+                    return Ok((last, Outcome::Stale));
                 }
-                self.indexes
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(provider.clone(), (Instant::now(), versions.clone()));
-                Ok((versions, Outcome::Miss))
+                refresh.await.unwrap_or_else(|err| {
+                    Err(SourceError::Other(format!(
+                        "asking upstream for the version list stopped: {err}"
+                    )))
+                })
             }
+        };
+        let saved = self.state_path(provider, "index.json");
+        match answer {
+            Ok(versions) => Ok((versions, Outcome::Miss)),
             Err(err) if err.is_not_exist() => Err(Reply::Failed(
                 404,
                 format!(
@@ -270,13 +277,7 @@ impl Mirror {
                 ),
             )),
             Err(err) => {
-                let remembered = self
-                    .indexes
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .get(provider)
-                    .map(|(_, v)| v.clone());
-                let last = remembered.or_else(|| {
+                let last = self.last_list(provider).or_else(|| {
                     let names: Vec<String> =
                         serde_json::from_slice(&std::fs::read(&saved).ok()?).ok()?;
                     Some(
@@ -316,6 +317,50 @@ impl Mirror {
                 Ok((held, Outcome::Stale))
             }
         }
+    }
+
+    fn last_list(&self, provider: &ProviderAddr) -> Option<Vec<Version>> {
+        self.last_lists
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(provider)
+            .cloned()
+    }
+
+    /// Asks upstream for the provider's version list on a task of its own,
+    /// unless a request for it is in flight already (then its answer is
+    /// shared): no client waits for it while an older list can be answered,
+    /// and a client that goes away cancels nothing. A list upstream gives
+    /// is kept on disk for a restarted server whose upstream is down.
+    fn refresh_list(
+        self: &Arc<Self>,
+        provider: &ProviderAddr,
+    ) -> tokio::task::JoinHandle<Result<Vec<Version>, SourceError>> {
+        let mirror = Arc::clone(self);
+        let provider = provider.clone();
+        tokio::spawn(async move {
+            let fetch = || async {
+                if mirror.last_list(&provider).is_some() {
+                    (mirror.log)(format!(
+                        "the version list of {} is older than -metadata-max-age; asking upstream again, answering with the last one meanwhile",
+                        provider.for_display()
+                    ));
+                }
+                let versions = mirror.source.available_versions(&provider).await?.versions;
+                let names: Vec<String> = versions.iter().map(Version::to_string).collect();
+                if let Ok(json) = serde_json::to_vec(&names) {
+                    let saved = mirror.state_path(&provider, "index.json");
+                    let _ = crate::fsutil::write_atomic(&saved, &json, 0o644);
+                }
+                mirror
+                    .last_lists
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(provider.clone(), versions.clone());
+                Ok(versions)
+            };
+            mirror.lists.get(provider.clone(), fetch).await
+        })
     }
 
     /// `VERSION.json`: an archive for every platform served, each with the
@@ -454,14 +499,21 @@ impl Mirror {
         {
             return Ok((facts, false));
         }
-        let platforms: Vec<Platform> = match &self.platforms {
-            Some(served) => served.clone(),
-            None => self
+        // Without a list of the version's platforms, this machine's is
+        // served; that guess is not kept, so a list that failed to arrive
+        // (upstream down a moment) does not leave one platform listed for
+        // good.
+        let (platforms, known): (Vec<Platform>, bool) = match &self.platforms {
+            Some(served) => (served.clone(), true),
+            None => match self
                 .source
                 .platforms(provider, version)
                 .await
                 .filter(|listed| !listed.is_empty())
-                .unwrap_or_else(|| vec![Platform::current()]),
+            {
+                Some(listed) => (listed, true),
+                None => (vec![Platform::current()], false),
+            },
         };
         let hashes = match self.upstream_hashes(provider, version, &platforms).await {
             Ok(hashes) => hashes,
@@ -492,7 +544,7 @@ impl Mirror {
             platforms: platforms.iter().map(Platform::to_string).collect(),
             hashes,
         };
-        if let Ok(json) = serde_json::to_vec_pretty(&facts) {
+        if known && let Ok(json) = serde_json::to_vec_pretty(&facts) {
             let _ = crate::fsutil::write_atomic(&saved, &json, 0o644);
         }
         Ok((facts, true))

@@ -11,6 +11,7 @@
 //! verifies it ([`mirror`]).
 
 pub mod access;
+pub mod connection;
 pub mod mirror;
 pub mod route;
 
@@ -26,10 +27,7 @@ use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
 use hyper::header::HeaderValue;
-use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
@@ -40,11 +38,13 @@ use crate::cliconfig::{self, CliEnv};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::fetch::{DownloadSettings, Downloader};
 use crate::install::installer::CacheUse;
+use crate::memo::{Freshness, MemoPolicy};
 use crate::output::Output;
 use crate::policy::Policy;
 use crate::source::configured::{NetworkSources, SourceOptions, build_source};
 use crate::source::oci::template::RepositoryTemplate;
 use access::{AccessTokens, AllowedProviders};
+use connection::ConnectionLimits;
 use mirror::{Mirror, MirrorOptions, Outcome, Reply, SharedStore};
 use route::Route;
 
@@ -105,7 +105,19 @@ async fn serve(args: &ServeArgs, launch_dir: &Path, out: &Arc<Output>) -> Result
     })?;
     let tls = tls_acceptor(&args.tls_cert, &args.tls_key)?;
     let client = crate::http::build_client()?;
-    let network = NetworkSources::new(&cli_config, &env, client.clone());
+    // Every memo on the way upstream ages, as the server's own version
+    // lists do: a failure or an old list must not outlive a restart that
+    // never comes.
+    let freshness = Freshness {
+        answers: args.metadata_max_age,
+        failures: args.failure_max_age,
+    };
+    let network = NetworkSources::with_memo_policy(
+        &cli_config,
+        &env,
+        client.clone(),
+        MemoPolicy::Aging(freshness),
+    );
     let (source, source_diags) = build_source(&SourceOptions {
         plugin_dirs: &[],
         cli_config: &cli_config,
@@ -156,6 +168,7 @@ async fn serve(args: &ServeArgs, launch_dir: &Path, out: &Arc<Output>) -> Result
             grants: tokens.clone(),
             shared,
             policy: provider_policy,
+            freshness,
         },
         Arc::new(move |message: String| log.message(&message)),
     ));
@@ -182,7 +195,12 @@ async fn serve(args: &ServeArgs, launch_dir: &Path, out: &Arc<Output>) -> Result
     });
     emit(&format!("Serving providers on https://{bound}/"));
     log.message(&format!("store: {}", store_dir.display()));
-    accept_until_stopped(listener, tls, server.clone()).await;
+    let limits = ConnectionLimits {
+        tls_handshake: args.tls_handshake_timeout,
+        headers: args.header_timeout,
+        idle: args.idle_timeout,
+    };
+    accept_until_stopped(listener, tls, limits, server.clone()).await;
     drain_fills(&server.mirror).await;
     log.message("stopped");
     Ok(())
@@ -248,7 +266,12 @@ fn tls_acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor, Diagnostic> {
 
 /// Accepts connections until SIGTERM or SIGINT, then waits (a while) for
 /// the connections open to finish their requests.
-async fn accept_until_stopped(listener: TcpListener, tls: TlsAcceptor, server: Arc<Server>) {
+async fn accept_until_stopped(
+    listener: TcpListener,
+    tls: TlsAcceptor,
+    limits: ConnectionLimits,
+    server: Arc<Server>,
+) {
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let stop = stop_signal();
     tokio::pin!(stop);
@@ -264,18 +287,7 @@ async fn accept_until_stopped(listener: TcpListener, tls: TlsAcceptor, server: A
         let tls = tls.clone();
         let server = server.clone();
         let watcher = graceful.watcher();
-        tokio::spawn(async move {
-            let Ok(stream) = tls.accept(tcp).await else {
-                return;
-            };
-            let service = service_fn(move |request| {
-                let server = server.clone();
-                async move { Ok::<_, Infallible>(server.handle(request).await) }
-            });
-            let builder = auto::Builder::new(TokioExecutor::new());
-            let connection = builder.serve_connection(TokioIo::new(stream), service);
-            let _ = watcher.watch(connection.into_owned()).await;
-        });
+        tokio::spawn(connection::serve(tcp, tls, limits, watcher, server));
     }
     drop(listener);
     server

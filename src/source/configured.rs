@@ -19,6 +19,7 @@ use crate::cliconfig::netrc::Netrc;
 use crate::cliconfig::{CliConfig, CliEnv, Credentials, InstallMethod, MethodLocation};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::http::ApiClient;
+use crate::memo::MemoPolicy;
 use crate::source::Source;
 use crate::source::discovery::{Discovery, TokenLookup};
 use crate::source::filesystem::FilesystemMirror;
@@ -68,30 +69,52 @@ pub struct NetworkSources {
     /// OCI registries (`oci_mirror`), with the credentials the CLI
     /// configuration and the Docker-style files give.
     oci: Arc<Registries>,
+    /// How long every memo on the way upstream keeps its answers.
+    memo_policy: MemoPolicy,
 }
 
 impl NetworkSources {
+    /// The sources of one run: each question asked once, its answer kept
+    /// for the run.
     pub fn new(cli_config: &CliConfig, env: &CliEnv, client: reqwest::Client) -> Self {
+        Self::with_memo_policy(cli_config, env, client, MemoPolicy::PerRun)
+    }
+
+    /// The sources with every memo (credentials helper answers, discovery,
+    /// version lists, download and checksum documents) keeping answers as
+    /// `policy` says: `serve` lets them age.
+    pub fn with_memo_policy(
+        cli_config: &CliConfig,
+        env: &CliEnv,
+        client: reqwest::Client,
+        policy: MemoPolicy,
+    ) -> Self {
         let oci = Registries::new(
             client.clone(),
             Arc::new(OciCredentialStore::new(cli_config, env)),
         );
         let api = ApiClient::from_env(client);
-        let tokens: TokenLookup = Arc::new(Credentials::new(cli_config, env));
-        let discovery = Arc::new(Discovery::new(
-            &api,
-            tokens.clone(),
-            cli_config.hosts.clone(),
-            discovery_memory(env),
-        ));
-        let registry = RegistrySource::new(discovery, api.clone(), cli_config.netrc.clone());
+        let tokens: TokenLookup =
+            Arc::new(Credentials::new(cli_config, env).with_memo_policy(policy));
+        let discovery = Arc::new(
+            Discovery::new(
+                &api,
+                tokens.clone(),
+                cli_config.hosts.clone(),
+                discovery_memory(env),
+            )
+            .with_memo_policy(policy),
+        );
+        let registry = RegistrySource::new(discovery, api.clone(), cli_config.netrc.clone())
+            .with_memo_policy(policy);
         NetworkSources {
-            registry: Arc::new(SharedQueries::new(Arc::new(registry))),
+            registry: Arc::new(SharedQueries::with_policy(Arc::new(registry), policy)),
             api,
             tokens,
             netrc: cli_config.netrc.clone(),
             mirrors: Mutex::new(HashMap::new()),
             oci: Arc::new(oci),
+            memo_policy: policy,
         }
     }
 
@@ -116,7 +139,10 @@ impl NetworkSources {
                     self.netrc.clone(),
                     trust_all_hashes,
                 );
-                Arc::new(SharedQueries::new(Arc::new(mirror)))
+                Arc::new(SharedQueries::with_policy(
+                    Arc::new(mirror),
+                    self.memo_policy,
+                ))
             })
             .clone()
     }

@@ -18,13 +18,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use tokio::sync::OnceCell;
 use url::Url;
 
 use crate::addr::Hostname;
 use crate::cliconfig::{Credentials, CredentialsError};
 use crate::go_json;
 use crate::http::{ApiClient, status_line};
+use crate::memo::{Memo, MemoPolicy};
 
 /// Bearer tokens by hostname, from `TF_TOKEN_…` variables, the CLI
 /// configuration and its credentials helper; one per run, shared by every
@@ -92,13 +92,12 @@ fn keep_for(cache_control: Option<&str>) -> Option<u64> {
     Some(if no_cache { 0 } else { max_age })
 }
 
-type DiscoveryResult = Result<HostServices, String>;
-
 pub struct Discovery {
     api: ApiClient,
     tokens: TokenLookup,
     forced: BTreeMap<Hostname, BTreeMap<String, String>>,
-    cache: Mutex<HashMap<Hostname, Arc<OnceCell<DiscoveryResult>>>>,
+    /// This process's answers: for the run, or as `serve`'s policy says.
+    cache: Memo<Hostname, HostServices, String>,
     /// Where answers are kept between runs; `None` keeps nothing.
     remembered_dir: Option<PathBuf>,
     /// Answers read from `remembered_dir`, once per host per run.
@@ -117,10 +116,17 @@ impl Discovery {
             api: api.with_policy(Duration::from_secs(11), 0),
             tokens,
             forced,
-            cache: Mutex::new(HashMap::new()),
+            cache: Memo::new(MemoPolicy::PerRun),
             remembered_dir,
             remembered: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Discovery with its answers kept as `policy` says rather than for the
+    /// run.
+    pub fn with_memo_policy(mut self, policy: MemoPolicy) -> Self {
+        self.cache = Memo::new(policy);
+        self
     }
 
     /// `service`'s URL as an earlier run's answer gave it, to send a request
@@ -185,11 +191,7 @@ impl Discovery {
         host: &Hostname,
         service: &str,
     ) -> Result<ServiceLookup, String> {
-        let cell = {
-            let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-            cache.entry(host.clone()).or_default().clone()
-        };
-        let services = cell.get_or_init(|| self.discover(host)).await.clone()?;
+        let services = self.cache.get(host.clone(), || self.discover(host)).await?;
         resolve(&services, service)
     }
 

@@ -19,6 +19,7 @@ use std::fmt;
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Instant;
 
 use async_trait::async_trait;
 use futures_util::FutureExt;
@@ -209,7 +210,10 @@ pub struct PlatformPackage {
 /// installer fetches all three at once instead of the archive last, one
 /// round trip less per provider. Nothing is trusted until both are in.
 #[derive(Clone)]
-pub struct ChecksumDocuments(Shared<BoxFuture<'static, Result<Arc<SignedDocuments>, SourceError>>>);
+pub struct ChecksumDocuments(Shared<BoxFuture<'static, DocumentsAnswer>>);
+
+/// The documents, or why they could not be had, and when that was known.
+type DocumentsAnswer = (Result<Arc<SignedDocuments>, SourceError>, Instant);
 
 #[derive(Debug)]
 pub struct SignedDocuments {
@@ -223,20 +227,31 @@ impl ChecksumDocuments {
     pub fn fetch(
         fetch: impl Future<Output = Result<SignedDocuments, SourceError>> + Send + 'static,
     ) -> Self {
-        ChecksumDocuments(fetch.map(|r| r.map(Arc::new)).boxed().shared())
+        ChecksumDocuments(
+            fetch
+                .map(|r| (r.map(Arc::new), Instant::now()))
+                .boxed()
+                .shared(),
+        )
     }
 
     pub async fn get(&self) -> Result<Arc<SignedDocuments>, SourceError> {
-        self.0.clone().await
+        self.0.clone().await.0
+    }
+
+    /// Whether the fetch has ended, whether it failed, and when: a memo
+    /// keeping these documents ages them by it ([`crate::memo::MemoPolicy`]).
+    pub fn settled(&self) -> Option<(bool, Instant)> {
+        self.0.peek().map(|(answer, at)| (answer.is_err(), *at))
     }
 }
 
 impl fmt::Debug for ChecksumDocuments {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = match self.0.peek() {
+        let state = match self.settled() {
             None => "pending",
-            Some(Ok(_)) => "fetched",
-            Some(Err(_)) => "failed",
+            Some((false, _)) => "fetched",
+            Some((true, _)) => "failed",
         };
         write!(f, "ChecksumDocuments({state})")
     }

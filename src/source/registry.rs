@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use serde::Deserialize;
-use tokio::sync::OnceCell;
 use url::Url;
 
 use crate::addr::{Platform, ProviderAddr};
@@ -18,6 +17,7 @@ use crate::cliconfig::token_variable;
 use crate::engine::Engine;
 use crate::go_json;
 use crate::http::{ApiClient, ApiResponse, TERRAFORM_COMPAT_VERSION, status_line};
+use crate::memo::{Memo, MemoPolicy};
 use crate::source::discovery::{Discovery, ServiceLookup};
 use crate::source::{
     AvailableVersions, ChecksumDocuments, IncompatibleProtocol, InvalidVersion, MissingPlatform,
@@ -137,17 +137,27 @@ struct VersionList {
 
 type VersionsResult = Result<VersionList, SourceError>;
 
+/// Whether a version list is wanted as new as the memo's policy allows, or
+/// any list that was had will do.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ListAge {
+    Current,
+    Any,
+}
+
 pub struct RegistrySource {
     discovery: Arc<Discovery>,
     api: ApiClient,
     /// Basic credentials for checksum documents on the archives' host.
     netrc: Option<Arc<Netrc>>,
     /// Terraform memoizes the direct source for the whole run, errors
-    /// included; the protocol suggestion reuses the list too.
-    versions: Mutex<HashMap<ProviderAddr, Arc<OnceCell<VersionsResult>>>>,
+    /// included; the protocol suggestion reuses the list too. Under
+    /// `serve`, lists age ([`MemoPolicy`]).
+    versions: Memo<ProviderAddr, VersionList, SourceError>,
     /// Each release's checksum documents, by their URLs and the credentials
     /// sent with them: every platform's download document names the same
-    /// two, and a run that locks several platforms fetches them once.
+    /// two, and a run that locks several platforms fetches them once. They
+    /// are kept as the versions' policy says.
     documents: Mutex<HashMap<DocumentsKey, ChecksumDocuments>>,
 }
 
@@ -160,9 +170,16 @@ impl RegistrySource {
             discovery,
             api,
             netrc,
-            versions: Mutex::new(HashMap::new()),
+            versions: Memo::new(MemoPolicy::PerRun),
             documents: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The source with its answers kept as `policy` says rather than for
+    /// the run.
+    pub fn with_memo_policy(mut self, policy: MemoPolicy) -> Self {
+        self.versions = Memo::new(policy);
+        self
     }
 
     async fn base_url(&self, provider: &ProviderAddr) -> Result<Url, SourceError> {
@@ -232,14 +249,20 @@ impl RegistrySource {
         }
     }
 
-    async fn versions_with_protocols(&self, provider: &ProviderAddr) -> VersionsResult {
-        let cell = {
-            let mut cache = self.versions.lock().unwrap_or_else(|e| e.into_inner());
-            cache.entry(provider.clone()).or_default().clone()
-        };
-        cell.get_or_init(|| self.fetch_versions(provider))
-            .await
-            .clone()
+    /// The version list. The advice and platform lists built from it take
+    /// [`ListAge::Any`]: what an earlier list said of a version holds, and
+    /// refreshing the list for them would hand the next `available_versions`
+    /// an older list than its memo above believes it is getting.
+    async fn versions_with_protocols(
+        &self,
+        provider: &ProviderAddr,
+        age: ListAge,
+    ) -> VersionsResult {
+        let fetch = || self.fetch_versions(provider);
+        match age {
+            ListAge::Current => self.versions.get(provider.clone(), fetch).await,
+            ListAge::Any => self.versions.get_any(provider.clone(), fetch).await,
+        }
     }
 
     /// GETs `path` below the host's `providers.v1` URL. When an earlier
@@ -308,7 +331,10 @@ impl RegistrySource {
     /// The newest version one of whose protocols is supported, for the
     /// "You need to downgrade" advice.
     async fn protocol_suggestion(&self, provider: &ProviderAddr) -> Option<Version> {
-        let list = self.versions_with_protocols(provider).await.ok()?;
+        let list = self
+            .versions_with_protocols(provider, ListAge::Any)
+            .await
+            .ok()?;
         list.listed
             .into_iter()
             .filter(|listed| {
@@ -325,7 +351,7 @@ impl RegistrySource {
     /// The platforms the version list names for `version`, for the
     /// missing-platform error; empty when the registry does not say.
     async fn listed_platforms(&self, provider: &ProviderAddr, version: &Version) -> Vec<String> {
-        let Ok(list) = self.versions_with_protocols(provider).await else {
+        let Ok(list) = self.versions_with_protocols(provider, ListAge::Any).await else {
             return Vec::new();
         };
         list.listed
@@ -342,7 +368,9 @@ impl Source for RegistrySource {
         &self,
         provider: &ProviderAddr,
     ) -> Result<AvailableVersions, SourceError> {
-        let list = self.versions_with_protocols(provider).await?;
+        let list = self
+            .versions_with_protocols(provider, ListAge::Current)
+            .await?;
         let mut versions: Vec<Version> = list.listed.into_iter().map(|l| l.version).collect();
         versions.sort();
         Ok(AvailableVersions {
@@ -464,8 +492,16 @@ impl Source for RegistrySource {
             sums_auth.clone(),
             signature_auth.clone(),
         );
+        let policy = self.versions.policy();
         let documents = {
             let mut known = self.documents.lock().unwrap_or_else(|e| e.into_inner());
+            if policy != MemoPolicy::PerRun {
+                known.retain(|_, documents| {
+                    documents
+                        .settled()
+                        .is_none_or(|(failed, at)| policy.keeps(failed, at))
+                });
+            }
             known
                 .entry(key)
                 .or_insert_with(|| {

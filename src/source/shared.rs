@@ -3,40 +3,51 @@
 //! and again; wrapped in [`SharedQueries`], each version list and each
 //! package's metadata is requested once and every asker shares the answer,
 //! including askers that arrive while the request is still in flight.
+//! Under `serve` the answers age instead ([`MemoPolicy`]).
 
-use std::collections::HashMap;
-use std::hash::Hash;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use async_trait::async_trait;
-use tokio::sync::OnceCell;
 
 use crate::addr::{Platform, ProviderAddr};
-use crate::source::{AvailableVersions, PackageMeta, Source, SourceError};
+use crate::memo::{Memo, MemoPolicy};
+use crate::source::{AvailableVersions, PackageAuthentication, PackageMeta, Source, SourceError};
 use crate::version::Version;
-
-type Answers<K, T> = Mutex<HashMap<K, Arc<OnceCell<Result<T, SourceError>>>>>;
 
 pub struct SharedQueries {
     inner: Arc<dyn Source>,
-    versions: Answers<ProviderAddr, AvailableVersions>,
-    packages: Answers<(ProviderAddr, String, Platform), PackageMeta>,
+    versions: Memo<ProviderAddr, AvailableVersions, SourceError>,
+    packages: Memo<(ProviderAddr, String, Platform), PackageMeta, SourceError>,
 }
 
 impl SharedQueries {
+    /// For one run: every answer kept for the run.
     pub fn new(inner: Arc<dyn Source>) -> Self {
+        Self::with_policy(inner, MemoPolicy::PerRun)
+    }
+
+    pub fn with_policy(inner: Arc<dyn Source>, policy: MemoPolicy) -> Self {
         SharedQueries {
             inner,
-            versions: Mutex::new(HashMap::new()),
-            packages: Mutex::new(HashMap::new()),
+            versions: Memo::new(policy),
+            packages: Memo::judging(policy, package_failed),
         }
     }
 }
 
-/// The cell that holds (or will hold) the answer for `key`.
-fn cell<K: Eq + Hash, T>(answers: &Answers<K, T>, key: K) -> Arc<OnceCell<Result<T, SourceError>>> {
-    let mut answers = answers.lock().unwrap_or_else(|e| e.into_inner());
-    answers.entry(key).or_default().clone()
+/// A package's metadata counts as a failure when its checksum documents,
+/// fetched alongside, failed: kept, it would hand every later fill the
+/// same failed fetch.
+fn package_failed(answer: &Result<PackageMeta, SourceError>) -> bool {
+    match answer {
+        Err(_) => true,
+        Ok(meta) => match &meta.authentication {
+            PackageAuthentication::Signed(signed) => {
+                signed.documents.settled().is_some_and(|(failed, _)| failed)
+            }
+            _ => false,
+        },
+    }
 }
 
 #[async_trait]
@@ -45,10 +56,9 @@ impl Source for SharedQueries {
         &self,
         provider: &ProviderAddr,
     ) -> Result<AvailableVersions, SourceError> {
-        cell(&self.versions, provider.clone())
-            .get_or_init(|| self.inner.available_versions(provider))
+        self.versions
+            .get(provider.clone(), || self.inner.available_versions(provider))
             .await
-            .clone()
     }
 
     async fn package_meta(
@@ -58,10 +68,9 @@ impl Source for SharedQueries {
         platform: &Platform,
     ) -> Result<PackageMeta, SourceError> {
         let key = (provider.clone(), version.to_string(), platform.clone());
-        cell(&self.packages, key)
-            .get_or_init(|| self.inner.package_meta(provider, version, platform))
+        self.packages
+            .get(key, || self.inner.package_meta(provider, version, platform))
             .await
-            .clone()
     }
 
     fn for_display(&self, provider: &ProviderAddr) -> String {
