@@ -513,6 +513,332 @@ fn after_a_restart_with_upstream_down_clients_still_install() {
     assert!(serve.log().contains("last version list"), "{}", serve.log());
 }
 
+/// The registry's path for `type_name`'s version list.
+fn versions_path(type_name: &str) -> String {
+    format!("/{}", Registry::versions_path(NS, type_name))
+}
+
+/// A work dir requiring `registry.test/acme/TYPE` at `constraint`.
+fn workdir_requiring(
+    upstream: &Upstream,
+    name: &str,
+    type_name: &str,
+    constraint: &str,
+) -> PathBuf {
+    let dir = upstream.path(&format!("work/{name}/x"));
+    let dir = dir.parent().unwrap().to_path_buf();
+    std::fs::write(
+        dir.join("main.tf"),
+        format!(
+            "terraform {{\n  required_providers {{\n    {type_name} = {{\n      source  = \"{HOST}/{NS}/{type_name}\"\n      version = \"{constraint}\"\n    }}\n  }}\n}}\n"
+        ),
+    )
+    .unwrap();
+    dir
+}
+
+/// Waits (a bounded while) until `done`, polling; panics with `what` and
+/// the server's log if it never is.
+fn wait_until(serve: &Serve, what: &str, mut done: impl FnMut() -> bool) {
+    for _ in 0..300 {
+        if done() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("{what} did not happen within 30 s:\n{}", serve.log());
+}
+
+/// A failure is answered only for `-failure-max-age` (issue 45). Upstream
+/// fails alpha's version list, and separately beta's `SHA256SUMS`, for
+/// every request while one client installs; once upstream recovers, the
+/// next client installs both through the same server, with no restart.
+#[test]
+fn upstream_failures_do_not_stick_once_upstream_recovers() {
+    let upstream = Upstream::new(&["alpha", "beta"]);
+    let sums = upstream
+        .archive("beta", &current_platform())
+        .rsplit_once('/')
+        .map(|(dir, _)| format!("{dir}/terraform-provider-beta_{VERSION}_SHA256SUMS"))
+        .unwrap();
+    let store = upstream.path("store/x").parent().unwrap().to_path_buf();
+    let serve = upstream.serve(&store, &["-failure-max-age=1s"]);
+    for (failing, type_name) in [(versions_path("alpha"), "alpha"), (sums, "beta")] {
+        upstream.server().fault(&failing, Fault::Status(500));
+        let dir = workdir_requiring(
+            &upstream,
+            &format!("failed-{type_name}"),
+            type_name,
+            VERSION,
+        );
+        let output = upstream.terraform_init(Terraform::V1_0_3, &dir, &serve.mirror_config());
+        assert!(
+            !output.status.success(),
+            "{type_name} installed while upstream failed:\n{}",
+            serve.log()
+        );
+        assert!(upstream.server().count(&failing) > 0);
+        upstream.server().clear_faults();
+        // Past the back-off: the next client's requests go upstream again.
+        std::thread::sleep(Duration::from_millis(1500));
+        let dir = workdir_requiring(&upstream, &format!("after-{type_name}"), type_name, VERSION);
+        let output = upstream.terraform_init(Terraform::V1_0_3, &dir, &serve.mirror_config());
+        succeeded(
+            &format!("init of {type_name} after upstream recovered"),
+            &output,
+        );
+        assert!(installed_in(&dir, Terraform::V1_0_3, type_name).is_dir());
+    }
+}
+
+/// A version published upstream shows in `index.json` once the list is
+/// older than `-metadata-max-age`, and a client's `init -upgrade` through
+/// the server installs it (issue 45).
+#[test]
+fn a_new_upstream_release_is_listed_after_the_max_age_and_upgrades_install_it() {
+    const NEW: &str = "1.1.0";
+    let upstream = Upstream::publishing(&["alpha"], &[VERSION, NEW], Payload::Small);
+    // Until it is published, the registry lists only 1.0.0.
+    let listed = upstream.path("site/v1/providers/acme/alpha/versions");
+    let mut before: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&listed).unwrap()).unwrap();
+    before["versions"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|entry| entry["version"] != NEW);
+    let path = versions_path("alpha");
+    upstream
+        .server()
+        .fault(&path, Fault::Respond(Response::json(before.to_string())));
+    let store = upstream.path("store/x").parent().unwrap().to_path_buf();
+    let serve = upstream.serve(&store, &["-metadata-max-age=1s"]);
+    let dir = workdir_requiring(&upstream, "upgrading", "alpha", ">= 1.0.0");
+    let config = serve.mirror_config();
+    succeeded(
+        "init before the release",
+        &upstream.terraform_init(Terraform::V1_0_3, &dir, &config),
+    );
+    let lock = || std::fs::read_to_string(dir.join(".terraform.lock.hcl")).unwrap();
+    assert!(lock().contains(&format!("\"{VERSION}\"")), "{}", lock());
+
+    upstream.server().clear_faults();
+    let client = Client::new(&upstream.ca);
+    let index = format!("{}{HOST}/{NS}/alpha/index.json", serve.url);
+    wait_until(&serve, "the new release listed", || {
+        let (status, body) = client.get(&index, None);
+        status == 200 && body.contains(NEW)
+    });
+    succeeded(
+        "init -upgrade after the release",
+        &upstream.terraform_init_with(Terraform::V1_0_3, &dir, &config, &["-upgrade"]),
+    );
+    assert!(lock().contains(&format!("\"{NEW}\"")), "{}", lock());
+    assert!(
+        dir.join(format!(
+            ".terraform/providers/{HOST}/{NS}/alpha/{NEW}/{}",
+            current_platform()
+        ))
+        .is_dir()
+    );
+}
+
+/// Upstream goes away after the list was fetched and has aged: the server
+/// keeps answering the last list it had (and says so), and a client
+/// installs from the store (issue 45).
+#[test]
+fn an_aged_list_is_answered_while_upstream_is_down() {
+    let mut upstream = Upstream::new(&["alpha"]);
+    let store = upstream.path("store/x").parent().unwrap().to_path_buf();
+    let serve = upstream.serve(&store, &["-metadata-max-age=1s", "-failure-max-age=1s"]);
+    let first = upstream.workdir("before");
+    succeeded(
+        "init with upstream up",
+        &upstream.terraform_init(Terraform::V1_0_3, &first, &serve.mirror_config()),
+    );
+    upstream.server = None;
+    std::thread::sleep(Duration::from_millis(1500));
+    let client = Client::new(&upstream.ca);
+    let index = format!("{}{HOST}/{NS}/alpha/index.json", serve.url);
+    for _ in 0..3 {
+        let (status, body) = client.get(&index, None);
+        assert_eq!(
+            (status, body.as_str()),
+            (200, "{\"versions\":{\"1.0.0\":{}}}"),
+            "{}",
+            serve.log()
+        );
+    }
+    let dir = upstream.workdir("while-down");
+    succeeded(
+        "init with upstream down",
+        &upstream.terraform_init(Terraform::V1_0_3, &dir, &serve.mirror_config()),
+    );
+    assert!(installed_in(&dir, Terraform::V1_0_3, "alpha").is_dir());
+    wait_until(&serve, "the log saying the list is old", || {
+        serve
+            .log()
+            .contains("answering with the last version list it gave")
+    });
+}
+
+/// 48 clients ask for a list while it is being refreshed: each is answered
+/// at once with the last list, and upstream sees one request for the new
+/// one (issue 45).
+#[test]
+fn clients_arriving_during_a_refresh_share_one_upstream_request() {
+    const CLIENTS: usize = 48;
+    let upstream = Upstream::new(&["alpha"]);
+    let path = versions_path("alpha");
+    // A slow list keeps the refresh in flight while the clients ask.
+    upstream
+        .server()
+        .fault(&path, Fault::Latency(Duration::from_millis(1500)));
+    let store = upstream.path("store/x").parent().unwrap().to_path_buf();
+    let serve = upstream.serve(&store, &["-metadata-max-age=1s"]);
+    let index = format!("{}{HOST}/{NS}/alpha/index.json", serve.url);
+    let client = Client::new(&upstream.ca);
+    assert_eq!(client.get(&index, None).0, 200);
+    assert_eq!(upstream.server().count(&path), 1);
+    std::thread::sleep(Duration::from_millis(1200));
+    let answers: Vec<u16> = client.runtime.block_on(async {
+        let clients: Vec<reqwest::Client> = (0..CLIENTS)
+            .map(|_| {
+                reqwest::Client::builder()
+                    .tls_certs_only([reqwest::Certificate::from_pem(
+                        upstream.ca.ca_pem().as_bytes(),
+                    )
+                    .unwrap()])
+                    .build()
+                    .unwrap()
+            })
+            .collect();
+        let requests = clients.iter().map(|c| async {
+            let response = c.get(&index).send().await.unwrap();
+            let status = response.status().as_u16();
+            let body = response.text().await.unwrap();
+            assert!(body.contains(VERSION), "{body}");
+            status
+        });
+        futures_util::future::join_all(requests).await
+    });
+    assert_eq!(answers, vec![200; CLIENTS]);
+    wait_until(&serve, "the refresh", || {
+        upstream.server().count(&path) >= 2
+    });
+    // The refresh is answered 1.5 s after it was asked; no second one went
+    // out meanwhile.
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(upstream.server().count(&path), 2, "{}", serve.log());
+}
+
+/// Hundreds of connections that stall (in the TLS handshake, in a
+/// request's headers, or idle on HTTP/2 after the preface) are closed once
+/// their limit passes, while real clients are served throughout (issue 45).
+#[test]
+fn stalled_and_idle_connections_are_closed_while_clients_are_served() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    const IN_HANDSHAKE: usize = 200;
+    const IN_HEADERS: usize = 100;
+    const IDLE_H2: usize = 20;
+    let upstream = Upstream::new(&["alpha"]);
+    let store = upstream.path("store/x").parent().unwrap().to_path_buf();
+    let serve = upstream.serve(
+        &store,
+        &[
+            "-tls-handshake-timeout=2s",
+            "-header-timeout=2s",
+            "-idle-timeout=2s",
+        ],
+    );
+    let url = url::Url::parse(&serve.url).unwrap();
+    let address = format!("{}:{}", url.host_str().unwrap(), url.port().unwrap());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let tls = |alpn: &[u8]| {
+        let mut config = upstream.ca.client_config();
+        config.alpn_protocols = vec![alpn.to_vec()];
+        tokio_rustls::TlsConnector::from(Arc::new(config))
+    };
+    let (h1, h2) = (tls(b"http/1.1"), tls(b"h2"));
+    let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
+    let closed = runtime.block_on(async {
+        let mut stalled: Vec<tokio::task::JoinHandle<bool>> = Vec::new();
+        // Waits (at most 30 s) for the server to close the connection.
+        async fn until_closed(mut stream: impl tokio::io::AsyncRead + Unpin) -> bool {
+            let mut buffer = [0u8; 4096];
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+            loop {
+                match tokio::time::timeout_at(deadline, stream.read(&mut buffer)).await {
+                    Ok(Ok(0) | Err(_)) => return true,
+                    Ok(Ok(_)) => continue,
+                    Err(_) => return false,
+                }
+            }
+        }
+        for _ in 0..IN_HEADERS {
+            let tcp = tokio::net::TcpStream::connect(&address).await.unwrap();
+            let mut stream = h1.connect(name.clone(), tcp).await.unwrap();
+            stream
+                .write_all(b"GET /healthz HTTP/1.1\r\nHo")
+                .await
+                .unwrap();
+            stream.flush().await.unwrap();
+            stalled.push(tokio::spawn(until_closed(stream)));
+        }
+        for _ in 0..IDLE_H2 {
+            let tcp = tokio::net::TcpStream::connect(&address).await.unwrap();
+            let mut stream = h2.connect(name.clone(), tcp).await.unwrap();
+            stream
+                .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\x04\0\0\0\0\0")
+                .await
+                .unwrap();
+            stream.flush().await.unwrap();
+            stalled.push(tokio::spawn(until_closed(stream)));
+        }
+        for _ in 0..IN_HANDSHAKE {
+            let mut tcp = tokio::net::TcpStream::connect(&address).await.unwrap();
+            // The start of a TLS record, and nothing more.
+            tcp.write_all(&[0x16, 0x03, 0x01]).await.unwrap();
+            stalled.push(tokio::spawn(until_closed(tcp)));
+        }
+        // Real clients, each on a connection of its own, while the stalled
+        // ones are open.
+        for _ in 0..5 {
+            let client = reqwest::Client::builder()
+                .tls_certs_only([
+                    reqwest::Certificate::from_pem(upstream.ca.ca_pem().as_bytes()).unwrap(),
+                ])
+                .build()
+                .unwrap();
+            let response = client
+                .get(format!("{}healthz", serve.url))
+                .timeout(Duration::from_secs(20))
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(response.status(), 200);
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let mut closed = 0;
+        for task in stalled {
+            closed += usize::from(task.await.unwrap());
+        }
+        closed
+    });
+    assert_eq!(
+        closed,
+        IN_HANDSHAKE + IN_HEADERS + IDLE_H2,
+        "some stalled connections were left open:\n{}",
+        serve.log()
+    );
+    let client = Client::new(&upstream.ca);
+    let index = format!("{}{HOST}/{NS}/alpha/index.json", serve.url);
+    assert_eq!(client.get(&index, None).0, 200);
+}
+
 /// What Terraform never sends is refused without asking upstream:
 /// traversal and malformed paths (404), hosts not allowed (403), and with
 /// `-auth-token-file`, requests without one of its tokens (401, no data);

@@ -340,13 +340,25 @@ impl Mirror {
         let provider = provider.clone();
         tokio::spawn(async move {
             let fetch = || async {
-                if mirror.last_list(&provider).is_some() {
+                let stale = mirror.last_list(&provider).is_some();
+                if stale {
                     (mirror.log)(format!(
                         "the version list of {} is older than -metadata-max-age; asking upstream again, answering with the last one meanwhile",
                         provider.for_display()
                     ));
                 }
-                let versions = mirror.source.available_versions(&provider).await?.versions;
+                let versions = match mirror.source.available_versions(&provider).await {
+                    Ok(found) => found.versions,
+                    Err(err) => {
+                        if stale {
+                            (mirror.log)(format!(
+                                "upstream failed for {}; answering with the last version list it gave: {err}",
+                                provider.for_display()
+                            ));
+                        }
+                        return Err(err);
+                    }
+                };
                 let names: Vec<String> = versions.iter().map(Version::to_string).collect();
                 if let Ok(json) = serde_json::to_vec(&names) {
                     let saved = mirror.state_path(&provider, "index.json");
