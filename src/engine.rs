@@ -4,10 +4,11 @@
 //! a module, where the CLI configuration lives, when a provider may be
 //! installed without a signature, and the words on screen. Installing with
 //! the wrong rules records providers the other program does not consider the
-//! same, so the engine is chosen once, before anything is read.
+//! same, so the engine is chosen for a working directory before anything in
+//! it is read (`workdir::engine` decides which).
 
 use std::path::Path;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum Engine {
@@ -17,42 +18,54 @@ pub enum Engine {
     OpenTofu,
 }
 
-/// One engine per process: `main` selects it before any configuration,
-/// lock file or address is read, and provider addresses parsed anywhere
-/// after that take its default registry.
-static SELECTED: OnceLock<Engine> = OnceLock::new();
+/// One engine at a time: `main` selects it before any configuration, lock
+/// file or address is read, and provider addresses parsed anywhere after
+/// that take its default registry. A command over several working
+/// directories whose engines differ (`init DIR…`, `cache warm DIR…`) runs
+/// one engine's directories, then selects the other and runs the rest:
+/// nothing of one group is still running when the engine changes.
+static SELECTED: AtomicU8 = AtomicU8::new(0);
 
 impl Engine {
     /// The engine of this run; Terraform until one is selected.
     pub fn current() -> Engine {
-        SELECTED.get().copied().unwrap_or_default()
+        match SELECTED.load(Ordering::Relaxed) {
+            1 => Engine::OpenTofu,
+            _ => Engine::Terraform,
+        }
     }
 
-    /// Makes `self` the engine of this run. Only the first call counts.
+    /// Makes `self` the engine from now on; see [`SELECTED`] for when it
+    /// may change.
     pub fn select(self) {
-        let _ = SELECTED.set(self);
+        let value = match self {
+            Engine::Terraform => 0,
+            Engine::OpenTofu => 1,
+        };
+        SELECTED.store(value, Ordering::Relaxed);
     }
 
-    /// OpenTofu when a root module directory holds any `*.tofu` or
-    /// `*.tofu.json` file, which only OpenTofu reads; Terraform otherwise.
-    pub fn detect<'a>(root_modules: impl IntoIterator<Item = &'a Path>) -> Engine {
-        let has_tofu_files = |dir: &Path| {
-            std::fs::read_dir(dir)
-                .into_iter()
-                .flatten()
-                .flatten()
-                .any(|entry| {
-                    let name = entry.file_name();
-                    let name = name.to_string_lossy();
-                    !name.starts_with('.')
-                        && (name.ends_with(".tofu") || name.ends_with(".tofu.json"))
-                        && entry.path().is_file()
-                })
-        };
-        if root_modules.into_iter().any(has_tofu_files) {
-            Engine::OpenTofu
-        } else {
-            Engine::Terraform
+    /// Whether `dir` holds any `*.tofu` or `*.tofu.json` file, which only
+    /// OpenTofu reads.
+    pub fn has_tofu_files(dir: &Path) -> bool {
+        std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|entry| {
+                let name = entry.file_name();
+                let name = name.to_string_lossy();
+                !name.starts_with('.')
+                    && (name.ends_with(".tofu") || name.ends_with(".tofu.json"))
+                    && entry.path().is_file()
+            })
+    }
+
+    /// The other engine.
+    pub fn other(self) -> Engine {
+        match self {
+            Engine::Terraform => Engine::OpenTofu,
+            Engine::OpenTofu => Engine::Terraform,
         }
     }
 
@@ -94,18 +107,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn tofu_files_in_a_root_module_choose_opentofu() {
+    fn only_tofu_files_count() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         std::fs::write(root.join("main.tf"), "").unwrap();
-        assert_eq!(Engine::detect([root]), Engine::Terraform);
+        assert!(!Engine::has_tofu_files(root));
         std::fs::write(root.join(".hidden.tofu"), "").unwrap();
         std::fs::create_dir(root.join("dir.tofu")).unwrap();
-        assert_eq!(Engine::detect([root]), Engine::Terraform);
+        assert!(!Engine::has_tofu_files(root));
         std::fs::write(root.join("versions.tofu.json"), "{}").unwrap();
-        assert_eq!(Engine::detect([root]), Engine::OpenTofu);
-        let other = tempfile::tempdir().unwrap();
-        assert_eq!(Engine::detect([other.path(), root]), Engine::OpenTofu);
-        assert_eq!(Engine::detect([other.path()]), Engine::Terraform);
+        assert!(Engine::has_tofu_files(root));
+        assert!(!Engine::has_tofu_files(&root.join("missing")));
     }
 }

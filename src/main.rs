@@ -8,6 +8,8 @@ use clap::FromArgMatches as _;
 
 use tfinstall::cli::{CacheCommand, Cli, Command, ProvidersCommand, normalize_args};
 use tfinstall::engine::Engine;
+use tfinstall::output::Output;
+use tfinstall::workdir::engine::{ChosenBy, EngineChoice};
 
 fn main() -> ExitCode {
     limit_malloc_arenas();
@@ -52,17 +54,37 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(1);
     }
-    let root_modules = match &cli.command {
-        Command::Cache(CacheCommand::Warm(args)) if !args.dirs.is_empty() => args.dirs.clone(),
-        Command::Init(args) if !args.dirs.is_empty() => args.dirs.clone(),
-        Command::Exec(args) => vec![tfinstall::commands::exec::work_dir(
+    // `init` and `cache warm` choose for each of their directories; every
+    // other command works in one, or in none (then the current one's files
+    // choose, as they choose where the CLI configuration is read from).
+    let choice = match &cli.command {
+        Command::Init(_) | Command::Cache(CacheCommand::Warm(_)) => None,
+        Command::Exec(args) => Some(tfinstall::commands::exec::work_dir(
             args.command.get(1..).unwrap_or_default(),
-        )],
-        _ => vec![PathBuf::from(".")],
+        )),
+        _ => Some(PathBuf::from(".")),
+    }
+    .map(|dir| EngineChoice::for_dir(&dir, cli.engine));
+    let choice = match (choice, &cli.command) {
+        (None, _) => None,
+        (Some(Ok(choice)), _) => Some(choice),
+        // These read or write the lock file whose engine is in question.
+        (Some(Err(diag)), Command::Providers(args)) => {
+            let json = args.command.is_none() && args.json;
+            Output::new(json, args.no_color).diagnostics(&diag.into());
+            return ExitCode::from(1);
+        }
+        // The others leave the lock file alone: the *.tofu files choose,
+        // as they did before lock files did.
+        (Some(Err(_)), _) => Some(EngineChoice {
+            engine: Engine::OpenTofu,
+            chosen_by: ChosenBy::TofuFiles,
+            lock_made_for: Some(Engine::Terraform),
+        }),
     };
-    cli.engine
-        .unwrap_or_else(|| Engine::detect(root_modules.iter().map(PathBuf::as_path)))
-        .select();
+    if let Some(choice) = &choice {
+        choice.engine.select();
+    }
     // One thread runs all network I/O (one HTTP/2 connection carries every
     // download); hashing, writing and unpacking go to blocking threads. With
     // worker threads, each 16 KiB chunk crossed threads, a futex wake-up
@@ -81,7 +103,11 @@ fn main() -> ExitCode {
         }
     };
     let ok = match cli.command {
-        Command::Init(args) => runtime.block_on(tfinstall::commands::init::run(args, launch_dir)),
+        Command::Init(args) => runtime.block_on(tfinstall::commands::init::run(
+            args,
+            launch_dir,
+            cli.engine,
+        )),
         Command::Providers(args) => match args.command {
             Some(ProvidersCommand::Lock(lock)) => {
                 runtime.block_on(tfinstall::commands::providers::lock::run(lock))
@@ -92,11 +118,11 @@ fn main() -> ExitCode {
             Some(ProvidersCommand::Check(check)) => {
                 tfinstall::commands::providers::check::run(check)
             }
-            None => tfinstall::commands::providers::tree::run(args),
+            None => tfinstall::commands::providers::tree::run(args, choice.unwrap_or_default()),
         },
         Command::Completions(args) => tfinstall::commands::completions::run(args),
         Command::Cache(CacheCommand::Warm(args)) => {
-            runtime.block_on(tfinstall::commands::cache::warm(args, launch_dir))
+            runtime.block_on(tfinstall::commands::cache::warm(args, launch_dir, cli.engine))
         }
         Command::Cache(CacheCommand::Verify(args)) => tfinstall::commands::cache::verify(args),
         Command::Cache(CacheCommand::Stats(args)) => tfinstall::commands::cache::stats(args),

@@ -11,6 +11,7 @@ use crate::lockfile::Locks;
 use crate::module;
 use crate::version::VersionConstraints;
 
+pub mod engine;
 pub mod platforms;
 
 /// The dependency lock file, relative to the working directory.

@@ -1080,3 +1080,40 @@ fn plugin_cache_shared_with_terraform() {
     assert_eq!(scenario.archive_downloads(), Vec::<String>::new());
     data_tree(&again).assert_same(&our_tree, "Terraform's install after tfinstall's");
 }
+
+/// `terraform providers` lists every module, those that require no
+/// provider too; tfinstall's tree holds the same module and provider
+/// lines. Real Terraform 1.0.3 runs on `testdata/providers-tree` and must
+/// print what is recorded there (which `tests/output.rs` compares tfinstall
+/// with), and tfinstall the same.
+#[test]
+fn providers_lists_the_modules_terraform_lists() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/providers-tree");
+    let tmp = tempfile::tempdir().unwrap();
+    let (home, work) = (tmp.path().join("home"), tmp.path().join("work"));
+    std::fs::create_dir_all(&home).unwrap();
+    copy_fixture_tree(&fixture, &work);
+    let cli_config = tmp.path().join("terraformrc");
+    std::fs::write(&cli_config, "").unwrap();
+    let terraform = |args: &[&str]| {
+        let output = Terraform::V1_0_3
+            .command(&home, &cli_config, None)
+            .current_dir(&work)
+            .args(args)
+            .output()
+            .expect("run terraform");
+        succeeded(&format!("terraform 1.0.3 {args:?}"), &output)
+    };
+    // Local modules need no download, but `providers` reads the manifest
+    // `get` writes.
+    terraform(&["get"]);
+    let theirs = provider_tree_paths(&terraform(&["providers"]));
+    let recorded = provider_tree_paths(&read_text(&fixture.join("terraform-1.0.3-providers.txt")));
+    assert_eq!(theirs, recorded);
+
+    let ours = Project::new();
+    copy_fixture_tree(&fixture, &ours.work);
+    let run = ours.run(&["providers"]);
+    run.assert_success();
+    assert_eq!(provider_tree_paths(&run.stdout), theirs);
+}

@@ -697,3 +697,254 @@ fn a_mirror_with_every_hash_and_trust_all_hashes_completes_the_lock() {
     let (lock, _) = consumer("main.tf", trusted_mirror_config(&server.url()), "false");
     assert_eq!(lock, lock_file(&[entry(&[here])]));
 }
+
+/// The lock file `tofu init` writes for `acme/widget` `version` from
+/// OpenTofu's registry, as the real ones committed by OpenTofu projects are
+/// laid out (testdata/opentofu-lock/ecr/.terraform.lock.hcl is one).
+fn opentofu_made_lock(hosted: &HostedRegistry, version: &str) -> String {
+    tofu_lock(&[lock_block(
+        &format!("{TOFU_REGISTRY}/acme/widget"),
+        version,
+        "~> 1.0",
+        &release_hashes(hosted, version),
+    )])
+}
+
+const LOCK_FILE_NOTE: &str = "Installing as OpenTofu does: every provider in .terraform.lock.hcl is on registry.opentofu.org, so OpenTofu made it. To install as Terraform does instead, and rewrite the lock file for Terraform, use -engine=terraform.";
+
+#[test]
+fn a_lock_file_opentofu_made_chooses_opentofu_and_is_kept_byte_for_byte() {
+    let hosted = widget_registry();
+    let project = &hosted.project;
+    // No *.tofu file: only the lock file says this is an OpenTofu project.
+    project.require(&[("widget", "acme/widget", "~> 1.0")]);
+    let committed = opentofu_made_lock(&hosted, "1.0.0");
+    project.write(".terraform.lock.hcl", &committed);
+
+    project
+        .init(&[])
+        .assert_success()
+        .assert_says(LOCK_FILE_NOTE)
+        .assert_stdout_has("- Installing acme/widget v1.0.0...")
+        .assert_stdout_has(SIGNING_FOOTER)
+        .assert_not_contains("has created a lock file")
+        .assert_not_contains("has made some changes");
+    assert_eq!(std::fs::read(project.lock_path()).unwrap(), committed.as_bytes());
+    assert!(installed(project, "providers", TOFU_REGISTRY, "1.0.0"));
+    assert!(!project.data().join("plugins").exists());
+
+    // -json says so in its first line and in an engine message.
+    std::fs::remove_dir_all(project.data()).unwrap();
+    let json = project.init(&["-json"]);
+    json.assert_success();
+    let stream = validated_stream(json.stdout.as_bytes());
+    assert_eq!(stream[0]["engine"], "opentofu");
+    let engine = stream
+        .iter()
+        .find(|m| m["message_code"] == "engine")
+        .expect("an engine message");
+    assert_eq!(engine["engine"], "opentofu");
+    assert_eq!(engine["chosen_by"], "lock_file");
+    assert_eq!(std::fs::read(project.lock_path()).unwrap(), committed.as_bytes());
+
+    // `providers` reads it with OpenTofu's rules and says why.
+    project
+        .run(&["providers"])
+        .assert_success()
+        .assert_stdout_has(&format!("provider[{TOFU_REGISTRY}/acme/widget] 1.0.0\n"))
+        .assert_not_contains("no longer required")
+        .assert_stdout_has("Read with OpenTofu's rules (default registry registry.opentofu.org): OpenTofu made .terraform.lock.hcl, every provider in it is on registry.opentofu.org; -engine=terraform reads with Terraform's.");
+}
+
+#[test]
+fn engine_terraform_on_a_lock_file_opentofu_made_proceeds_as_asked() {
+    let hosted = widget_registry();
+    let project = &hosted.project;
+    project.require(&[("widget", "acme/widget", "~> 1.0")]);
+    project.write(".terraform.lock.hcl", &opentofu_made_lock(&hosted, "1.0.0"));
+
+    project
+        .init(&["-engine=terraform"])
+        .assert_success()
+        .assert_says("Installing as Terraform does, as -engine=terraform asks, although OpenTofu made .terraform.lock.hcl (every provider in .terraform.lock.hcl is on registry.opentofu.org): the lock file is rewritten for Terraform where the two differ.")
+        .assert_says("Terraform has made some changes to the provider dependency selections");
+    let lock = project.lock();
+    assert!(lock.starts_with(LOCK_HEADER), "{lock}");
+    assert!(
+        lock.contains(&format!("provider \"{TERRAFORM_REGISTRY}/acme/widget\"")),
+        "{lock}"
+    );
+    assert!(!lock.contains(TOFU_REGISTRY), "{lock}");
+    assert!(installed(project, "plugins", TERRAFORM_REGISTRY, "1.1.0"));
+}
+
+#[test]
+fn a_lock_file_of_both_registries_keeps_terraforms_rules() {
+    let hosted = widget_registry();
+    let project = &hosted.project;
+    project.require(&[("widget", "acme/widget", "~> 1.0")]);
+    let hashes = release_hashes(&hosted, "1.0.0");
+    project.write(
+        ".terraform.lock.hcl",
+        &lock_file(&[
+            lock_block(&format!("{TOFU_REGISTRY}/acme/widget"), "1.0.0", "~> 1.0", &hashes),
+            lock_block(&format!("{TERRAFORM_REGISTRY}/acme/widget"), "1.0.0", "~> 1.0", &hashes),
+        ]),
+    );
+
+    let json = project.init(&["-json"]);
+    json.assert_success();
+    let stream = validated_stream(json.stdout.as_bytes());
+    assert_eq!(stream[0]["engine"], "terraform");
+    assert!(!stream.iter().any(|m| m["message_code"] == "engine"));
+    // As before: the locked Terraform entry is kept, the other dropped.
+    assert_eq!(
+        project.lock(),
+        lock_file(&[lock_block(
+            &format!("{TERRAFORM_REGISTRY}/acme/widget"),
+            "1.0.0",
+            "~> 1.0",
+            &hashes
+        )])
+    );
+    assert!(installed(project, "plugins", TERRAFORM_REGISTRY, "1.0.0"));
+}
+
+#[test]
+fn tofu_files_with_a_lock_file_terraform_made_stop_until_the_engine_is_chosen() {
+    let hosted = widget_registry();
+    let project = &hosted.project;
+    project.write(
+        "main.tofu",
+        &required_providers(&[("widget", "acme/widget", "~> 1.0")]),
+    );
+    let hashes = release_hashes(&hosted, "1.0.0");
+    let committed = lock_file(&[lock_block(
+        &format!("{TERRAFORM_REGISTRY}/acme/widget"),
+        "1.0.0",
+        "~> 1.0",
+        &hashes,
+    )]);
+    project.write(".terraform.lock.hcl", &committed);
+
+    project
+        .init_failing(&[])
+        .assert_says("Error: Lock file made by Terraform")
+        .assert_says("every provider in its .terraform.lock.hcl is on registry.terraform.io: Terraform made the lock file.")
+        .assert_says("Choose with -engine=terraform (install as Terraform does and keep the lock file) or -engine=opentofu (install as OpenTofu does and rewrite the lock file for it)");
+    assert!(!project.data().exists());
+    project
+        .run(&["providers"])
+        .assert_failure()
+        .assert_says("Error: Lock file made by Terraform");
+    assert_eq!(project.lock(), committed);
+
+    // Told, either way, it proceeds: Terraform's rules keep the lock file
+    // (and read no *.tofu file, so the configuration here requires nothing
+    // but what main.tf says: add it).
+    project.require(&[("widget", "acme/widget", "~> 1.0")]);
+    project.init(&["-engine=terraform"]).assert_success();
+    assert_eq!(project.lock(), committed);
+    start_over(project);
+    project.write(".terraform.lock.hcl", &committed);
+    project
+        .init(&["-engine=opentofu"])
+        .assert_success()
+        .assert_says("Installing as OpenTofu does, as -engine=opentofu asks, although Terraform made .terraform.lock.hcl");
+    let lock = project.lock();
+    assert!(
+        lock.contains(&format!("provider \"{TOFU_REGISTRY}/acme/widget\"")),
+        "{lock}"
+    );
+    assert!(!lock.contains(TERRAFORM_REGISTRY), "{lock}");
+}
+
+#[test]
+fn init_and_cache_warm_choose_for_each_directory() {
+    let mut hosted = widget_registry();
+    let tofu_locked = opentofu_made_lock(&hosted, "1.0.0");
+    let project = &mut hosted.project;
+    let requiring = required_providers(&[("widget", "acme/widget", "~> 1.0")]);
+    project.write("tofu/main.tf", &requiring);
+    project.write("tofu/.terraform.lock.hcl", &tofu_locked);
+    project.write("tf/main.tf", &requiring);
+    let work = project.work.clone();
+
+    let run = project.init(&["tofu", "tf"]);
+    run.assert_success().assert_says(LOCK_FILE_NOTE);
+    let text = &run.stdout;
+    let (tofu_part, tf_part) = text.split_at(text.find("[tf]").expect("tf heading"));
+    assert!(!tofu_part.contains("has created a lock file"), "{text}");
+    assert!(tf_part.contains("Installing as Terraform does."), "{text}");
+    assert!(tf_part.contains("Terraform has created a lock file"), "{text}");
+    assert_eq!(read_text(&work.join("tofu/.terraform.lock.hcl")), tofu_locked);
+    assert!(
+        work.join("tofu/.terraform/providers")
+            .join(TOFU_REGISTRY)
+            .join("acme/widget/1.0.0")
+            .is_dir()
+    );
+    let tf_lock = read_text(&work.join("tf/.terraform.lock.hcl"));
+    assert!(tf_lock.starts_with(LOCK_HEADER), "{tf_lock}");
+    assert!(
+        tf_lock.contains(&format!("provider \"{TERRAFORM_REGISTRY}/acme/widget\"")),
+        "{tf_lock}"
+    );
+    assert!(
+        work.join("tf/.terraform/plugins")
+            .join(TERRAFORM_REGISTRY)
+            .join("acme/widget/1.1.0")
+            .is_dir()
+    );
+
+    // -json: each directory names its engine.
+    let json = project.init(&["-json", "tofu", "tf"]);
+    json.assert_success();
+    let stream = validated_stream(json.stdout.as_bytes());
+    let engine_of = |dir: &str| {
+        stream
+            .iter()
+            .find(|m| m["message_code"] == "engine" && m["directory"] == dir)
+            .map(|m| (m["engine"].clone(), m["chosen_by"].clone()))
+    };
+    assert_eq!(engine_of("tofu"), Some(("opentofu".into(), "lock_file".into())));
+    assert_eq!(engine_of("tf"), Some(("terraform".into(), "default".into())));
+
+    let cache = project.dir("cache");
+    project.env("TF_PLUGIN_CACHE_DIR", &cache);
+    project
+        .run(&["cache", "warm", "tofu", "tf"])
+        .assert_success()
+        .assert_stdout_has("As OpenTofu does, for tofu:")
+        .assert_stdout_has("As Terraform does, for tf:");
+    for (host, version) in [(TOFU_REGISTRY, "1.0.0"), (TERRAFORM_REGISTRY, "1.1.0")] {
+        assert!(
+            cache
+                .join(host)
+                .join("acme/widget")
+                .join(version)
+                .join(current_platform())
+                .is_dir(),
+            "{host} {version}"
+        );
+    }
+}
+
+#[test]
+fn a_real_opentofu_projects_lock_file_is_read_with_opentofus_rules() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/opentofu-lock/ecr");
+    let project = Project::new();
+    for entry in std::fs::read_dir(&fixture).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), project.work.join(entry.file_name())).unwrap();
+    }
+    let committed = std::fs::read(project.lock_path()).unwrap();
+    let run = project.run(&["providers"]);
+    run.assert_success()
+        .assert_not_contains("no longer required")
+        .assert_not_contains("not locked yet")
+        .assert_stdout_has(&format!("provider[{TOFU_REGISTRY}/hashicorp/aws] 5.73.0\n"))
+        .assert_stdout_has(&format!("provider[{TOFU_REGISTRY}/hashicorp/null] 3.2.3\n"))
+        .assert_stdout_has("Read with OpenTofu's rules (default registry registry.opentofu.org)");
+    assert_eq!(std::fs::read(project.lock_path()).unwrap(), committed);
+}

@@ -683,3 +683,47 @@ fn a_closed_standard_output_ends_the_run_quietly() {
         );
     }
 }
+
+/// `testdata/providers-tree`: modules that require no provider, at the
+/// root and below, listed as real Terraform 1.0.3 lists them (its output
+/// is recorded beside the configuration; `tests/differential.rs` checks
+/// the recording against Terraform itself).
+#[test]
+fn providers_lists_every_module_as_terraform_does() {
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/providers-tree");
+    let project = support::Project::new();
+    support::copy_fixture_tree(&fixture, &project.work);
+    let run = project.run(&["providers"]);
+    run.assert_success();
+    let terraform = support::read_text(&fixture.join("terraform-1.0.3-providers.txt"));
+    let expected = support::provider_tree_paths(&terraform);
+    assert!(expected.contains("module.topology"), "{expected:?}");
+    assert!(expected.contains("module.network › module.labels"), "{expected:?}");
+    assert_eq!(support::provider_tree_paths(&run.stdout), expected);
+
+    let json = project.run(&["providers", "-json"]);
+    json.assert_success();
+    let stream = validated_stream(json.stdout.as_bytes());
+    let modules: Vec<(&str, usize)> = stream[1]["modules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["path"].as_str().unwrap(),
+                m["providers"].as_array().unwrap().len(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        modules,
+        [
+            ("", 1),
+            ("module.network", 1),
+            ("module.network.module.labels", 0),
+            ("module.topology", 0),
+            ("module.wrapper", 0),
+            ("module.wrapper.module.inner", 1),
+        ]
+    );
+}

@@ -16,6 +16,7 @@ use crate::cache::{EntryUsage, PluginCache, PruneCriteria, PruneReport};
 use crate::cli::{CachePruneArgs, CacheStatsArgs, CacheVerifyArgs, CacheWarmArgs};
 use crate::cliconfig::{self, CliConfig, CliEnv};
 use crate::diag::{Diagnostic, Diagnostics};
+use crate::engine::Engine;
 use crate::fetch::{DownloadSettings, Downloader};
 use crate::install::events::InstallEvent;
 use crate::install::installer::{CacheUse, Installer};
@@ -27,19 +28,50 @@ use crate::source::configured::{NetworkSources, SourceOptions, build_source};
 use crate::stdio::outln;
 use crate::units::{format_age, format_size, format_utc};
 use crate::workdir::configuration_requirements;
+use crate::workdir::engine::EngineChoice;
 
-pub async fn warm(args: CacheWarmArgs, launch_dir: PathBuf) -> bool {
+/// `cache warm [DIR…]`: each directory read with the engine its own files
+/// choose unless `engine_flag` (`-engine`) says; directories whose engines
+/// differ are warmed as two groups, one after the other, each with its
+/// engine's CLI configuration (the engine is one for the whole process at
+/// any time, see [`Engine::select`]).
+pub async fn warm(args: CacheWarmArgs, launch_dir: PathBuf, engine_flag: Option<Engine>) -> bool {
     let out = Output::new(false, args.no_color);
-    match run_warm(&args, &launch_dir, &out).await {
-        Ok(warnings) => {
-            out.diagnostics(&warnings);
-            true
-        }
-        Err(diags) => {
-            out.diagnostics(&diags);
-            false
+    let dirs = if args.dirs.is_empty() {
+        vec![PathBuf::from(".")]
+    } else {
+        args.dirs.clone()
+    };
+    let mut ok = true;
+    let mut groups: Vec<(Engine, Vec<PathBuf>)> = Vec::new();
+    for dir in dirs {
+        match EngineChoice::for_dir(&dir, engine_flag) {
+            Ok(choice) => match groups.iter_mut().find(|(engine, _)| *engine == choice.engine) {
+                Some((_, group)) => group.push(dir),
+                None => groups.push((choice.engine, vec![dir])),
+            },
+            Err(diag) => {
+                out.diagnostics(&diag.into());
+                ok = false;
+            }
         }
     }
+    let several = groups.len() > 1;
+    for (engine, dirs) in groups {
+        engine.select();
+        if several {
+            let listed: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+            outln!("\nAs {} does, for {}:", engine.name(), listed.join(", "));
+        }
+        match run_warm(&args, &dirs, &launch_dir, &out).await {
+            Ok(warnings) => out.diagnostics(&warnings),
+            Err(diags) => {
+                out.diagnostics(&diags);
+                ok = false;
+            }
+        }
+    }
+    ok
 }
 
 pub fn verify(args: CacheVerifyArgs) -> bool {
@@ -467,6 +499,7 @@ fn configured_cache(cli_config: &CliConfig) -> Result<PluginCache, Diagnostic> {
 
 async fn run_warm(
     args: &CacheWarmArgs,
+    dirs: &[PathBuf],
     launch_dir: &Path,
     out: &Arc<Output>,
 ) -> Result<Diagnostics, Diagnostics> {
@@ -510,13 +543,8 @@ async fn run_warm(
     let downloader = Arc::new(
         Downloader::new(client, DownloadSettings::from_env()).with_netrc(cli_config.netrc.clone()),
     );
-    let dirs = if args.dirs.is_empty() {
-        vec![PathBuf::from(".")]
-    } else {
-        args.dirs.clone()
-    };
     let mut configurations = Vec::new();
-    for dir in &dirs {
+    for dir in dirs {
         let data_dir = dir.join(crate::workdir::data_dir());
         let (requirements, module_diags) = configuration_requirements(dir, &data_dir)?;
         warnings.extend(module_diags);

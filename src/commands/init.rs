@@ -25,27 +25,53 @@ use crate::source::Source;
 use crate::source::configured::{
     NetworkSources, SourceOptions, build_offline_source, build_source,
 };
+use crate::workdir::engine::EngineChoice;
 use crate::workdir::platforms::LockPlatforms;
 use crate::workdir::{LOCK_FILE, configuration_requirements, data_dir, in_dir};
 
-pub async fn run(args: InitArgs, launch_dir: PathBuf) -> bool {
+/// `init` in the working directory, or in each DIR given, each with the
+/// engine its own files choose unless `engine_flag` (`-engine`) says.
+pub async fn run(args: InitArgs, launch_dir: PathBuf, engine_flag: Option<Engine>) -> bool {
+    let dirs = if args.dirs.is_empty() {
+        vec![PathBuf::from(".")]
+    } else {
+        args.dirs.clone()
+    };
+    let choices: Vec<Result<EngineChoice, Diagnostic>> = dirs
+        .iter()
+        .map(|dir| EngineChoice::for_dir(dir, engine_flag))
+        .collect();
+    // The `-json` stream's first line names the first directory's engine;
+    // in a run whose directories differ, each says its own.
+    if let Some(Ok(first)) = choices.iter().find(|choice| choice.is_ok()) {
+        first.engine.select();
+    }
     let out = Output::new(args.json, args.no_color);
     if let Err(diag) = distinct_dirs(&args.dirs) {
         report(&out, Err(diag.into()));
         return false;
     }
-    let run = match Run::prepare(&args, &launch_dir, &out) {
-        Ok(run) => run,
-        Err(diags) => {
-            report(&out, Err(diags));
-            return false;
-        }
-    };
-    match args.dirs.as_slice() {
-        [] => report(&out, init(&run, Path::new("."), &out).await),
-        [dir] => report(&out, init(&run, dir, &out).await),
-        dirs => run_many(&run, dirs, &out).await,
+    if let [choice] = choices.as_slice()
+        && args.dirs.len() < 2
+    {
+        let choice = match choice {
+            Ok(choice) => choice,
+            Err(diag) => {
+                report(&out, Err(diag.clone().into()));
+                return false;
+            }
+        };
+        let run = match Run::prepare(&args, &launch_dir, &out) {
+            Ok(run) => run,
+            Err(diags) => {
+                report(&out, Err(diags));
+                return false;
+            }
+        };
+        out.engine(choice, false);
+        return report(&out, init(&run, &dirs[0], &out).await);
     }
+    run_many(&args, &launch_dir, &dirs, &choices, &out).await
 }
 
 /// Two DIR arguments naming one directory would install into it twice at
@@ -137,7 +163,17 @@ fn report(out: &Output, result: Result<Initialized, Diagnostics>) -> bool {
 /// `.terraform`, and succeeds or fails on its own. Text output comes
 /// directory by directory in the order given; `-json` messages go out as
 /// they happen, each naming its directory.
-async fn run_many(run: &Run<'_>, dirs: &[PathBuf], out: &Arc<Output>) -> bool {
+///
+/// Directories whose engines differ run as two groups, one after the
+/// other, each with the CLI configuration and sources of its engine: the
+/// engine is one for the whole process at any time ([`Engine::select`]).
+async fn run_many(
+    args: &InitArgs,
+    launch_dir: &Path,
+    dirs: &[PathBuf],
+    choices: &[Result<EngineChoice, Diagnostic>],
+    out: &Arc<Output>,
+) -> bool {
     let outs: Vec<Arc<Output>> = dirs
         .iter()
         .map(|dir| out.for_directory(&dir.display().to_string()))
@@ -146,31 +182,72 @@ async fn run_many(run: &Run<'_>, dirs: &[PathBuf], out: &Arc<Output>) -> bool {
         next: 0,
         done: vec![false; dirs.len()],
     });
-    let results = futures_util::future::join_all(dirs.iter().zip(&outs).enumerate().map(
-        |(index, (dir, dir_out))| {
-            let (release, outs) = (&release, &outs);
-            async move {
-                dir_out.message("directory", |ui| {
-                    format!("\n{}", ui.heading(&format!("[{}]", dir.display())))
-                });
-                let result = init(run, dir, dir_out).await;
-                let first_error = result
-                    .as_ref()
-                    .err()
-                    .and_then(|diags| diags.iter().find(|d| d.is_error()).cloned());
-                report(dir_out, result);
-                release
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .finish(index, outs);
-                first_error
+    let heading = |index: usize| {
+        outs[index].message("directory", |ui| {
+            format!("\n{}", ui.heading(&format!("[{}]", dirs[index].display())))
+        });
+    };
+    // Reports one directory's result and prints the held text it can.
+    let finish = |index: usize, result: Result<Initialized, Diagnostics>| {
+        let first_error = result
+            .as_ref()
+            .err()
+            .and_then(|diags| diags.iter().find(|d| d.is_error()).cloned());
+        report(&outs[index], result);
+        release
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .finish(index, &outs);
+        first_error
+    };
+    let mut errors: Vec<Option<Diagnostic>> = vec![None; dirs.len()];
+    let mut engines: Vec<Engine> = Vec::new();
+    for (index, choice) in choices.iter().enumerate() {
+        match choice {
+            Ok(choice) if !engines.contains(&choice.engine) => engines.push(choice.engine),
+            Ok(_) => {}
+            Err(diag) => {
+                heading(index);
+                errors[index] = finish(index, Err(diag.clone().into()));
             }
-        },
-    ))
-    .await;
+        }
+    }
+    let engines_differ = engines.len() > 1;
+    for engine in engines {
+        let group: Vec<(usize, &EngineChoice)> = choices
+            .iter()
+            .enumerate()
+            .filter_map(|(index, choice)| Some((index, choice.as_ref().ok()?)))
+            .filter(|(_, choice)| choice.engine == engine)
+            .collect();
+        engine.select();
+        let run = match Run::prepare(args, launch_dir, out) {
+            Ok(run) => run,
+            Err(diags) => {
+                for (index, _) in group {
+                    heading(index);
+                    errors[index] = finish(index, Err(diags.clone()));
+                }
+                continue;
+            }
+        };
+        let results = futures_util::future::join_all(group.iter().map(|&(index, choice)| {
+            let (run, heading, finish, outs) = (&run, &heading, &finish, &outs);
+            async move {
+                heading(index);
+                outs[index].engine(choice, engines_differ);
+                let result = init(run, &dirs[index], &outs[index]).await;
+                (index, finish(index, result))
+            }
+        }))
+        .await;
+        for (index, error) in results {
+            errors[index] = error;
+        }
+    }
     let failed: Vec<(String, Diagnostic)> = dirs
         .iter()
-        .zip(results)
+        .zip(errors)
         .filter_map(|(dir, err)| err.map(|err| (dir.display().to_string(), err)))
         .collect();
     out.run_summary(dirs.len(), &failed);

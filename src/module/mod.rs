@@ -75,24 +75,45 @@ pub enum OriginKind {
     Import { to: String },
 }
 
+/// A configuration as the provider commands see it: what it requires, and
+/// every module it is made of, including those that require no provider
+/// (`terraform providers` lists them too).
+#[derive(Clone, Debug, Default)]
+pub struct Configuration {
+    pub requirements: Requirements,
+    /// Each module's path (`""` for the root, else like
+    /// `module.child.module.grandchild`), in discovery order.
+    pub module_paths: Vec<String>,
+}
+
+/// The provider requirements of the configuration rooted at `root_dir`;
+/// see [`load_configuration`].
+pub fn load_requirements(
+    root_dir: &Path,
+    data_dir: &Path,
+) -> Result<(Requirements, Diagnostics), Diagnostics> {
+    load_configuration(root_dir, data_dir)
+        .map(|(configuration, diags)| (configuration.requirements, diags))
+}
+
 /// Collects the provider requirements of the configuration rooted at
-/// `root_dir`. Remote child modules are found through the module manifest
+/// `root_dir`, and the modules it is made of. Remote child modules are found through the module manifest
 /// in `data_dir` (normally `<root_dir>/.terraform`); they must already be
 /// installed.
 ///
 /// File names in diagnostics are relative to `root_dir`, as Terraform
 /// shows them when run there. `Err` carries every diagnostic (warnings
 /// too) when at least one is an error.
-pub fn load_requirements(
+pub fn load_configuration(
     root_dir: &Path,
     data_dir: &Path,
-) -> Result<(Requirements, Diagnostics), Diagnostics> {
+) -> Result<(Configuration, Diagnostics), Diagnostics> {
     let mut diags = Diagnostics::new();
     let manifest = Manifest::load(data_dir, &mut diags);
     let mut walker = Walker {
         root_dir,
         manifest,
-        requirements: Requirements::default(),
+        configuration: Configuration::default(),
         diags,
         ancestors: Vec::new(),
     };
@@ -101,7 +122,7 @@ pub fn load_requirements(
     if walker.diags.has_errors() {
         Err(walker.diags)
     } else {
-        Ok((walker.requirements, walker.diags))
+        Ok((walker.configuration, walker.diags))
     }
 }
 
@@ -123,7 +144,7 @@ struct ModuleCallSite<'a> {
 struct Walker<'a> {
     root_dir: &'a Path,
     manifest: Manifest,
-    requirements: Requirements,
+    configuration: Configuration,
     diags: Diagnostics,
     /// Canonical directories of the modules being visited, to stop a
     /// module that (indirectly) calls itself.
@@ -172,7 +193,9 @@ impl Walker<'_> {
         let primary = load(&files.primary, false, &mut module_diags);
         let overrides = load(&files.overrides, true, &mut module_diags);
         let module = assemble(primary, overrides, &mut module_diags);
-        self.record(&module_path(names), &module);
+        let path = module_path(names);
+        self.record(&path, &module);
+        self.configuration.module_paths.push(path);
 
         // As in Terraform, a root module with errors is not descended into
         // (its calls may be what is broken); broken children still are.
@@ -233,7 +256,8 @@ impl Walker<'_> {
                        range: &SrcRange,
                        kind: OriginKind| {
             let requirement =
-                self.requirements
+                self.configuration
+                    .requirements
                     .0
                     .entry(addr.clone())
                     .or_insert_with(|| Requirement {
@@ -302,7 +326,7 @@ impl Walker<'_> {
     /// Pre-0.13 unqualified addresses (`-/aws`) cannot be installed; the
     /// user must finish the 0.13 upgrade first.
     fn reject_legacy_addresses(&mut self) {
-        for (addr, requirement) in &self.requirements.0 {
+        for (addr, requirement) in &self.configuration.requirements.0 {
             if !addr.is_legacy() {
                 continue;
             }

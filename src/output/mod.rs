@@ -15,6 +15,7 @@ use crate::addr::Platform;
 use crate::diag::{Diagnostic, Diagnostics, Severity};
 use crate::install::events::{EventSink, InstallEvent};
 use crate::ui::Ui;
+use crate::workdir::engine::EngineChoice;
 
 use json::JsonLines;
 use ordered::OrderedOutput;
@@ -209,6 +210,31 @@ impl Output {
         match &self.view {
             View::Json(lines) => lines.message(code, &render(&Ui { color: false })),
             View::Human { .. } => self.print(&render(&self.ui)),
+        }
+    }
+
+    /// Whose rules a directory is installed or read with, when the choice
+    /// needs saying ([`EngineChoice::note`]), or `always` (the directories
+    /// of one run differ): for people a paragraph, for machines a `message`
+    /// with the code `engine` and the `engine` and `chosen_by` fields.
+    pub fn engine(&self, choice: &EngineChoice, always: bool) {
+        let text = match choice.note() {
+            Some(note) => note,
+            None if always => format!("Installing as {} does.", choice.engine.name()),
+            None => return,
+        };
+        match &self.view {
+            View::Json(lines) => lines.emit(
+                "info",
+                &text,
+                "message",
+                json!({
+                    "message_code": "engine",
+                    "engine": choice.engine.as_str(),
+                    "chosen_by": choice.chosen_by.as_str(),
+                }),
+            ),
+            View::Human { .. } => self.print(&format!("\n{text}")),
         }
     }
 

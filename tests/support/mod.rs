@@ -73,6 +73,35 @@ pub fn copy_fixture_tree(from: &Path, to: &Path) {
     }
 }
 
+/// The module and provider lines of a `providers` tree, Terraform's or
+/// tfinstall's, each as its path from the root (`module.net › module.sub`,
+/// `module.net › provider[…] >= 1.0`). Sibling order does not count (Go's
+/// map order makes Terraform's vary from run to run), nor the characters
+/// of the indentation (Terraform's holds U+00A0); tfinstall's lines saying
+/// what made a provider required are left out.
+pub fn provider_tree_paths(text: &str) -> std::collections::BTreeSet<String> {
+    let start = text
+        .find("Providers required by configuration:\n.\n")
+        .unwrap_or_else(|| panic!("no provider tree in {text:?}"));
+    let tree = &text[start..];
+    let mut stack: Vec<&str> = Vec::new();
+    let mut paths = std::collections::BTreeSet::new();
+    for line in tree.lines().skip(2).take_while(|line| !line.is_empty()) {
+        let marker = line
+            .find("├── ")
+            .or_else(|| line.find("└── "))
+            .unwrap_or_else(|| panic!("not a tree line: {line:?}"));
+        let depth = line[..marker].chars().count() / 4;
+        let label = &line[marker + "├── ".len()..];
+        stack.truncate(depth);
+        if label.starts_with("module.") || label.starts_with("provider[") {
+            stack.push(label);
+            paths.insert(stack.join(" › "));
+        }
+    }
+    paths
+}
+
 /// The `Authorization` value of HTTP Basic credentials `login:password`.
 pub fn basic_auth(login: &str, password: &str) -> String {
     format!(

@@ -9,36 +9,39 @@ use serde_json::{Value, json};
 
 use crate::addr::ProviderAddr;
 use crate::cli::ProvidersArgs;
-use crate::engine::Engine;
 use crate::lockfile::Locks;
-use crate::module::{self, OriginKind, RequirementOrigin, Requirements};
+use crate::module::{self, Configuration, OriginKind, RequirementOrigin, Requirements};
 use crate::output::Output;
 use crate::version::VersionConstraints;
+use crate::workdir::engine::EngineChoice;
 use crate::workdir::{LOCK_FILE, data_dir};
 
-pub fn run(args: ProvidersArgs) -> bool {
+pub fn run(args: ProvidersArgs, engine: EngineChoice) -> bool {
     let out = Output::new(args.json, args.no_color);
-    let (requirements, mut warnings) = match module::load_requirements(Path::new("."), &data_dir())
-    {
-        Ok(loaded) => loaded,
-        Err(diags) => {
-            out.diagnostics(&diags);
-            return false;
-        }
-    };
+    let (configuration, mut warnings) =
+        match module::load_configuration(Path::new("."), &data_dir()) {
+            Ok(loaded) => loaded,
+            Err(diags) => {
+                out.diagnostics(&diags);
+                return false;
+            }
+        };
+    let requirements = &configuration.requirements;
     let (locks, lock_diags) = Locks::load(Path::new(LOCK_FILE));
     if lock_diags.has_errors() {
         out.diagnostics(&lock_diags);
         return false;
     }
     warnings.extend(lock_diags);
-    let tree = ModuleNode::build(&requirements);
+    let tree = ModuleNode::build(&configuration);
     out.report(
         "provider_requirements",
         "Providers required by configuration",
         json!({
             "modules": tree.to_json(""),
-            "locked": locks_json(&requirements, &locks),
+            "locked": locks_json(requirements, &locks),
+            "engine": engine.engine.as_str(),
+            "engine_chosen_by": engine.chosen_by.as_str(),
         }),
         |ui| {
             let mut text = format!(
@@ -50,13 +53,11 @@ pub fn run(args: ProvidersArgs) -> bool {
                 "\n{}\n\n",
                 ui.heading("Providers selected in the dependency lock file:")
             ));
-            text.push_str(&render_locks(&requirements, &locks));
-            let engine = Engine::current();
+            text.push_str(&render_locks(requirements, &locks));
             text.push_str(&format!(
-                "\nProviders required only by state are not shown: tfinstall does not read {name} state.\nRead with {name}'s rules (-engine={engine}; default registry {host}).",
-                name = engine.name(),
-                engine = engine.as_str(),
-                host = engine.default_registry_host(),
+                "\nProviders required only by state are not shown: tfinstall does not read {} state.\n{}",
+                engine.engine.name(),
+                engine.rules_line(),
             ));
             text
         },
@@ -81,9 +82,17 @@ struct ModuleRequirement<'a> {
 }
 
 impl<'a> ModuleNode<'a> {
-    fn build(requirements: &'a Requirements) -> ModuleNode<'a> {
+    /// Every module of the configuration, with or without requirements:
+    /// `terraform providers` lists a module that requires no provider too.
+    fn build(configuration: &'a Configuration) -> ModuleNode<'a> {
         let mut root = ModuleNode::default();
-        for (addr, requirement) in &requirements.0 {
+        for path in &configuration.module_paths {
+            let mut node = &mut root;
+            for name in module_names(path) {
+                node = node.children.entry(name.to_string()).or_default();
+            }
+        }
+        for (addr, requirement) in &configuration.requirements.0 {
             for origin in &requirement.declared_in {
                 let mut node = &mut root;
                 for name in module_names(&origin.module_path) {

@@ -1,0 +1,3 @@
+resource "random_id" "suffix" {
+  byte_length = 4
+}

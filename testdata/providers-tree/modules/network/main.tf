@@ -1,0 +1,5 @@
+resource "null_resource" "x" {}
+
+module "labels" {
+  source = "../empty_child"
+}
