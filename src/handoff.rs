@@ -34,6 +34,8 @@
 //! Terraform takes the locked one or fails. `-upgrade`, which asks for the
 //! newest version, gets no hand-off (the caller decides that).
 
+pub mod config_file;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 

@@ -590,7 +590,12 @@ fn opentofu_mode_hands_over_its_own_files_and_layout() {
     assert_eq!(output.status.code(), Some(3), "{}", stderr(&output));
     let handed = read_text(&dir.join("handed.tfrc"));
     let handed_path = read_text(&dir.join("handed-path"));
-    assert!(handed_path.trim().ends_with("tofu.tfrc"), "{handed_path}");
+    // On Linux an in-memory file, named by tfinstall's descriptor.
+    assert!(
+        handed_path.trim().ends_with("tofu.tfrc")
+            || (cfg!(target_os = "linux") && handed_path.starts_with("/proc/")),
+        "{handed_path}"
+    );
     assert!(
         !Path::new(handed_path.trim()).exists(),
         "the hand-off file outlived the command"
@@ -657,4 +662,183 @@ fn sigterm_is_passed_on_and_the_hand_off_file_removed() {
         assert_eq!(status.code(), Some(7), "round {round}");
         assert!(!handed.exists(), "the hand-off file outlived the command");
     }
+}
+
+/// The token of the user configuration the kill tests hand over; it is in
+/// no file below the test's `HOME` or `TMPDIR` unless the hand-off put it
+/// there.
+const KILL_TOKEN: &str = "token-that-must-not-outlive-tfinstall";
+
+/// Every regular file below `root` whose bytes contain `needle`.
+fn files_containing(root: &Path, needle: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                pending.push(entry.path());
+            } else if kind.is_file()
+                && std::fs::read(entry.path()).is_ok_and(|bytes| {
+                    bytes
+                        .windows(needle.len())
+                        .any(|window| window == needle.as_bytes())
+                })
+            {
+                found.push(entry.path());
+            }
+        }
+    }
+    found
+}
+
+/// The `tfinstall` command of the kill tests: this world's home, its own
+/// `TMPDIR`, and the user's CLI configuration (with `KILL_TOKEN`) outside
+/// both, so that any copy of the token found there is the hand-off's.
+fn kill_test_command(world: &World, dir: &Path, tmp: &Path) -> assert_cmd::Command {
+    let user_config = world.path("user-config/cli.tfrc");
+    std::fs::create_dir_all(user_config.parent().unwrap()).unwrap();
+    std::fs::write(
+        &user_config,
+        format!(
+            "{}credentials \"modules.test\" {{\n  token = \"{KILL_TOKEN}\"\n}}\n",
+            host_block(
+                "registry.test",
+                &world.registry().url_for("/v1/providers/")
+            )
+        ),
+    )
+    .unwrap();
+    std::fs::create_dir_all(tmp).unwrap();
+    let mut command = tfinstall_command(&world.home());
+    command
+        .current_dir(dir)
+        .env("TMPDIR", tmp)
+        .env("TF_CLI_CONFIG_FILE", &user_config);
+    command
+}
+
+/// `kill -9` of tfinstall while the command runs (a CI job's timeout, the
+/// OOM killer) leaves no copy of the user's token in any file below
+/// `TMPDIR` or the home directory.
+#[test]
+fn kill_9_leaves_no_copy_of_the_token_on_disk() {
+    let world = World::new();
+    std::fs::remove_file(world.home().join(".terraform.d/credentials.tfrc.json")).unwrap();
+    let dir = world.workdir("killed", &main_tf_pinning("1.1.0"));
+    ok("tfinstall init", &world.tfinstall(&dir, &["init"], None));
+    let tmp = world.path("tmp");
+    let started = dir.join("started");
+    // The command proves it was handed the token (without writing it
+    // anywhere), says its pid, and waits to be killed (bounded, so that a
+    // failure cannot leave it running for long).
+    let script = format!(
+        "grep -c '{KILL_TOKEN}' \"$TF_CLI_CONFIG_FILE\" > {found}; echo $$ > {started}; i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done",
+        found = dir.join("found").display(),
+        started = started.display(),
+    );
+    let mut command = kill_test_command(&world, &dir, &tmp);
+    command.args(["exec", "--", "/bin/sh", "-c", &script]);
+    let mut child = spawnable(&command)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn tfinstall exec");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !started.exists() || read_text(&started).trim().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    child.kill().expect("kill -9 tfinstall");
+    child.wait().expect("wait for tfinstall");
+    let command_pid = read_text(&started).trim().to_string();
+    let _ = std::process::Command::new("kill")
+        .args(["-KILL", &command_pid])
+        .status();
+    assert_eq!(
+        read_text(&dir.join("found")).trim(),
+        "1",
+        "the command was not handed the user's token"
+    );
+    for root in [&tmp, &world.home()] {
+        assert_eq!(
+            files_containing(root, KILL_TOKEN),
+            Vec::<PathBuf>::new(),
+            "a copy of the token outlived tfinstall below {}",
+            root.display()
+        );
+    }
+}
+
+/// A hand-off directory as the file fallback writes it (where no in-memory
+/// file can be handed over), for process `pid`: its configuration, with the
+/// token, and its lock file.
+fn leftover_hand_off(tmp: &Path, pid: u32, suffix: &str) -> PathBuf {
+    let dir = tmp.join(format!("tfinstall-handoff-{pid}-{suffix}"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("terraform.tfrc"),
+        format!("credentials \"modules.test\" {{\n  token = \"{KILL_TOKEN}\"\n}}\n"),
+    )
+    .unwrap();
+    std::fs::write(dir.join("lock"), "").unwrap();
+    dir
+}
+
+/// A pid no process has any more: a child's, after it ended.
+fn ended_pid() -> u32 {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    pid
+}
+
+/// Where the hand-off is written to a file, a `kill -9` leaves it behind:
+/// the next `exec`, and `cache prune`, remove the directories of processes
+/// that no longer run and keep those of running ones.
+#[test]
+fn the_next_exec_and_cache_prune_remove_hand_off_files_left_by_killed_runs() {
+    let world = World::new();
+    let dir = world.workdir("leftovers", &main_tf_pinning("1.1.0"));
+    ok("tfinstall init", &world.tfinstall(&dir, &["init"], None));
+    let tmp = world.path("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let killed = leftover_hand_off(&tmp, ended_pid(), "Ab3xYz");
+    // A running process's: this test's, holding its lock as a running
+    // tfinstall does.
+    let running = leftover_hand_off(&tmp, std::process::id(), "Qw9rTy");
+    let held = std::fs::File::open(running.join("lock")).unwrap();
+    held.lock().unwrap();
+    let unrelated = tmp.join("tfinstall-handoff-notes");
+    std::fs::create_dir_all(&unrelated).unwrap();
+
+    let output = kill_test_command(&world, &dir, &tmp)
+        .args(["exec", "--", "/bin/sh", "-c", "exit 0"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(!killed.exists(), "the killed run's hand-off was kept");
+    assert!(running.is_dir(), "a running process's hand-off was removed");
+    assert!(unrelated.is_dir());
+
+    let killed = leftover_hand_off(&tmp, ended_pid(), "Zx8cVb");
+    let cache = world.path("cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let output = kill_test_command(&world, &dir, &tmp)
+        .env("TF_PLUGIN_CACHE_DIR", &cache)
+        .args(["cache", "prune", "-unused-for=3650d"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert!(!killed.exists(), "cache prune kept the killed run's hand-off");
+    assert!(running.is_dir(), "cache prune removed a running hand-off");
+    drop(held);
 }

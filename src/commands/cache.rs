@@ -18,6 +18,7 @@ use crate::cliconfig::{self, CliConfig, CliEnv};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::engine::Engine;
 use crate::fetch::{DownloadSettings, Downloader};
+use crate::handoff::config_file;
 use crate::install::events::InstallEvent;
 use crate::install::installer::{CacheUse, Installer};
 use crate::install::layout::{InstallLayout, LayoutKind};
@@ -189,6 +190,13 @@ pub fn prune(args: CachePruneArgs) -> bool {
     };
     let now = SystemTime::now();
     let report = cache.prune(&criteria, args.dry_run, now);
+    // The hand-off files killed `tfinstall exec` runs left behind hold
+    // copies of tokens: a scheduled prune removes them too.
+    let hand_offs = if args.dry_run {
+        Vec::new()
+    } else {
+        config_file::remove_abandoned(&std::env::temp_dir())
+    };
     if args.json {
         let document = json!({
             "cache_dir": cache.root().display().to_string(),
@@ -207,10 +215,17 @@ pub fn prune(args: CachePruneArgs) -> bool {
             }).collect::<Vec<_>>(),
             "kept": report.kept,
             "leftovers_removed": report.leftovers,
+            "handoff_dirs_removed": hand_offs.iter().map(|dir| dir.display().to_string()).collect::<Vec<_>>(),
             "bytes_freed": report.bytes_freed(),
         });
         outln!("{document}");
     } else {
+        for dir in &hand_offs {
+            outln!(
+                "- Removed {}: the hand-off of a tfinstall exec that was killed",
+                dir.display()
+            );
+        }
         print_prune_report(&cache, &report, args.dry_run, now);
     }
     if report.failed.is_empty() {

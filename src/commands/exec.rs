@@ -5,20 +5,20 @@
 //! Why a wrapper rather than a configuration file the user points
 //! `TF_CLI_CONFIG_FILE` at: that variable makes Terraform skip
 //! `~/.terraform.d/*.tfrc` and `credentials.tfrc.json`, so the file must
-//! carry the user's tokens; written for one run, into a private directory
-//! removed when the command ends, no copy of them outlives it. The wrapper
+//! carry the user's tokens; held for one run (in memory where the platform
+//! allows, `handoff::config_file`), no copy of them outlives it. The wrapper
 //! also knows the working directory (its own `-chdir`, or the command's)
 //! and reads the lock file, the plugin cache and the installed tree at the
 //! moment the command starts, so the hand-off cannot go stale.
 
 use std::ffi::{OsStr, OsString};
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::addr::Platform;
 use crate::cli::ExecArgs;
 use crate::cliconfig::{self, CliEnv};
 use crate::engine::Engine;
+use crate::handoff::config_file::{self, HandedConfig};
 use crate::handoff::{self, HandOff, WorkingDir};
 use crate::stdio::errln;
 use crate::workdir::data_dir;
@@ -36,19 +36,20 @@ pub async fn run(args: ExecArgs) -> u8 {
     };
     let mut command = tokio::process::Command::new(program);
     command.args(command_args);
-    // The hand-off file's directory, removed when this is dropped: after
-    // the command has ended.
-    let mut handoff_dir = None;
+    remove_abandoned_hand_offs();
+    // The hand-off configuration, freed or removed when this is dropped:
+    // after the command has ended.
+    let mut handed_config = None;
     let handoff = match skip_reason(command_args) {
         Some(reason) => Err(reason.to_owned()),
         None => prepare(command_args).map_err(|reason| format!("nothing is handed over: {reason}")),
     };
     match handoff {
         Ok(handoff) => match write_config(&handoff) {
-            Ok((dir, file)) => {
+            Ok(handed) => {
                 note(&summary(&handoff));
-                command.env(CONFIG_VARIABLE, &file);
-                handoff_dir = Some(dir);
+                command.env(CONFIG_VARIABLE, handed.path());
+                handed_config = Some(handed);
             }
             Err(err) => {
                 errln!(
@@ -80,7 +81,7 @@ pub async fn run(args: ExecArgs) -> u8 {
         }
     };
     let status = signals.wait(&mut child).await;
-    drop(handoff_dir);
+    drop(handed_config);
     match status {
         Ok(status) => exit_code(status),
         Err(err) => {
@@ -193,28 +194,30 @@ fn note(message: &str) {
     errln!("tfinstall: {message}");
 }
 
-/// The configuration file, readable by this user only, in a directory of
-/// its own (made 0700) that is removed when the returned value is dropped.
-fn write_config(handoff: &HandOff) -> std::io::Result<(tempfile::TempDir, PathBuf)> {
-    let dir = tempfile::Builder::new()
-        .prefix("tfinstall-handoff-")
-        .tempdir()?;
-    let path = dir
-        .path()
-        .join(format!("{}.tfrc", Engine::current().command()));
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    let mut file = options.open(&path)?;
-    file.write_all(
-        format!(
-            "# The CLI configuration tfinstall hands to one command: yours, with the\n# installed providers' packages offered first. Removed when the command ends.\n\n{}",
+/// The configuration, readable by this user only, for as long as the
+/// returned value lives (`handoff::config_file`).
+fn write_config(handoff: &HandOff) -> std::io::Result<HandedConfig> {
+    config_file::write(
+        &format!(
+            "# The CLI configuration tfinstall hands to one command: yours, with the\n# installed providers' packages offered first. Gone when the command ends.\n\n{}",
             cliconfig::render(&handoff.config)
-        )
-        .as_bytes(),
-    )?;
-    Ok((dir, path))
+        ),
+        &format!("{}.tfrc", Engine::current().command()),
+        &std::env::temp_dir(),
+    )
+}
+
+/// Removes the hand-off files that killed runs left behind (where the
+/// hand-off is a file), and says so.
+fn remove_abandoned_hand_offs() {
+    let removed = config_file::remove_abandoned(&std::env::temp_dir());
+    if !removed.is_empty() {
+        let count = removed.len();
+        note(&format!(
+            "removed {count} hand-off director{} left behind by a tfinstall exec that was killed",
+            if count == 1 { "y" } else { "ies" }
+        ));
+    }
 }
 
 /// The signals tfinstall handles while the command runs, listened for
