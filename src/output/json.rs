@@ -13,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value, json};
 
-use crate::diag::{Diagnostic, Severity};
+use crate::diag::{Diagnostic, Severity, SnippetPos};
 use crate::engine::Engine;
 use crate::install::events::{InstallEvent, ProgressStage};
 use crate::ui::Ui;
@@ -115,10 +115,32 @@ impl JsonLines {
             "detail": diag.detail,
         });
         if let Some(pos) = &diag.subject {
-            body["range"] = json!({
-                "filename": pos.file.display().to_string(),
-                "start": { "line": pos.line, "column": pos.column },
-            });
+            let filename = pos.file.display().to_string();
+            match diag.snippet() {
+                // Terraform's `range` and `snippet`, field for field.
+                Some(snippet) => {
+                    let at = |p: SnippetPos| json!({ "line": p.line, "column": p.column, "byte": p.byte });
+                    body["range"] = json!({
+                        "filename": filename,
+                        "start": at(snippet.start),
+                        "end": at(snippet.end),
+                    });
+                    body["snippet"] = json!({
+                        "context": snippet.context,
+                        "code": snippet.code,
+                        "start_line": snippet.start_line,
+                        "highlight_start_offset": snippet.highlight_start,
+                        "highlight_end_offset": snippet.highlight_end,
+                        "values": [],
+                    });
+                }
+                None => {
+                    body["range"] = json!({
+                        "filename": filename,
+                        "start": { "line": pos.line, "column": pos.column },
+                    });
+                }
+            }
         }
         let text = format!(
             "{}: {}",
