@@ -213,6 +213,12 @@ impl Diagnostic {
         self
     }
 
+    /// At a position kept from reading a file (quoting it if it can).
+    pub fn at_pos(mut self, pos: &SourcePos) -> Self {
+        self.subject = Some(pos.clone());
+        self
+    }
+
     /// About `bytes` of `source`: rendered with the enclosing block and the
     /// lines quoted, as Terraform renders its configuration errors.
     pub fn in_source(mut self, source: &SourceText, bytes: Range<usize>) -> Self {

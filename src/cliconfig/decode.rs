@@ -94,7 +94,18 @@ pub fn decode_file(file: &Path, src: &str, env: &CliEnv) -> (RawConfig, Diagnost
     let (installations, more) = decode_provider_installations(&doc, file, env);
     config.provider_installation = installations;
     diags.extend(more);
-    diags.quote_from(&SourceText::new(file, src));
+    // Positions kept for later errors (a method's bad URL, a helper that
+    // is not found) quote the file too.
+    let source = SourceText::new(file, src);
+    diags.quote_from(&source);
+    for installation in &mut config.provider_installation {
+        for method in &mut installation.methods {
+            method.pos.quote_from(&source);
+        }
+    }
+    for helper in config.credentials_helpers.values_mut() {
+        helper.pos.quote_from(&source);
+    }
     (config, diags)
 }
 
