@@ -2,8 +2,14 @@
 //! so every stage can report several problems at once and the UI renders them
 //! the way Terraform users already know.
 
+mod snippet;
+
 use std::fmt;
-use std::path::PathBuf;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use snippet::{Snippet, SnippetPos};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {
@@ -16,6 +22,147 @@ pub struct SourcePos {
     pub file: PathBuf,
     pub line: usize,
     pub column: usize,
+    /// The text the position is in and the bytes of it the problem is
+    /// about, so the diagnostic can quote the line and name the enclosing
+    /// block as Terraform does; `None` where no text is at hand.
+    pub quote: Option<Quote>,
+}
+
+impl SourcePos {
+    /// A position without text to quote.
+    pub fn new(file: impl Into<PathBuf>, line: usize, column: usize) -> SourcePos {
+        SourcePos {
+            file: file.into(),
+            line,
+            column,
+            quote: None,
+        }
+    }
+}
+
+impl SourcePos {
+    /// Quotes `source` at this position if it is about that file and has
+    /// no quote yet.
+    pub fn quote_from(&mut self, source: &SourceText) {
+        if self.quote.is_none() && self.file == source.name() {
+            let start = source.offset_of(self.line, self.column);
+            self.quote = Some(Quote {
+                source: source.clone(),
+                bytes: start..start,
+            });
+        }
+    }
+}
+
+/// Bytes of a file's text a diagnostic is about.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Quote {
+    pub source: SourceText,
+    pub bytes: Range<usize>,
+}
+
+/// The text of a configuration file (`.tf`, `.tf.json`, the lock file, the
+/// CLI configuration, the policy file), shared by every diagnostic about
+/// it, like the file sources Terraform keeps to render its diagnostics.
+#[derive(Clone)]
+pub struct SourceText {
+    inner: Arc<SourceInner>,
+}
+
+struct SourceInner {
+    name: PathBuf,
+    text: String,
+    line_starts: Vec<usize>,
+}
+
+impl SourceText {
+    /// `name` is the file as diagnostics name it (relative to the working
+    /// directory for configuration files); its ending says whether the
+    /// text is JSON, as it does for Terraform.
+    pub fn new(name: impl Into<PathBuf>, text: impl Into<String>) -> SourceText {
+        let text = text.into();
+        let line_starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        SourceText {
+            inner: Arc::new(SourceInner {
+                name: name.into(),
+                text,
+                line_starts,
+            }),
+        }
+    }
+
+    pub fn name(&self) -> &Path {
+        &self.inner.name
+    }
+
+    pub fn text(&self) -> &str {
+        &self.inner.text
+    }
+
+    /// The one-based line and column (in characters) of a byte offset.
+    pub fn line_column(&self, offset: usize) -> (usize, usize) {
+        let text = self.text();
+        let offset = offset.min(text.len());
+        let line_index = self
+            .inner
+            .line_starts
+            .partition_point(|&start| start <= offset)
+            - 1;
+        let line_start = self.inner.line_starts[line_index];
+        let column = text
+            .get(line_start..offset)
+            .map_or(offset - line_start, |part| part.chars().count());
+        (line_index + 1, column + 1)
+    }
+
+    /// The byte offset of a one-based line and column (in characters), for
+    /// readers that keep only line and column.
+    pub fn offset_of(&self, line: usize, column: usize) -> usize {
+        let text = self.text();
+        let Some(&line_start) = self.inner.line_starts.get(line.saturating_sub(1)) else {
+            return text.len();
+        };
+        let line_text = &text[line_start..];
+        let line_text = &line_text[..line_text.find('\n').unwrap_or(line_text.len())];
+        line_start
+            + line_text
+                .char_indices()
+                .nth(column.saturating_sub(1))
+                .map_or(line_text.len(), |(i, _)| i)
+    }
+
+    /// The position of `bytes` in this text, quoting it.
+    pub fn pos(&self, bytes: Range<usize>) -> SourcePos {
+        let (line, column) = self.line_column(bytes.start);
+        SourcePos {
+            file: self.inner.name.clone(),
+            line,
+            column,
+            quote: Some(Quote {
+                source: self.clone(),
+                bytes,
+            }),
+        }
+    }
+}
+
+/// Two texts are the same when they are the same file with the same text.
+impl PartialEq for SourceText {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+            || (self.inner.name == other.inner.name && self.inner.text == other.inner.text)
+    }
+}
+
+impl Eq for SourceText {}
+
+/// The name only: a whole file in every failed assertion helps no one.
+impl fmt::Debug for SourceText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SourceText({})", self.inner.name.display())
+    }
 }
 
 impl fmt::Display for SourcePos {
@@ -62,12 +209,31 @@ impl Diagnostic {
     }
 
     pub fn at(mut self, file: impl Into<PathBuf>, line: usize, column: usize) -> Self {
-        self.subject = Some(SourcePos {
-            file: file.into(),
-            line,
-            column,
-        });
+        self.subject = Some(SourcePos::new(file, line, column));
         self
+    }
+
+    /// At a position kept from reading a file (quoting it if it can).
+    pub fn at_pos(mut self, pos: &SourcePos) -> Self {
+        self.subject = Some(pos.clone());
+        self
+    }
+
+    /// About `bytes` of `source`: rendered with the enclosing block and the
+    /// lines quoted, as Terraform renders its configuration errors.
+    pub fn in_source(mut self, source: &SourceText, bytes: Range<usize>) -> Self {
+        self.subject = Some(source.pos(bytes));
+        self
+    }
+
+    /// The subject's text, where it has one: what Terraform shows under
+    /// `on FILE line N` and writes as `-json`'s `snippet`.
+    pub fn snippet(&self) -> Option<Snippet> {
+        self.subject
+            .as_ref()?
+            .quote
+            .as_ref()
+            .map(|quote| Snippet::new(&quote.source, quote.bytes.clone()))
     }
 
     pub fn is_error(&self) -> bool {
@@ -122,6 +288,17 @@ impl Diagnostics {
         self.0.iter()
     }
 
+    /// Gives every diagnostic about `source`'s file that has only a line
+    /// and column the text to quote, for readers that keep no byte spans:
+    /// the character at the position is marked.
+    pub fn quote_from(&mut self, source: &SourceText) {
+        for diag in &mut self.0 {
+            if let Some(pos) = &mut diag.subject {
+                pos.quote_from(source);
+            }
+        }
+    }
+
     /// The values of concurrent jobs, or the diagnostics of every job that
     /// failed: like Terraform, one run reports all the problems it found,
     /// not just the first.
@@ -162,49 +339,18 @@ impl fmt::Display for Diagnostics {
     }
 }
 
-/// Byte offsets to 1-based line/column, counting columns in characters as
-/// HCL does (close enough: HCL counts grapheme clusters): what a reader of
-/// hcl-edit's byte spans needs to say where a problem is.
-pub struct LineMap<'a> {
-    src: &'a str,
-    line_starts: Vec<usize>,
-}
-
-impl<'a> LineMap<'a> {
-    pub fn new(src: &'a str) -> Self {
-        let line_starts = std::iter::once(0)
-            .chain(src.match_indices('\n').map(|(i, _)| i + 1))
-            .collect();
-        LineMap { src, line_starts }
-    }
-
-    /// The text the offsets are into.
-    pub fn src(&self) -> &'a str {
-        self.src
-    }
-
-    pub fn position(&self, offset: usize) -> (usize, usize) {
-        let offset = offset.min(self.src.len());
-        let line_index = self.line_starts.partition_point(|&start| start <= offset) - 1;
-        let line_start = self.line_starts[line_index];
-        let column = self
-            .src
-            .get(line_start..offset)
-            .map_or(0, |text| text.chars().count());
-        (line_index + 1, column + 1)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn positions_count_characters() {
-        let map = LineMap::new("äb\ncd");
-        assert_eq!(map.position(2), (1, 2));
-        assert_eq!(map.position(4), (2, 1));
-        assert_eq!(map.position(99), (2, 3));
+        let source = SourceText::new("main.tf", "äb\ncd");
+        assert_eq!(source.line_column(2), (1, 2));
+        assert_eq!(source.line_column(4), (2, 1));
+        assert_eq!(source.line_column(99), (2, 3));
+        assert_eq!(source.offset_of(1, 2), 2);
+        assert_eq!(source.offset_of(2, 3), 6);
     }
 
     #[test]

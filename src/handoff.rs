@@ -246,11 +246,7 @@ fn method(location: MethodLocation, include: Vec<String>, exclude: Vec<String>) 
         include,
         exclude,
         trust_all_hashes: false,
-        pos: SourcePos {
-            file: PathBuf::from("(hand-off)"),
-            line: 0,
-            column: 0,
-        },
+        pos: SourcePos::new(PathBuf::from("(hand-off)"), 0, 0),
     }
 }
 

@@ -19,7 +19,7 @@ use hcl_edit::expr::Expression;
 use hcl_edit::structure::{Attribute, Block, Body};
 
 use crate::addr::ProviderAddr;
-use crate::diag::{Diagnostic, Diagnostics, LineMap};
+use crate::diag::{Diagnostic, Diagnostics, SourceText};
 use crate::engine::Engine;
 use crate::fsutil;
 use crate::go_quote::{go_quote, is_print};
@@ -101,13 +101,10 @@ impl Locks {
             Ok(body) => decoder.decode_file(&body, &mut locks),
             Err(err) => {
                 let loc = err.location();
-                decoder
-                    .diags
-                    .push(Diagnostic::invalid_hcl_syntax(err.message()).at(
-                        filename,
-                        loc.line(),
-                        loc.column(),
-                    ));
+                let offset = loc.offset() + decoder.base;
+                let diag = Diagnostic::invalid_hcl_syntax(err.message())
+                    .in_source(&decoder.source, offset..offset);
+                decoder.diags.push(diag);
             }
         }
         (locks, decoder.diags)
@@ -198,7 +195,7 @@ type ByteSpan = Range<usize>;
 
 struct Decoder<'a> {
     filename: &'a Path,
-    lines: LineMap<'a>,
+    source: SourceText,
     /// Bytes stripped before the text handed to the parser (a UTF-8 BOM),
     /// added back so positions refer to the file as it is on disk.
     base: usize,
@@ -216,7 +213,7 @@ impl<'a> Decoder<'a> {
     fn new(src: &'a str, filename: &'a Path) -> Self {
         Decoder {
             filename,
-            lines: LineMap::new(src),
+            source: SourceText::new(filename, src),
             base: 0,
             diags: Diagnostics::new(),
         }
@@ -225,8 +222,7 @@ impl<'a> Decoder<'a> {
     fn at(&self, diag: Diagnostic, span: Option<ByteSpan>) -> Diagnostic {
         match span {
             Some(span) => {
-                let (line, column) = self.lines.position(span.start + self.base);
-                diag.at(self.filename, line, column)
+                diag.in_source(&self.source, span.start + self.base..span.end + self.base)
             }
             None => diag,
         }
@@ -240,8 +236,8 @@ impl<'a> Decoder<'a> {
     /// `file:line,col-col` like HCL's `Range.String()`, used inside detail
     /// texts that point back at an earlier declaration.
     fn range_string(&self, span: &ByteSpan) -> String {
-        let (start_line, start_col) = self.lines.position(span.start + self.base);
-        let (end_line, end_col) = self.lines.position(span.end + self.base);
+        let (start_line, start_col) = self.source.line_column(span.start + self.base);
+        let (end_line, end_col) = self.source.line_column(span.end + self.base);
         let file = self.filename.display();
         if start_line == end_line {
             format!("{file}:{start_line},{start_col}-{end_col}")
@@ -665,7 +661,7 @@ impl<'a> Decoder<'a> {
             .and_then(|label| label.span())
             .or_else(|| block.ident.span())?
             .end;
-        let src = self.lines.src().get(header_end + self.base..)?;
+        let src = self.source.text().get(header_end + self.base..)?;
         let mut rest = src;
         loop {
             let trimmed = rest.trim_start_matches([' ', '\t']);

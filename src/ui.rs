@@ -4,7 +4,7 @@
 use std::io::IsTerminal;
 
 use crate::addr::Platform;
-use crate::diag::{Diagnostic, Diagnostics, Severity};
+use crate::diag::{Diagnostic, Diagnostics, Severity, Snippet};
 use crate::engine::Engine;
 use crate::install::events::InstallEvent;
 use crate::verify::AuthResult;
@@ -14,6 +14,7 @@ const BOLD: &str = "\x1b[1m";
 const RED: &str = "\x1b[31m";
 const GREEN: &str = "\x1b[32m";
 const YELLOW: &str = "\x1b[33m";
+const UNDERLINE: &str = "\x1b[4m";
 
 #[derive(Clone, Copy, Debug)]
 pub struct Ui {
@@ -198,7 +199,21 @@ impl Ui {
         body.push(title);
         body.push(String::new());
         if let Some(pos) = &diag.subject {
-            body.push(format!("  on {} line {}:", pos.file.display(), pos.line));
+            match diag.snippet() {
+                Some(snippet) => {
+                    let context = snippet
+                        .context
+                        .as_ref()
+                        .map_or(String::new(), |block| format!(", in {block}"));
+                    body.push(format!(
+                        "  on {} line {}{context}:",
+                        pos.file.display(),
+                        pos.line
+                    ));
+                    body.extend(self.snippet_lines(&snippet));
+                }
+                None => body.push(format!("  on {} line {}:", pos.file.display(), pos.line)),
+            }
             body.push(String::new());
         }
         if !diag.detail.is_empty() {
@@ -225,6 +240,33 @@ impl Ui {
         } else {
             format!("\n{}\n", body.join("\n"))
         }
+    }
+
+    /// The quoted lines, numbered as Terraform numbers them, with the range
+    /// underlined on a terminal.
+    fn snippet_lines(&self, snippet: &Snippet) -> Vec<String> {
+        let code = &snippet.code;
+        let start = snippet.highlight_start.min(code.len());
+        let end = snippet.highlight_end.clamp(start, code.len());
+        let (Some(before), Some(marked), Some(after)) =
+            (code.get(..start), code.get(start..end), code.get(end..))
+        else {
+            return Vec::new();
+        };
+        let marked = if self.color && !marked.is_empty() {
+            marked
+                .split('\n')
+                .map(|part| format!("{UNDERLINE}{part}{RESET}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        } else {
+            marked.to_owned()
+        };
+        format!("{before}{marked}{after}")
+            .split('\n')
+            .enumerate()
+            .map(|(i, line)| format!("{:4}: {line}", snippet.start_line + i))
+            .collect()
     }
 
     /// Warnings go to stdout and errors to stderr, warnings first, as

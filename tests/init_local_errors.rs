@@ -116,7 +116,7 @@ fn malformed_source_addresses_name_the_file_and_line() {
         "terraform {\n  required_providers {\n    alpha = {\n      source = \"hashicorp/alpha/extra/parts\"\n    }\n  }\n}\n",
     );
     t.fails(&[]).assert_stderr_has(
-        "Error: Invalid provider source string\n\n  on main.tf line 4:\n\nThe \"source\" attribute must be in the format \"[hostname/][namespace/]name\"\n",
+        "Error: Invalid provider source string\n\n  on main.tf line 4, in terraform:\n   4:       source = \"hashicorp/alpha/extra/parts\"\n\nThe \"source\" attribute must be in the format \"[hostname/][namespace/]name\"\n",
     );
 
     t.case.write(
@@ -124,7 +124,9 @@ fn malformed_source_addresses_name_the_file_and_line() {
         "terraform {\n  required_providers {\n    alpha = {\n      source = \"hashi corp/alpha\"\n    }\n  }\n}\n",
     );
     let run = t.fails(&[]);
-    run.assert_stderr_has("Error: Invalid provider namespace\n\n  on main.tf line 4:\n");
+    run.assert_stderr_has(
+        "Error: Invalid provider namespace\n\n  on main.tf line 4, in terraform:\n",
+    );
     run.assert_stderr_has("\"hashi corp/alpha\"");
 }
 
@@ -136,7 +138,7 @@ fn invalid_version_constraint_names_the_file_and_line() {
         "terraform {\n  required_providers {\n    alpha = {\n      source  = \"hashicorp/alpha\"\n      version = \"=> 1.0\"\n    }\n  }\n}\n",
     );
     t.fails(&[])
-        .assert_stderr_has("Error: Invalid version constraint\n\n  on main.tf line 5:\n");
+        .assert_stderr_has("Error: Invalid version constraint\n\n  on main.tf line 5, in terraform:\n   5:       version = \"=> 1.0\"\n");
 }
 
 #[test]
@@ -346,7 +348,9 @@ fn an_unreadable_lock_file_names_the_file_and_line() {
     t.case.write(".terraform.lock.hcl", &lock);
     let run = t.fails(&[]);
     run.assert_stderr_has("Error: Invalid provider version number");
-    run.assert_stderr_has("on .terraform.lock.hcl line 5:");
+    run.assert_stderr_has(
+        "on .terraform.lock.hcl line 5, in provider \"registry.terraform.io/hashicorp/alpha\":",
+    );
 
     t.case
         .write(".terraform.lock.hcl", "provider \"hashicorp/alpha\" {\n");
@@ -444,6 +448,6 @@ fn missing_module_directories_are_named() {
         ),
     );
     let run = t.fails(&[]);
-    run.assert_stderr_has("Error: Failed to read module directory\n\n  on main.tf line 14:\n");
-    run.assert_stderr_has("Error: Module not installed\n\n  on main.tf line 18:\n\nModule \"module.remote\" (source \"example/remote/aws\") is not yet installed.");
+    run.assert_stderr_has("Error: Failed to read module directory\n\n  on main.tf line 14, in module \"local\":\n  14:   source = \"./nope\"\n");
+    run.assert_stderr_has("Error: Module not installed\n\n  on main.tf line 18, in module \"remote\":\n  18:   source = \"example/remote/aws\"\n\nModule \"module.remote\" (source \"example/remote/aws\") is not yet installed.");
 }

@@ -499,7 +499,7 @@ fn an_http_mirror_is_refused_with_a_clear_message() {
         .init(&[])
         .assert_failure()
         .assert_contains(&format!(
-            "Error: Invalid URL for provider installation source\n\n  on {} line 2:\n\nCannot use \"{url}\" as a URL for a network provider mirror: the mirror must be at an https: URL.",
+            "Error: Invalid URL for provider installation source\n\n  on {} line 2, in provider_installation:\n   2:   network_mirror {{\n\nCannot use \"{url}\" as a URL for a network provider mirror: the mirror must be at an https: URL.",
             rc.display()
         ));
     assert!(

@@ -507,11 +507,11 @@ fn malformed_files_are_reported_with_file_and_line_and_the_rest_is_used() {
     run.assert_success()
         .assert_contains("There are some problems with the CLI configuration:")
         .assert_contains(&format!(
-            "Error: Invalid provider_installation method block\n\n  on {} line 3:\n\nUnknown provider installation method \"not_a_thing\" at 3:3.\n",
+            "Error: Invalid provider_installation method block\n\n  on {} line 3, in provider_installation:\n   3:   not_a_thing {{}}\n\nUnknown provider installation method \"not_a_thing\" at 3:3.\n",
             rc.display()
         ))
         .assert_contains(&format!(
-            "Error: Error parsing {0}: At 4:11: literal not terminated\n\n  on {0} line 4:\n",
+            "Error: Error parsing {0}: At 4:11: literal not terminated\n\n  on {0} line 4, in credentials \"example.com\":\n   4:   token = \"unterminated\n",
             broken.display()
         ))
         .assert_contains("As a result of the above problems, Terraform may not behave as intended.")
@@ -561,11 +561,11 @@ fn invalid_include_and_exclude_patterns_stop_the_run() {
         .init(&[])
         .assert_failure()
         .assert_contains(&format!(
-            "Error: Invalid provider source inclusion patterns\n\n  on {} line 2:\n\nCLI config specifies invalid provider inclusion patterns: invalid provider matching pattern \"just-one-part\": must have either two or three slash-separated segments.",
+            "Error: Invalid provider source inclusion patterns\n\n  on {} line 2, in provider_installation:\n   2:   filesystem_mirror {{\n\nCLI config specifies invalid provider inclusion patterns: invalid provider matching pattern \"just-one-part\": must have either two or three slash-separated segments.",
             rc.display()
         ))
         .assert_contains(&format!(
-            "Error: Invalid provider source exclusion patterns\n\n  on {} line 6:\n\nCLI config specifies invalid provider exclusion patterns: invalid provider matching pattern \"*/x\": namespace can be a wildcard only if the provider type is also a wildcard.",
+            "Error: Invalid provider source exclusion patterns\n\n  on {} line 6, in provider_installation:\n   6:   filesystem_mirror {{\n\nCLI config specifies invalid provider exclusion patterns: invalid provider matching pattern \"*/x\": namespace can be a wildcard only if the provider type is also a wildcard.",
             rc.display()
         ))
         .assert_not_contains("- Installed");

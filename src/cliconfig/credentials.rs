@@ -310,11 +310,7 @@ esac
                 credentials_helper: Some(super::super::CredentialsHelper {
                     name: "log".to_string(),
                     args: Vec::new(),
-                    pos: crate::diag::SourcePos {
-                        file: "x".into(),
-                        line: 1,
-                        column: 1,
-                    },
+                    pos: crate::diag::SourcePos::new("x", 1, 1),
                 }),
                 ..config()
             };
@@ -408,11 +404,7 @@ esac
             credentials_helper: Some(super::super::CredentialsHelper {
                 name: "absent".to_string(),
                 args: Vec::new(),
-                pos: crate::diag::SourcePos {
-                    file: "x".into(),
-                    line: 1,
-                    column: 1,
-                },
+                pos: crate::diag::SourcePos::new("x", 1, 1),
             }),
             ..CliConfig::default()
         };

@@ -274,11 +274,7 @@ mod tests {
         let helper = CredentialsHelper {
             name: "vault".to_string(),
             args: vec!["--role".to_string()],
-            pos: crate::diag::SourcePos {
-                file: PathBuf::from("x"),
-                line: 1,
-                column: 1,
-            },
+            pos: crate::diag::SourcePos::new(PathBuf::from("x"), 1, 1),
         };
         let config_dir = env.config_dir().unwrap();
         let elsewhere = config_dir.join("plugins/registry.example/terraform-credentials-vault");

@@ -20,7 +20,7 @@ use super::expand::expand_vars;
 use super::provider_installation::decode_provider_installations;
 use super::syntax::{Item, Pos, Value, ValueKind, parse};
 use super::{CliEnv, CredentialsHelper, OciCredentials, OciDefaultCredentials, RawConfig};
-use crate::diag::{Diagnostic, Diagnostics, SourcePos};
+use crate::diag::{Diagnostic, Diagnostics, SourcePos, SourceText};
 
 fn parse_error(file: &Path, err: &ArgError) -> Diagnostic {
     Diagnostic::error(format!("Error parsing {}: {err}", file.display()), "").at(
@@ -40,6 +40,7 @@ pub fn decode_file(file: &Path, src: &str, env: &CliEnv) -> (RawConfig, Diagnost
                 message: err.message,
             };
             diags.push(parse_error(file, &err));
+            diags.quote_from(&SourceText::new(file, src));
             return (RawConfig::default(), diags);
         }
     };
@@ -93,6 +94,18 @@ pub fn decode_file(file: &Path, src: &str, env: &CliEnv) -> (RawConfig, Diagnost
     let (installations, more) = decode_provider_installations(&doc, file, env);
     config.provider_installation = installations;
     diags.extend(more);
+    // Positions kept for later errors (a method's bad URL, a helper that
+    // is not found) quote the file too.
+    let source = SourceText::new(file, src);
+    diags.quote_from(&source);
+    for installation in &mut config.provider_installation {
+        for method in &mut installation.methods {
+            method.pos.quote_from(&source);
+        }
+    }
+    for helper in config.credentials_helpers.values_mut() {
+        helper.pos.quote_from(&source);
+    }
     (config, diags)
 }
 
@@ -162,11 +175,7 @@ fn decode_credentials_helpers(
         let helper = CredentialsHelper {
             name: block.label.to_string(),
             args,
-            pos: SourcePos {
-                file: file.to_path_buf(),
-                line: block.pos.line,
-                column: block.pos.column,
-            },
+            pos: SourcePos::new(file.to_path_buf(), block.pos.line, block.pos.column),
         };
         helpers.insert(block.label.to_string(), helper);
     }

@@ -853,11 +853,7 @@ mod tests {
             f(&mut config);
             config.validate().0.len()
         };
-        let pos = SourcePos {
-            file: PathBuf::from("x"),
-            line: 1,
-            column: 1,
-        };
+        let pos = SourcePos::new(PathBuf::from("x"), 1, 1);
         let helper = |name: &str| CredentialsHelper {
             name: name.to_string(),
             args: vec![],

@@ -63,11 +63,7 @@ impl Decoder<'_> {
     }
 
     fn source_pos(&self, pos: Pos) -> SourcePos {
-        SourcePos {
-            file: self.file.to_path_buf(),
-            line: pos.line,
-            column: pos.column,
-        }
+        SourcePos::new(self.file.to_path_buf(), pos.line, pos.column)
     }
 
     fn block(&mut self, block: &Item) -> Option<Vec<ProviderInstallation>> {

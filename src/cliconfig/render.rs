@@ -171,11 +171,7 @@ mod tests {
     use crate::diag::SourcePos;
 
     fn pos() -> SourcePos {
-        SourcePos {
-            file: PathBuf::new(),
-            line: 0,
-            column: 0,
-        }
+        SourcePos::new(PathBuf::new(), 0, 0)
     }
 
     fn method(location: MethodLocation, include: &[&str], exclude: &[&str]) -> InstallMethod {

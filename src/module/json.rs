@@ -54,7 +54,7 @@ struct SyntaxError {
 /// Parses a whole `.tf.json` file; malformed JSON ends the file.
 pub(super) fn parse_file(
     src: &str,
-    index: &LineIndex<'_>,
+    index: &LineIndex,
     schema: &BodySchema,
     diags: &mut Diagnostics,
 ) -> Option<Body> {
@@ -101,7 +101,7 @@ pub(super) fn parse_file(
 }
 
 struct Lowerer<'a> {
-    index: &'a LineIndex<'a>,
+    index: &'a LineIndex,
 }
 
 impl Lowerer<'_> {

@@ -17,7 +17,7 @@ use super::syntax::{
 /// Parses a whole `.tf` file; a syntax error ends the file, as in HCL.
 pub(super) fn parse_file(
     src: &str,
-    index: &LineIndex<'_>,
+    index: &LineIndex,
     schema: &BodySchema,
     diags: &mut Diagnostics,
 ) -> Option<Body> {
@@ -32,14 +32,14 @@ pub(super) fn parse_file(
     }
 }
 
-fn range_of(span: Option<std::ops::Range<usize>>, index: &LineIndex<'_>) -> SrcRange {
+fn range_of(span: Option<std::ops::Range<usize>>, index: &LineIndex) -> SrcRange {
     span.map_or_else(|| index.file_start(), |span| index.range(span))
 }
 
 fn lower_body(
     body: &structure::Body,
     schema: &BodySchema,
-    index: &LineIndex<'_>,
+    index: &LineIndex,
     diags: &mut Diagnostics,
 ) -> Body {
     let mut out = Body {
@@ -99,7 +99,7 @@ fn lower_body(
     out
 }
 
-fn lower_expr(expr: &Expression, index: &LineIndex<'_>) -> Expr {
+fn lower_expr(expr: &Expression, index: &LineIndex) -> Expr {
     let range = range_of(expr.span(), index);
     let kind = match expr {
         Expression::Null(_) => ExprKind::Null,

@@ -2,9 +2,10 @@
 //! messages embed a range (`versions.tf:3,3-21`) and users jump to it.
 
 use std::fmt;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use crate::diag::{Diagnostic, SourcePos};
+use crate::diag::{Diagnostic, SourcePos, SourceText};
 
 /// A one-based line/column position; columns count characters, as HCL does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,24 +19,32 @@ pub(super) struct SrcRange {
     pub file: PathBuf,
     pub start: Pos,
     pub end: Pos,
+    /// The file's text and the bytes of it, for diagnostics to quote.
+    pub text: Option<(SourceText, Range<usize>)>,
 }
 
 impl SrcRange {
     pub fn source_pos(&self) -> SourcePos {
-        SourcePos {
-            file: self.file.clone(),
-            line: self.start.line,
-            column: self.start.column,
+        match &self.text {
+            Some((source, bytes)) => source.pos(bytes.clone()),
+            None => SourcePos::new(self.file.clone(), self.start.line, self.start.column),
         }
     }
 
     /// The smallest range covering both, for constructs whose parts were
     /// located separately (a block's type name through its last label).
     pub fn to(&self, other: &SrcRange) -> SrcRange {
+        let text = match (&self.text, &other.text) {
+            (Some((source, start)), Some((_, end))) => {
+                Some((source.clone(), start.start..end.end.max(start.start)))
+            }
+            _ => None,
+        };
         SrcRange {
             file: self.file.clone(),
             start: self.start,
             end: other.end,
+            text,
         }
     }
 }
@@ -65,47 +74,36 @@ pub(super) trait DiagnosticExt {
 }
 
 impl DiagnosticExt for Diagnostic {
-    fn with_range(self, range: &SrcRange) -> Diagnostic {
-        self.at(range.file.clone(), range.start.line, range.start.column)
+    fn with_range(mut self, range: &SrcRange) -> Diagnostic {
+        self.subject = Some(range.source_pos());
+        self
     }
 }
 
 /// Maps byte offsets (what hcl-edit spans and our JSON scanner produce) to
-/// line/column positions.
-pub(super) struct LineIndex<'a> {
-    file: &'a Path,
-    src: &'a str,
-    line_starts: Vec<usize>,
+/// line/column positions, keeping the text for diagnostics to quote.
+pub(super) struct LineIndex {
+    source: SourceText,
 }
 
-impl<'a> LineIndex<'a> {
-    pub fn new(file: &'a Path, src: &'a str) -> Self {
-        let mut line_starts = vec![0];
-        line_starts.extend(src.match_indices('\n').map(|(i, _)| i + 1));
+impl LineIndex {
+    pub fn new(file: &Path, src: &str) -> Self {
         LineIndex {
-            file,
-            src,
-            line_starts,
+            source: SourceText::new(file, src),
         }
     }
 
     pub fn pos(&self, offset: usize) -> Pos {
-        let offset = offset.min(self.src.len());
-        let line = self.line_starts.partition_point(|&start| start <= offset);
-        let line_start = self.line_starts[line - 1];
-        let column = self
-            .src
-            .get(line_start..offset)
-            .map_or(offset - line_start, |text| text.chars().count())
-            + 1;
+        let (line, column) = self.source.line_column(offset);
         Pos { line, column }
     }
 
-    pub fn range(&self, span: std::ops::Range<usize>) -> SrcRange {
+    pub fn range(&self, span: Range<usize>) -> SrcRange {
         SrcRange {
-            file: self.file.to_path_buf(),
+            file: self.source.name().to_path_buf(),
             start: self.pos(span.start),
             end: self.pos(span.end),
+            text: Some((self.source.clone(), span)),
         }
     }
 
@@ -142,6 +140,7 @@ mod tests {
                 line: 3,
                 column: 21,
             },
+            text: None,
         };
         assert_eq!(one_line.to_string(), "versions.tf:3,3-21");
         let multi = SrcRange {

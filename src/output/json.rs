@@ -13,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value, json};
 
-use crate::diag::{Diagnostic, Severity};
+use crate::diag::{Diagnostic, Severity, SnippetPos};
 use crate::engine::Engine;
 use crate::install::events::{InstallEvent, ProgressStage};
 use crate::ui::Ui;
@@ -29,8 +29,9 @@ pub const UI_VERSION: &str = "1.2";
 /// types or optional fields; a major bump changes or removes something.
 /// 2.0: the messages Terraform also writes took Terraform's types, codes
 /// and texts. 2.1: the provider policy's `policy` and `policy_check`, and
-/// `platform_hashes`.
-pub const TFINSTALL_UI_VERSION: &str = "2.1";
+/// `platform_hashes`. 2.2: diagnostics' `snippet`, and `end` and `byte` in
+/// their `range`.
+pub const TFINSTALL_UI_VERSION: &str = "2.2";
 
 /// A machine reading progress needs far fewer updates than a person
 /// watching a bar: at most one per download per second, plus the last.
@@ -115,10 +116,32 @@ impl JsonLines {
             "detail": diag.detail,
         });
         if let Some(pos) = &diag.subject {
-            body["range"] = json!({
-                "filename": pos.file.display().to_string(),
-                "start": { "line": pos.line, "column": pos.column },
-            });
+            let filename = pos.file.display().to_string();
+            match diag.snippet() {
+                // Terraform's `range` and `snippet`, field for field.
+                Some(snippet) => {
+                    let at = |p: SnippetPos| json!({ "line": p.line, "column": p.column, "byte": p.byte });
+                    body["range"] = json!({
+                        "filename": filename,
+                        "start": at(snippet.start),
+                        "end": at(snippet.end),
+                    });
+                    body["snippet"] = json!({
+                        "context": snippet.context,
+                        "code": snippet.code,
+                        "start_line": snippet.start_line,
+                        "highlight_start_offset": snippet.highlight_start,
+                        "highlight_end_offset": snippet.highlight_end,
+                        "values": [],
+                    });
+                }
+                None => {
+                    body["range"] = json!({
+                        "filename": filename,
+                        "start": { "line": pos.line, "column": pos.column },
+                    });
+                }
+            }
         }
         let text = format!(
             "{}: {}",

@@ -16,7 +16,7 @@ use hcl::edit::structure::{Attribute, Block, BlockLabel, Body, Structure};
 
 use super::{Effect, Policy, Rule, Setting, TrustLevel};
 use crate::addr::pattern::ProviderPattern;
-use crate::diag::{Diagnostic, Diagnostics, LineMap};
+use crate::diag::{Diagnostic, Diagnostics, SourceText};
 use crate::version::VersionConstraints;
 
 const TOP_LEVEL: &str = "A policy file sets default, min_trust and accept_expired_keys, and holds allow and deny blocks (see docs/policy.md).";
@@ -24,8 +24,7 @@ const TOP_LEVEL: &str = "A policy file sets default, min_trust and accept_expire
 pub(super) fn parse(src: &str, file: &Path) -> Result<Policy, Diagnostics> {
     let text = src.strip_prefix('\u{feff}').unwrap_or(src);
     let mut reader = Reader {
-        file,
-        lines: LineMap::new(src),
+        source: SourceText::new(file, src),
         base: src.len() - text.len(),
         diags: Diagnostics::new(),
     };
@@ -39,10 +38,10 @@ pub(super) fn parse(src: &str, file: &Path) -> Result<Policy, Diagnostics> {
     match hcl::edit::parser::parse_body(text) {
         Ok(body) => reader.top_level(&body, &mut policy),
         Err(err) => {
-            let (line, column) = reader.lines.position(err.location().offset() + reader.base);
-            reader
-                .diags
-                .push(Diagnostic::invalid_hcl_syntax(err.message()).at(file, line, column));
+            let offset = err.location().offset() + reader.base;
+            let diag = Diagnostic::invalid_hcl_syntax(err.message())
+                .in_source(&reader.source, offset..offset);
+            reader.diags.push(diag);
         }
     }
     if reader.diags.has_errors() {
@@ -52,24 +51,23 @@ pub(super) fn parse(src: &str, file: &Path) -> Result<Policy, Diagnostics> {
     }
 }
 
-struct Reader<'a> {
-    file: &'a Path,
-    lines: LineMap<'a>,
+struct Reader {
+    source: SourceText,
     /// Bytes stripped before the text handed to the parser (a UTF-8 BOM),
     /// added back so lines refer to the file as it is on disk.
     base: usize,
     diags: Diagnostics,
 }
 
-impl Reader<'_> {
+impl Reader {
     fn line(&self, span: Option<Range<usize>>) -> usize {
-        span.map_or(1, |s| self.lines.position(s.start + self.base).0)
+        span.map_or(1, |s| self.source.line_column(s.start + self.base).0)
     }
 
     fn error(&mut self, summary: &str, detail: String, span: Option<Range<usize>>) {
-        let (line, column) = span.map_or((1, 1), |s| self.lines.position(s.start + self.base));
+        let span = span.map_or(0..0, |s| s.start + self.base..s.end + self.base);
         self.diags
-            .push(Diagnostic::error(summary, detail).at(self.file, line, column));
+            .push(Diagnostic::error(summary, detail).in_source(&self.source, span));
     }
 
     fn top_level(&mut self, body: &Body, policy: &mut Policy) {

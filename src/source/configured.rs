@@ -218,7 +218,7 @@ pub fn build_source_excluding(
                                     pos.column
                                 ),
                             )
-                            .at(&pos.file, pos.line, pos.column),
+                            .at_pos(pos),
                         );
                         continue;
                     }
@@ -236,7 +236,7 @@ pub fn build_source_excluding(
                                 "Cannot use {raw:?} as a URL for a network provider mirror: the mirror must be at an https: URL."
                             ),
                         )
-                        .at(&pos.file, pos.line, pos.column),
+                        .at_pos(pos),
                     );
                     continue;
                 }
@@ -287,7 +287,7 @@ fn method_selector(method: &InstallMethod) -> Result<ProviderSelector, Diagnosti
             err.summary().unwrap_or("Invalid provider source patterns"),
             err.detail(),
         )
-        .at(&method.pos.file, method.pos.line, method.pos.column)
+        .at_pos(&method.pos)
     })
 }
 
