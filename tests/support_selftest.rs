@@ -841,3 +841,85 @@ fn the_oci_registry_is_fetched_when_not_installed() {
         "{output:?}"
     );
 }
+
+/// A git client that trusts the test CA, with no configuration of the user's.
+fn git_client(ca: &TestCa, dir: &std::path::Path) -> std::process::Command {
+    let mut command = std::process::Command::new("git");
+    command
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_SSL_CAINFO", ca.ca_pem_path())
+        .env("GIT_TERMINAL_PROMPT", "0");
+    command
+}
+
+#[test]
+fn the_git_server_serves_real_repositories_over_smart_http_version_2() {
+    let ca = TestCa::new();
+    let server = TestServer::https(&ca);
+    let git = GitServer::start(&server);
+    let repo = git.create("module");
+    let first = repo.history("main", 200, 20);
+    repo.tag("v1.0.0", &first);
+    let second = repo.commit("main", "readme", &[("README.md", b"# module\n")]);
+    repo.branch("feature", &first);
+    assert_ne!(first, second);
+    assert_eq!(repo.rev_parse("v1.0.0"), first);
+    // 200 commits and 20 files: the first tree's 20 blobs, then one new
+    // blob, one tree and one commit per later commit (and the readme).
+    assert!(repo.object_count() > 600, "{}", repo.object_count());
+
+    let scratch = tempfile::tempdir().unwrap();
+    let full = git_client(&ca, scratch.path())
+        .args(["clone", "--quiet", "--bare", repo.url(), "full.git"])
+        .output()
+        .unwrap();
+    assert!(
+        full.status.success(),
+        "{}",
+        String::from_utf8_lossy(&full.stderr)
+    );
+    let full_bytes = server.bytes_served();
+    // Version 2, as GitHub speaks it: the client said so and was answered.
+    let requests = server.requests();
+    assert!(
+        requests
+            .iter()
+            .any(|r| r.header("git-protocol") == Some("version=2"))
+    );
+    assert!(
+        requests
+            .iter()
+            .any(|r| r.method == "POST" && r.path.ends_with("/git-upload-pack"))
+    );
+
+    // A commit that is no branch's tip, fetched alone by its id.
+    let shallow = scratch.path().join("shallow");
+    let init = git_client(&ca, scratch.path())
+        .args(["init", "--quiet", "shallow"])
+        .output()
+        .unwrap();
+    assert!(init.status.success());
+    server.clear_log();
+    let before = server.bytes_served();
+    let fetched = git_client(&ca, &shallow)
+        .args(["fetch", "--quiet", "--depth", "1", repo.url(), &first])
+        .output()
+        .unwrap();
+    assert!(
+        fetched.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fetched.stderr)
+    );
+    let shallow_bytes = server.bytes_served() - before;
+    let count = git_client(&ca, &shallow)
+        .args(["rev-list", "--count", "FETCH_HEAD"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&count.stdout).trim(), "1");
+    assert!(
+        shallow_bytes * 5 < full_bytes,
+        "one commit's tree ({shallow_bytes} bytes) should cost far less than the history ({full_bytes} bytes)"
+    );
+}

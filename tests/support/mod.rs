@@ -13,6 +13,7 @@ pub mod cache_world;
 pub mod credentials_helper;
 pub mod fake_package;
 pub mod fixtures;
+pub mod git_server;
 pub mod hardening;
 pub mod hosted;
 pub mod json_stream;
@@ -40,6 +41,7 @@ pub use self::{
         FsMirror, Layout, MirrorHashes, NetworkMirror, PackageInfo, Payload, ProviderSpec,
         PublishedTree, Registry, UrlStyle, edit_json,
     },
+    git_server::{FileChange, GitRepo, GitServer},
     hosted::HostedRegistry,
     json_stream::validated_stream,
     openpgp::PgpKey,

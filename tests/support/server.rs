@@ -177,6 +177,23 @@ impl LoggedRequest {
     }
 }
 
+/// A CGI program (RFC 3875) answering every path below `prefix`: it gets
+/// the rest of the path as `PATH_INFO`, the request's headers as `HTTP_*`
+/// variables and its body on standard input, and its output is the
+/// response. What `git http-backend` needs to serve repositories.
+#[derive(Clone, Debug)]
+pub struct CgiMount {
+    /// Starts and ends with `/`.
+    pub prefix: String,
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    /// Variables set for every request, beside the CGI ones.
+    pub env: Vec<(String, String)>,
+    /// Request headers also passed under a name of their own, as a web
+    /// server's `SetEnvIf` would (git wants `Git-Protocol` as `GIT_PROTOCOL`).
+    pub header_env: Vec<(String, String)>,
+}
+
 struct Guard {
     suffix: String,
     authorization: String,
@@ -199,6 +216,10 @@ struct State {
     /// `Authorization` is exactly the guard's.
     guards: Vec<Guard>,
     link: Option<Arc<Link>>,
+    /// Programs answering every path below a prefix, as CGI scripts.
+    cgi: Vec<CgiMount>,
+    /// Response body bytes handed out, over every path.
+    bytes_served: u64,
     log: Vec<LoggedRequest>,
     /// Requests whose handler has not produced response headers yet, by id.
     in_flight: Vec<(u64, String)>,
@@ -382,6 +403,18 @@ impl TestServer {
         });
     }
 
+    /// Runs `mount.program` as a CGI script for every path below its prefix.
+    pub fn mount_cgi(&self, mount: CgiMount) {
+        assert!(mount.prefix.starts_with('/') && mount.prefix.ends_with('/'));
+        self.state().cgi.push(mount);
+    }
+
+    /// Response body bytes sent so far (whole bodies, as the handlers made
+    /// them), over every path: what a fetch cost the server.
+    pub fn bytes_served(&self) -> u64 {
+        self.state().bytes_served
+    }
+
     pub fn clear_faults(&self) {
         self.state().faults.clear();
     }
@@ -532,7 +565,7 @@ async fn handle(
 ) -> Result<hyper::Response<ServedBody>, Infallible> {
     let path = request.uri().path().to_owned();
     let head_only = request.method() == hyper::Method::HEAD;
-    let (fault, ranges, route, root, link, _in_flight) = {
+    let (fault, ranges, route, root, link, cgi, _in_flight) = {
         let mut guard = state.lock().expect("test server state");
         let current = &mut *guard;
         let overlapping = current.in_flight.iter().map(|(_, p)| p.clone()).collect();
@@ -563,6 +596,11 @@ async fn handle(
             current.routes.get(&path).cloned(),
             current.root.clone(),
             current.link.clone(),
+            current
+                .cgi
+                .iter()
+                .find(|mount| path.starts_with(&mount.prefix))
+                .cloned(),
             InFlight {
                 state: Arc::clone(&state),
                 id,
@@ -570,6 +608,10 @@ async fn handle(
         )
     };
 
+    let range = request
+        .headers()
+        .get(hyper::header::RANGE)
+        .map(|range| range.to_str().unwrap_or("").to_owned());
     let mut cut = None;
     let mut pace = None;
     let mut chunk = CHUNK;
@@ -614,13 +656,19 @@ async fn handle(
         }
     }
 
-    let mut response = route
-        .or_else(|| root.and_then(|root| file_response(&root, &path)))
-        .unwrap_or_else(|| Response::text("not found\n").status(404));
+    let mut response = match cgi {
+        Some(mount) => run_cgi(&mount, request).await,
+        None => route
+            .or_else(|| root.and_then(|root| file_response(&root, &path)))
+            .unwrap_or_else(|| Response::text("not found\n").status(404)),
+    };
+    if !head_only {
+        state.lock().expect("test server state").bytes_served += response.body.len() as u64;
+    }
     if ranges && response.status == 200 {
         response = response.header("accept-ranges", "bytes");
-        if let Some(range) = request.headers().get(hyper::header::RANGE) {
-            response = apply_range(response, range.to_str().unwrap_or(""));
+        if let Some(range) = &range {
+            response = apply_range(response, range);
         }
     }
     let mut served = finish(response, cut, head_only);
@@ -628,6 +676,97 @@ async fn handle(
     served.body_mut().chunk = chunk;
     served.body_mut().link = link;
     Ok(served)
+}
+
+/// Runs a CGI program for one request. Bodies are small here (test
+/// repositories), so the request and the answer are read whole.
+async fn run_cgi(mount: &CgiMount, request: hyper::Request<Incoming>) -> Response {
+    use http_body_util::BodyExt as _;
+    use tokio::io::AsyncWriteExt as _;
+    let (parts, body) = request.into_parts();
+    let Ok(body) = body.collect().await.map(|body| body.to_bytes()) else {
+        return Response::text("request body cut short\n").status(400);
+    };
+    let path = parts.uri.path();
+    let path_info = &path[mount.prefix.len() - 1..];
+    let mut command = tokio::process::Command::new(&mount.program);
+    command
+        .args(&mount.args)
+        .env("GATEWAY_INTERFACE", "CGI/1.1")
+        .env("SERVER_PROTOCOL", format!("{:?}", parts.version))
+        .env("SERVER_SOFTWARE", "tfinstall-test-server")
+        .env("REQUEST_METHOD", parts.method.as_str())
+        .env("PATH_INFO", percent_decode(path_info).unwrap_or_default())
+        .env("QUERY_STRING", parts.uri.query().unwrap_or(""))
+        .env("REMOTE_ADDR", "127.0.0.1")
+        .env("CONTENT_LENGTH", body.len().to_string())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    for (name, value) in &parts.headers {
+        let Ok(value) = value.to_str() else { continue };
+        if name == hyper::header::CONTENT_TYPE {
+            command.env("CONTENT_TYPE", value);
+        }
+        let variable = format!(
+            "HTTP_{}",
+            name.as_str().to_ascii_uppercase().replace('-', "_")
+        );
+        command.env(variable, value);
+        for (header, variable) in &mount.header_env {
+            if name.as_str().eq_ignore_ascii_case(header) {
+                command.env(variable, value);
+            }
+        }
+    }
+    for (name, value) in &mount.env {
+        command.env(name, value);
+    }
+    let Ok(mut child) = command.spawn() else {
+        return Response::text("cannot start the CGI program\n").status(500);
+    };
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    // Written beside the read of the output, which a large answer needs.
+    let writing = async move {
+        let _ = stdin.write_all(&body).await;
+    };
+    let (_, output) = tokio::join!(writing, child.wait_with_output());
+    let Ok(output) = output else {
+        return Response::text("the CGI program failed\n").status(500);
+    };
+    parse_cgi_output(&output.stdout).unwrap_or_else(|| {
+        Response::text(format!(
+            "bad CGI output; stderr: {}\n",
+            String::from_utf8_lossy(&output.stderr)
+        ))
+        .status(500)
+    })
+}
+
+/// A CGI program's output: header lines (`Status:` among them), a blank
+/// line, the body.
+fn parse_cgi_output(output: &[u8]) -> Option<Response> {
+    let (head_len, body_start) = [&b"\r\n\r\n"[..], b"\n\n"]
+        .iter()
+        .filter_map(|end| {
+            output
+                .windows(end.len())
+                .position(|window| window == *end)
+                .map(|at| (at, at + end.len()))
+        })
+        .min()?;
+    let head = std::str::from_utf8(&output[..head_len]).ok()?;
+    let mut response = Response::new(200).body(Bytes::copy_from_slice(&output[body_start..]));
+    for line in head.lines() {
+        let (name, value) = line.split_once(':')?;
+        let value = value.trim();
+        if name.eq_ignore_ascii_case("status") {
+            response.status = value.split(' ').next()?.parse().ok()?;
+        } else {
+            response = response.header(name.trim(), value);
+        }
+    }
+    Some(response)
 }
 
 fn finish(response: Response, cut: Option<Cut>, head_only: bool) -> hyper::Response<ServedBody> {
