@@ -740,6 +740,7 @@ fn stalled_and_idle_connections_are_closed_while_clients_are_served() {
     const IN_HANDSHAKE: usize = 200;
     const IN_HEADERS: usize = 100;
     const IDLE_H2: usize = 20;
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let upstream = Upstream::new(&["alpha"]);
     let store = upstream.path("store/x").parent().unwrap().to_path_buf();
     let serve = upstream.serve(
