@@ -337,7 +337,9 @@ pub struct ServeArgs {
           value_parser = crate::units::parse_duration)]
     pub tls_handshake_timeout: std::time::Duration,
 
-    /// Longest a client may take to send a request's headers (HTTP/1.1).
+    /// Longest a client may take to send a request's headers (HTTP/1.1),
+    /// from when the connection is ready for it: an idle keep-alive
+    /// connection is closed after it too.
     #[arg(long = "header-timeout", value_name = "DURATION", default_value = "10s",
           value_parser = crate::units::parse_duration)]
     pub header_timeout: std::time::Duration,

@@ -692,14 +692,16 @@ fn clients_arriving_during_a_refresh_share_one_upstream_request() {
     // A slow list keeps the refresh in flight while the clients ask.
     upstream
         .server()
-        .fault(&path, Fault::Latency(Duration::from_millis(1500)));
+        .fault(&path, Fault::Latency(Duration::from_millis(3000)));
     let store = upstream.path("store/x").parent().unwrap().to_path_buf();
-    let serve = upstream.serve(&store, &["-metadata-max-age=1s"]);
+    // Long enough that a client slow to connect under load still finds the
+    // refreshed list fresh, rather than starting another refresh.
+    let serve = upstream.serve(&store, &["-metadata-max-age=2s"]);
     let index = format!("{}{HOST}/{NS}/alpha/index.json", serve.url);
     let client = Client::new(&upstream.ca);
     assert_eq!(client.get(&index, None).0, 200);
     assert_eq!(upstream.server().count(&path), 1);
-    std::thread::sleep(Duration::from_millis(1200));
+    std::thread::sleep(Duration::from_millis(2200));
     let answers: Vec<u16> = client.runtime.block_on(async {
         let clients: Vec<reqwest::Client> = (0..CLIENTS)
             .map(|_| {
@@ -725,7 +727,7 @@ fn clients_arriving_during_a_refresh_share_one_upstream_request() {
     wait_until(&serve, "the refresh", || {
         upstream.server().count(&path) >= 2
     });
-    // The refresh is answered 1.5 s after it was asked; no second one went
+    // The refresh is answered 3 s after it was asked; no second one went
     // out meanwhile.
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(upstream.server().count(&path), 2, "{}", serve.log());
@@ -740,6 +742,7 @@ fn stalled_and_idle_connections_are_closed_while_clients_are_served() {
     const IN_HANDSHAKE: usize = 200;
     const IN_HEADERS: usize = 100;
     const IDLE_H2: usize = 20;
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let upstream = Upstream::new(&["alpha"]);
     let store = upstream.path("store/x").parent().unwrap().to_path_buf();
     let serve = upstream.serve(

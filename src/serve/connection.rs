@@ -1,11 +1,13 @@
 //! One client connection, bounded in time where the client could stall it:
 //! a server facing a network must not let a slow or silent peer hold a
 //! descriptor for ever. The TLS handshake has `-tls-handshake-timeout`, an
-//! HTTP/1.1 request's headers `-header-timeout` (hyper's own timer), and a
-//! connection with no request in flight, HTTP/1.1 or HTTP/2, is closed once
-//! it has been so for `-idle-timeout`. A request in flight is never cut
-//! short by these: a client waiting on a fill from a slow upstream is not
-//! idle.
+//! HTTP/1.1 request's headers `-header-timeout` (hyper's own timer, which
+//! runs from when the connection is ready for the next request, so it also
+//! ends an idle HTTP/1.1 keep-alive), and a connection with no request in
+//! flight, HTTP/1.1 or HTTP/2, is closed once it has been so for
+//! `-idle-timeout`: hyper has no such limit for HTTP/2, whose requests
+//! share a connection. A request in flight is never cut short by these: a
+//! client waiting on a fill from a slow upstream is not idle.
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -49,7 +49,8 @@ pub enum Outcome {
     Hit,
     /// Asked of upstream now.
     Miss,
-    /// Upstream failed; the last answer it gave.
+    /// The last answer upstream gave: it failed since, or a newer answer
+    /// is being asked for.
     Stale,
     /// The archive was fetched into the store for this request (or for a
     /// request it waited on).

@@ -8,7 +8,8 @@
 //! allows (a denied one is refused with 403 and the rule); paths
 //! are parsed strictly ([`route`]); with `-auth-token-file` every request
 //! needs a token; and nothing is served that was not verified as `init`
-//! verifies it ([`mirror`]).
+//! verifies it ([`mirror`]). A client that stalls its connection is cut
+//! off ([`connection`]).
 
 pub mod access;
 pub mod connection;
