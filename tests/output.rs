@@ -199,7 +199,7 @@ fn json_stream_of_a_successful_install_follows_the_schema() {
 
     assert_eq!(stream[0]["type"], "version");
     assert_eq!(stream[0]["ui"], "1.2");
-    assert_eq!(stream[0]["tfinstall_ui"], "2.1");
+    assert_eq!(stream[0]["tfinstall_ui"], "2.2");
     assert_eq!(stream[0]["engine"], "terraform");
     let host = world.registry.server.host();
     let alpha = format!("{host}/test/alpha");
@@ -698,7 +698,10 @@ fn providers_lists_every_module_as_terraform_does() {
     let terraform = support::read_text(&fixture.join("terraform-1.0.3-providers.txt"));
     let expected = support::provider_tree_paths(&terraform);
     assert!(expected.contains("module.topology"), "{expected:?}");
-    assert!(expected.contains("module.network › module.labels"), "{expected:?}");
+    assert!(
+        expected.contains("module.network › module.labels"),
+        "{expected:?}"
+    );
     assert_eq!(support::provider_tree_paths(&run.stdout), expected);
 
     let json = project.run(&["providers", "-json"]);

@@ -30,7 +30,7 @@ pub const UI_VERSION: &str = "1.2";
 /// 2.0: the messages Terraform also writes took Terraform's types, codes
 /// and texts. 2.1: the provider policy's `policy` and `policy_check`, and
 /// `platform_hashes`.
-pub const TFINSTALL_UI_VERSION: &str = "2.1";
+pub const TFINSTALL_UI_VERSION: &str = "2.2";
 
 /// A machine reading progress needs far fewer updates than a person
 /// watching a bar: at most one per download per second, plus the last.
