@@ -31,7 +31,8 @@ pub struct Cli {
     pub chdir: Option<PathBuf>,
 
     /// Install as `opentofu` or `terraform` would; by default as OpenTofu
-    /// when the root module has any *.tofu or *.tofu.json file.
+    /// when the root module has any *.tofu or *.tofu.json file, or a lock
+    /// file whose every entry is on registry.opentofu.org.
     #[arg(
         long,
         value_enum,

@@ -103,11 +103,9 @@ fn main() -> ExitCode {
         }
     };
     let ok = match cli.command {
-        Command::Init(args) => runtime.block_on(tfinstall::commands::init::run(
-            args,
-            launch_dir,
-            cli.engine,
-        )),
+        Command::Init(args) => {
+            runtime.block_on(tfinstall::commands::init::run(args, launch_dir, cli.engine))
+        }
         Command::Providers(args) => match args.command {
             Some(ProvidersCommand::Lock(lock)) => {
                 runtime.block_on(tfinstall::commands::providers::lock::run(lock))
@@ -121,9 +119,9 @@ fn main() -> ExitCode {
             None => tfinstall::commands::providers::tree::run(args, choice.unwrap_or_default()),
         },
         Command::Completions(args) => tfinstall::commands::completions::run(args),
-        Command::Cache(CacheCommand::Warm(args)) => {
-            runtime.block_on(tfinstall::commands::cache::warm(args, launch_dir, cli.engine))
-        }
+        Command::Cache(CacheCommand::Warm(args)) => runtime.block_on(
+            tfinstall::commands::cache::warm(args, launch_dir, cli.engine),
+        ),
         Command::Cache(CacheCommand::Verify(args)) => tfinstall::commands::cache::verify(args),
         Command::Cache(CacheCommand::Stats(args)) => tfinstall::commands::cache::stats(args),
         Command::Cache(CacheCommand::Prune(args)) => tfinstall::commands::cache::prune(args),

@@ -729,7 +729,10 @@ fn a_lock_file_opentofu_made_chooses_opentofu_and_is_kept_byte_for_byte() {
         .assert_stdout_has(SIGNING_FOOTER)
         .assert_not_contains("has created a lock file")
         .assert_not_contains("has made some changes");
-    assert_eq!(std::fs::read(project.lock_path()).unwrap(), committed.as_bytes());
+    assert_eq!(
+        std::fs::read(project.lock_path()).unwrap(),
+        committed.as_bytes()
+    );
     assert!(installed(project, "providers", TOFU_REGISTRY, "1.0.0"));
     assert!(!project.data().join("plugins").exists());
 
@@ -745,7 +748,10 @@ fn a_lock_file_opentofu_made_chooses_opentofu_and_is_kept_byte_for_byte() {
         .expect("an engine message");
     assert_eq!(engine["engine"], "opentofu");
     assert_eq!(engine["chosen_by"], "lock_file");
-    assert_eq!(std::fs::read(project.lock_path()).unwrap(), committed.as_bytes());
+    assert_eq!(
+        std::fs::read(project.lock_path()).unwrap(),
+        committed.as_bytes()
+    );
 
     // `providers` reads it with OpenTofu's rules and says why.
     project
@@ -787,8 +793,18 @@ fn a_lock_file_of_both_registries_keeps_terraforms_rules() {
     project.write(
         ".terraform.lock.hcl",
         &lock_file(&[
-            lock_block(&format!("{TOFU_REGISTRY}/acme/widget"), "1.0.0", "~> 1.0", &hashes),
-            lock_block(&format!("{TERRAFORM_REGISTRY}/acme/widget"), "1.0.0", "~> 1.0", &hashes),
+            lock_block(
+                &format!("{TOFU_REGISTRY}/acme/widget"),
+                "1.0.0",
+                "~> 1.0",
+                &hashes,
+            ),
+            lock_block(
+                &format!("{TERRAFORM_REGISTRY}/acme/widget"),
+                "1.0.0",
+                "~> 1.0",
+                &hashes,
+            ),
         ]),
     );
 
@@ -876,8 +892,14 @@ fn init_and_cache_warm_choose_for_each_directory() {
     let (tofu_part, tf_part) = text.split_at(text.find("[tf]").expect("tf heading"));
     assert!(!tofu_part.contains("has created a lock file"), "{text}");
     assert!(tf_part.contains("Installing as Terraform does."), "{text}");
-    assert!(tf_part.contains("Terraform has created a lock file"), "{text}");
-    assert_eq!(read_text(&work.join("tofu/.terraform.lock.hcl")), tofu_locked);
+    assert!(
+        tf_part.contains("Terraform has created a lock file"),
+        "{text}"
+    );
+    assert_eq!(
+        read_text(&work.join("tofu/.terraform.lock.hcl")),
+        tofu_locked
+    );
     assert!(
         work.join("tofu/.terraform/providers")
             .join(TOFU_REGISTRY)
@@ -907,8 +929,14 @@ fn init_and_cache_warm_choose_for_each_directory() {
             .find(|m| m["message_code"] == "engine" && m["directory"] == dir)
             .map(|m| (m["engine"].clone(), m["chosen_by"].clone()))
     };
-    assert_eq!(engine_of("tofu"), Some(("opentofu".into(), "lock_file".into())));
-    assert_eq!(engine_of("tf"), Some(("terraform".into(), "default".into())));
+    assert_eq!(
+        engine_of("tofu"),
+        Some(("opentofu".into(), "lock_file".into()))
+    );
+    assert_eq!(
+        engine_of("tf"),
+        Some(("terraform".into(), "default".into()))
+    );
 
     let cache = project.dir("cache");
     project.env("TF_PLUGIN_CACHE_DIR", &cache);

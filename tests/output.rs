@@ -698,7 +698,10 @@ fn providers_lists_every_module_as_terraform_does() {
     let terraform = support::read_text(&fixture.join("terraform-1.0.3-providers.txt"));
     let expected = support::provider_tree_paths(&terraform);
     assert!(expected.contains("module.topology"), "{expected:?}");
-    assert!(expected.contains("module.network › module.labels"), "{expected:?}");
+    assert!(
+        expected.contains("module.network › module.labels"),
+        "{expected:?}"
+    );
     assert_eq!(support::provider_tree_paths(&run.stdout), expected);
 
     let json = project.run(&["providers", "-json"]);

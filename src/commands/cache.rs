@@ -47,7 +47,10 @@ pub async fn warm(args: CacheWarmArgs, launch_dir: PathBuf, engine_flag: Option<
     let mut groups: Vec<(Engine, Vec<PathBuf>)> = Vec::new();
     for dir in dirs {
         match EngineChoice::for_dir(&dir, engine_flag) {
-            Ok(choice) => match groups.iter_mut().find(|(engine, _)| *engine == choice.engine) {
+            Ok(choice) => match groups
+                .iter_mut()
+                .find(|(engine, _)| *engine == choice.engine)
+            {
                 Some((_, group)) => group.push(dir),
                 None => groups.push((choice.engine, vec![dir])),
             },

@@ -255,15 +255,15 @@ impl Walker<'_> {
                        constraints: Option<&VersionConstraints>,
                        range: &SrcRange,
                        kind: OriginKind| {
-            let requirement =
-                self.configuration
-                    .requirements
-                    .0
-                    .entry(addr.clone())
-                    .or_insert_with(|| Requirement {
-                        constraints: VersionConstraints::empty(),
-                        declared_in: Vec::new(),
-                    });
+            let requirement = self
+                .configuration
+                .requirements
+                .0
+                .entry(addr.clone())
+                .or_insert_with(|| Requirement {
+                    constraints: VersionConstraints::empty(),
+                    declared_in: Vec::new(),
+                });
             if let Some(constraints) = constraints {
                 requirement.constraints.extend(constraints);
             }

@@ -29,8 +29,8 @@ pub const UI_VERSION: &str = "1.2";
 /// types or optional fields; a major bump changes or removes something.
 /// 2.0: the messages Terraform also writes took Terraform's types, codes
 /// and texts. 2.1: the provider policy's `policy` and `policy_check`, and
-/// `platform_hashes`. 2.2: diagnostics' `snippet`, and `end` and `byte` in
-/// their `range`.
+/// `platform_hashes`. 2.2: the `engine` message, diagnostics' `snippet`,
+/// and `end` and `byte` in their `range`.
 pub const TFINSTALL_UI_VERSION: &str = "2.2";
 
 /// A machine reading progress needs far fewer updates than a person

@@ -196,7 +196,7 @@ mod tests {
     fn the_lock_file_chooses_when_every_entry_is_on_opentofus_registry() {
         let tf = ("main.tf", String::new());
         assert_eq!(
-            engine_and_reason(choose(&[tf.clone()], None)),
+            engine_and_reason(choose(std::slice::from_ref(&tf), None)),
             (Engine::Terraform, ChosenBy::Default)
         );
         let only_tofu = (LOCK_FILE, lock(&[TOFU, TOFU]));
