@@ -204,7 +204,10 @@ const ROWS: &[Row] = &[
         proxied: &["registry.test:{port}"],
     },
     Row {
-        env: &[PROXY, ("NO_PROXY", ".registry.test,other.test,test.example")],
+        env: &[
+            PROXY,
+            ("NO_PROXY", ".registry.test,other.test,test.example"),
+        ],
         registry: "registry.test",
         downloads: "127.0.0.1",
         proxied: &["registry.test:{port}"],
@@ -293,10 +296,7 @@ fn the_proxy_sees_exactly_what_go_would_send_it() {
             .iter()
             .any(|host| host.ends_with(".test") && !expected.iter().any(|t| t.contains(*host)));
         if !direct_names {
-            assert!(
-                output.status.success(),
-                "row {index}: {env:?}\n{stderr}"
-            );
+            assert!(output.status.success(), "row {index}: {env:?}\n{stderr}");
             assert!(
                 installed(&world.tmp.path().join(format!("row-{index}"))),
                 "row {index}"

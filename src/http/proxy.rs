@@ -158,7 +158,7 @@ impl NoProxy {
                 continue;
             }
             let (host, port) = match split_host_port(&entry) {
-                Some((host, _)) if host.is_empty() => continue,
+                Some(("", _)) => continue,
                 Some((host, port)) => (
                     host.strip_prefix('[')
                         .and_then(|h| h.strip_suffix(']'))
@@ -207,9 +207,10 @@ impl NoProxy {
             let ip = ip.to_canonical();
             self.addresses.iter().any(|entry| match entry {
                 AddressEntry::Network { network, bits } => in_network(ip, *network, *bits),
-                AddressEntry::Address { ip: entry_ip, port: entry_port } => {
-                    *entry_ip == ip && (entry_port.is_empty() || entry_port == port)
-                }
+                AddressEntry::Address {
+                    ip: entry_ip,
+                    port: entry_port,
+                } => *entry_ip == ip && (entry_port.is_empty() || entry_port == port),
             })
         });
         by_address
@@ -332,14 +333,22 @@ mod tests {
         ("example.com", "https://registry.example.com/", false),
         ("example.com", "https://notexample.com/", true),
         ("EXAMPLE.com", "https://Registry.Example.COM/", false),
-        (" other.org , example.com ", "https://registry.example.com/", false),
+        (
+            " other.org , example.com ",
+            "https://registry.example.com/",
+            false,
+        ),
         // A leading dot or `*.`: only the names below it.
         (".example.com", "https://example.com/", true),
         (".example.com", "https://registry.example.com/", false),
         ("*.example.com", "https://example.com/", true),
         ("*.example.com", "https://a.b.example.com/", false),
         // A name with a port: that port only, the scheme's default counting.
-        ("example.com:8443", "https://registry.example.com:8443/", false),
+        (
+            "example.com:8443",
+            "https://registry.example.com:8443/",
+            false,
+        ),
         ("example.com:8443", "https://registry.example.com/", true),
         ("example.com:443", "https://registry.example.com/", false),
         ("example.com:80", "http://registry.example.com/", false),
@@ -424,10 +433,7 @@ mod tests {
             for_url(&empty_upper, https).as_deref(),
             Some("http://lower:1/")
         );
-        let lower_no_proxy = env(&[
-            ("HTTPS_PROXY", "http://p:1"),
-            ("no_proxy", "example.com"),
-        ]);
+        let lower_no_proxy = env(&[("HTTPS_PROXY", "http://p:1"), ("no_proxy", "example.com")]);
         assert_eq!(for_url(&lower_no_proxy, https), None);
         let upper_no_proxy_wins = env(&[
             ("HTTPS_PROXY", "http://p:1"),
@@ -454,7 +460,10 @@ mod tests {
             ("proxy.corp:3128", "http://proxy.corp:3128/"),
             ("127.0.0.1:3128", "http://127.0.0.1:3128/"),
             ("proxy.corp", "http://proxy.corp/"),
-            ("user:secret@proxy.corp:3128", "http://user:secret@proxy.corp:3128/"),
+            (
+                "user:secret@proxy.corp:3128",
+                "http://user:secret@proxy.corp:3128/",
+            ),
             ("https://proxy.corp:3128", "https://proxy.corp:3128/"),
             ("socks5://proxy.corp:1080", "socks5://proxy.corp:1080"),
         ] {
@@ -473,7 +482,10 @@ mod tests {
             for_reqwest(&url("socks5://p.corp:1080")),
             "socks5h://p.corp:1080"
         );
-        assert_eq!(for_reqwest(&url("http://p.corp:3128")), "http://p.corp:3128/");
+        assert_eq!(
+            for_reqwest(&url("http://p.corp:3128")),
+            "http://p.corp:3128/"
+        );
     }
 
     #[test]

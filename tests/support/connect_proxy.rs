@@ -62,7 +62,9 @@ fn serve(client: TcpStream, log: &Mutex<Vec<String>>) {
     let (method, target) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
     log.lock().unwrap().push(format!("{method} {target}"));
     let mut client = client;
-    let port = target.rsplit_once(':').and_then(|(_, port)| port.parse::<u16>().ok());
+    let port = target
+        .rsplit_once(':')
+        .and_then(|(_, port)| port.parse::<u16>().ok());
     let upstream = match (method, port) {
         ("CONNECT", Some(port)) => TcpStream::connect(("127.0.0.1", port)).ok(),
         _ => None,
