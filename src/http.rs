@@ -2,6 +2,8 @@
 //! registry, mirror and archive request. Credentials are never part of the
 //! client; callers add them per request, only where Terraform sends them.
 
+mod proxy;
+
 use std::time::Duration;
 
 /// The User-Agent Terraform's registry client sends, so registries that log
@@ -37,7 +39,8 @@ const HTTP2_CONNECTION_WINDOW: u32 = 16 << 20;
 
 /// Builds the client. TLS roots come from the platform verifier, which on
 /// Linux honours `SSL_CERT_FILE`/`SSL_CERT_DIR` the way Go (and so
-/// Terraform) does; proxies come from the usual environment variables.
+/// Terraform) does; each request's proxy is chosen from the environment as
+/// Go chooses it ([`proxy`]).
 pub fn build_client() -> Result<reqwest::Client, crate::diag::Diagnostic> {
     // reqwest is built without a default crypto provider (ring is half the
     // build time of aws-lc); installing it twice is harmless. AES-128-GCM
@@ -49,7 +52,14 @@ pub fn build_client() -> Result<reqwest::Client, crate::diag::Diagnostic> {
         .cipher_suites
         .sort_by_key(|suite| suite.suite() != rustls::CipherSuite::TLS13_AES_128_GCM_SHA256);
     let _ = provider.install_default();
-    reqwest::Client::builder()
+    let proxies = proxy::ProxyEnv::from_process();
+    let builder = match proxies.any() {
+        true => reqwest::Client::builder().proxy(reqwest::Proxy::custom(move |url| {
+            proxies.proxy_for(url).map(proxy::for_reqwest)
+        })),
+        false => reqwest::Client::builder().no_proxy(),
+    };
+    builder
         .user_agent(user_agent())
         .http2_initial_stream_window_size(HTTP2_STREAM_WINDOW)
         .http2_initial_connection_window_size(HTTP2_CONNECTION_WINDOW)

@@ -48,11 +48,11 @@ enum Kept {
     #[cfg(target_os = "linux")]
     Memory { _file: File },
     /// The directory, removed on drop, and its lock file, held locked.
+    /// The lock is closed first (Windows removes no open file); the pid in
+    /// the name keeps the directory from others until it is gone.
     Directory {
-        // Declared first so that it is dropped (and the directory removed)
-        // while the lock is still held.
-        _dir: tempfile::TempDir,
         _lock: File,
+        _dir: tempfile::TempDir,
     },
 }
 
@@ -61,7 +61,6 @@ impl HandedConfig {
     pub fn path(&self) -> &Path {
         &self.path
     }
-
 }
 
 /// Writes `text` where the command can read it as `file_name` (such as
@@ -132,8 +131,8 @@ fn in_directory(text: &str, file_name: &str, tmp: &Path) -> std::io::Result<Hand
     Ok(HandedConfig {
         path,
         _keep: Kept::Directory {
-            _dir: dir,
             _lock: lock,
+            _dir: dir,
         },
     })
 }
@@ -190,7 +189,9 @@ fn owner_pid(name: &str) -> Option<u32> {
     if suffix.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    pid.parse().ok().filter(|&pid| pid > 0 && pid <= i32::MAX as u32)
+    pid.parse()
+        .ok()
+        .filter(|&pid| pid > 0 && pid <= i32::MAX as u32)
 }
 
 #[cfg(unix)]
@@ -225,7 +226,11 @@ mod tests {
         let handed = write(TEXT, "terraform.tfrc", tmp.path()).unwrap();
         assert_eq!(std::fs::read_to_string(handed.path()).unwrap(), TEXT);
         #[cfg(target_os = "linux")]
-        assert!(handed.path().starts_with("/proc"), "{}", handed.path().display());
+        assert!(
+            handed.path().starts_with("/proc"),
+            "{}",
+            handed.path().display()
+        );
         let path = handed.path().to_path_buf();
         drop(handed);
         assert!(!path.exists());

@@ -10,6 +10,7 @@
 //! Include it with `mod support;` and use the re-exports below.
 
 pub mod cache_world;
+pub mod connect_proxy;
 pub mod credentials_helper;
 pub mod fake_package;
 pub mod fixtures;
@@ -35,6 +36,7 @@ use sha2::{Digest, Sha256};
 // A test that uses only some of these would otherwise warn about the rest.
 #[allow(unused_imports)]
 pub use self::{
+    connect_proxy::ConnectProxy,
     credentials_helper::{CredentialsHelper, credentials_helper_block},
     fake_package::Pkg,
     fixtures::{
