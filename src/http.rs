@@ -2,6 +2,8 @@
 //! registry, mirror and archive request. Credentials are never part of the
 //! client; callers add them per request, only where Terraform sends them.
 
+pub mod traffic;
+
 use std::time::Duration;
 
 /// The User-Agent Terraform's registry client sends, so registries that log
@@ -232,6 +234,7 @@ impl ApiClient {
                 format!("Get {:?}: {}", url.as_str(), error_chain(&err))
             }
         };
+        traffic::request(url);
         let mut response = request.send().await.map_err(describe)?;
         let final_url = response.url().clone();
         let status = response.status();
@@ -255,6 +258,7 @@ impl ApiClient {
                     MAX_JSON_BODY >> 20
                 ));
             }
+            traffic::received(url, chunk.len());
             body.extend_from_slice(&chunk);
         }
         Ok(ApiResponse {
