@@ -271,7 +271,7 @@ mod tests {
             bytes: 0,
             duration: Duration::from_millis(3),
             route: None,
-            outcome: Some(CacheOutcome::Hit),
+            outcome: Some(CacheOutcome::Answered(super::super::mirror::Outcome::Hit)),
             token: Some("ci"),
             upstream: None,
             referer: None,
