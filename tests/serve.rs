@@ -1305,8 +1305,10 @@ fn the_access_log_has_a_line_per_request_and_no_token() {
         assert_eq!(line["path"], path.as_str());
         assert_eq!(line["status"], *status, "{line}");
         assert_eq!(line["cache"].as_str(), *cache, "{line}");
+        // A path that names no provider is answered before any token is
+        // looked at.
         let named =
-            (*token == Some("s3cret-fleet-token") && path.contains(NS)).then_some("ci-runners");
+            (*token == Some("s3cret-fleet-token") && *status != 404).then_some("ci-runners");
         assert_eq!(line["token"].as_str(), named, "{line}");
         assert!(
             line["client"].as_str().unwrap().starts_with("127.0.0.1:"),
@@ -1427,6 +1429,9 @@ fn sigterm_turns_readyz_to_503_before_the_listener_closes() {
     );
     assert_eq!(fresh.get(&format!("{}healthz", serve.url), None).0, 200);
     assert_eq!(fresh.get(&format!("{metrics_base}readyz"), None).0, 503);
+    // Their connections close with them: an idle client whose runtime is
+    // not driven would hold up the graceful shutdown.
+    drop((client, fresh));
     assert!(serve.stop(), "serve did not exit cleanly");
 }
 

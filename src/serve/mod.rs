@@ -445,11 +445,14 @@ impl Server {
         let ((response, logged), upstream) =
             access_log::recording_upstream(self.answer(&request, listener)).await;
         let status = response.status().as_u16();
+        // A streamed archive says its length in its headers; hyper adds
+        // that header to the other answers only as it sends them.
         let bytes = response
             .headers()
             .get(hyper::header::CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok())
+            .or_else(|| hyper::body::Body::size_hint(response.body()).exact())
             .unwrap_or(0);
         self.metrics.request(logged.route_name, status);
         if let Some(outcome) = logged.outcome {
