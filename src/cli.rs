@@ -114,8 +114,10 @@ with the rule, as JSON (docs/policy.md).",
         after_long_help = "Examples:\n  \
 tfinstall serve -listen=0.0.0.0:8443 -tls-cert=mirror.pem -tls-key=mirror-key.pem\n  \
 tfinstall serve -listen=127.0.0.1:0 -tls-cert=c.pem -tls-key=k.pem -platform=linux_amd64 -allow='registry.terraform.io/hashicorp/*' -auth-token-file=tokens -json\n\n\
-GET /healthz answers 200 while the server runs. SIGTERM or SIGINT stops it \
-taking connections and lets the requests in flight finish."
+GET /healthz answers 200 while the server runs; GET /readyz 200 while it \
+should get clients (503 from SIGTERM on); GET /metrics in Prometheus' format. \
+SIGTERM or SIGINT, after -drain-delay, stops it taking connections and lets the \
+requests in flight finish. SIGHUP reopens the -access-log file."
     )]
     Serve(ServeArgs),
     /// Run the command that follows tfinstall (`terraform init`) with the

@@ -885,7 +885,13 @@ fn a_plugin_cache_is_served_as_it_is_with_upstream_down() {
             package.h1
         );
     }
-    assert!(serve.log().contains("(repacked)"), "{}", serve.log());
+    assert!(
+        serve
+            .log()
+            .contains("serving the store's unpacked copy, packed"),
+        "{}",
+        serve.log()
+    );
 }
 
 /// A blocking HTTPS client trusting only the test CA.
