@@ -1441,6 +1441,39 @@ fn sigterm_turns_readyz_to_503_before_the_listener_closes() {
     assert!(serve.stop(), "serve did not exit cleanly");
 }
 
+/// With `-store=oci://…`, `/readyz` answers 503 once that registry cannot
+/// be reached, and says so.
+#[test]
+fn readyz_is_503_while_the_oci_store_cannot_be_reached() {
+    let upstream = Upstream::new(&["alpha"]);
+    let registry = OciRegistry::start(&upstream.ca);
+    let credentials = format!(
+        "oci_credentials \"{}\" {{\n  username = \"{USER}\"\n  password = \"{PASSWORD}\"\n}}\n",
+        registry.host
+    );
+    let store = format!(
+        "-store=oci://{}/tf/${{hostname}}/${{namespace}}/${{type}}",
+        registry.host
+    );
+    let serve = upstream.serve_as("replica", &credentials, &[&store]);
+    let client = Client::new(&upstream.ca);
+    let ready = format!("{}readyz", serve.url);
+    assert_eq!(client.get(&ready, None), (200, "ready\n".to_owned()));
+    let host = registry.host.clone();
+    drop(registry);
+    let mut last = String::new();
+    wait_until("/readyz answering 503", || {
+        let (status, body) = client.get(&ready, None);
+        last = body;
+        status == 503
+    });
+    assert!(
+        last.starts_with(&format!("the shared OCI store {host} cannot be reached")),
+        "{last}"
+    );
+    assert_eq!(client.get(&format!("{}healthz", serve.url), None).0, 200);
+}
+
 struct Client {
     client: reqwest::Client,
     runtime: tokio::runtime::Runtime,
