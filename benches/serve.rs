@@ -19,6 +19,17 @@
 //! EdDSA). The table goes to stdout and `bench/serve-results.md`; work
 //! files live in `bench/.work-serve`.
 //!
+//! `--throughput N` measures the server instead of a fleet: with the store
+//! warmed, N requests (each provider's version list, version document and
+//! archive, in turn) from `--concurrency` HTTP/2 clients at once, and the
+//! requests and bytes a second they got; `--serve-bin PATH` runs another
+//! build of tfinstall (an older commit's, to compare). The registry is not
+//! slowed for it. It prints its figures and writes no file.
+//!
+//! ```text
+//! cargo bench --bench serve -- --throughput 6000 --concurrency 16 --size-mb 1 --serve-bin /tmp/tfinstall-before
+//! ```
+//!
 //! Under `cargo test --benches` (no `--bench` argument) it does nothing.
 
 #[path = "../tests/support/mod.rs"]
@@ -47,6 +58,9 @@ struct Options {
     latency: Duration,
     download_mbps: usize,
     client: PathBuf,
+    /// `--throughput N`: measure the server with N requests instead.
+    throughput: Option<usize>,
+    serve_bin: PathBuf,
 }
 
 impl Options {
@@ -59,6 +73,8 @@ impl Options {
             latency: Duration::from_millis(50),
             download_mbps: 20,
             client: PathBuf::new(),
+            throughput: None,
+            serve_bin: PathBuf::from(env!("CARGO_BIN_EXE_tfinstall")),
         };
         let mut client = "terraform-1.0.3".to_owned();
         let mut args = args.iter().filter(|a| *a != "--bench");
@@ -73,6 +89,8 @@ impl Options {
                 "--latency-ms" => options.latency = Duration::from_millis(number(value()?)? as u64),
                 "--download-mbps" => options.download_mbps = number(value()?)?,
                 "--client" => client = value()?,
+                "--throughput" => options.throughput = Some(number(value()?)?),
+                "--serve-bin" => options.serve_bin = PathBuf::from(value()?),
                 other => return Err(format!("unknown option {other}")),
             }
         }
@@ -118,8 +136,30 @@ fn main() {
     let tree = registry.write(&site, &registry_server.url());
     registry_server.serve_dir(&site);
     eprintln!("done");
-    registry_server.fault("*", Fault::Latency(options.latency));
     let platform = support::current_platform();
+    let host_block = format!(
+        "host {HOST:?} {{\n  services = {{\n    \"providers.v1\" = {:?}\n  }}\n}}\n",
+        registry_server.url_for("/v1/providers/")
+    );
+    if let Some(requests) = options.throughput {
+        let server = start_serve(
+            &options.serve_bin,
+            &ca,
+            &work,
+            &work.join("store"),
+            &host_block,
+        );
+        throughput(
+            &server,
+            &ca,
+            &types,
+            &platform,
+            requests,
+            options.concurrency,
+        );
+        return;
+    }
+    registry_server.fault("*", Fault::Latency(options.latency));
     let archives: Vec<String> = types
         .iter()
         .map(|t| {
@@ -140,10 +180,6 @@ fn main() {
                 .len()
         })
         .sum();
-    let host_block = format!(
-        "host {HOST:?} {{\n  services = {{\n    \"providers.v1\" = {:?}\n  }}\n}}\n",
-        registry_server.url_for("/v1/providers/")
-    );
     let fleet = Fleet {
         options: &options,
         ca: &ca,
@@ -167,7 +203,7 @@ fn main() {
     let direct_archives = count_archives();
 
     let store = work.join("store");
-    let server = start_serve(&ca, &work, &store, &host_block);
+    let server = start_serve(&options.serve_bin, &ca, &work, &store, &host_block);
     let mirror_config = format!(
         "provider_installation {{\n  network_mirror {{\n    url = {:?}\n  }}\n}}\n",
         server.url
@@ -330,7 +366,7 @@ impl Drop for Serve {
     }
 }
 
-fn start_serve(ca: &TestCa, work: &Path, store: &Path, host_block: &str) -> Serve {
+fn start_serve(bin: &Path, ca: &TestCa, work: &Path, store: &Path, host_block: &str) -> Serve {
     let dir = work.join("serve");
     fs::create_dir_all(&dir).expect("create serve dir");
     let (cert, key) = ca.write_leaf_pem(&dir);
@@ -338,7 +374,7 @@ fn start_serve(ca: &TestCa, work: &Path, store: &Path, host_block: &str) -> Serv
     fs::write(&config, host_block).expect("write serve config");
     let home = dir.join("home");
     fs::create_dir_all(&home).expect("create serve home");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tfinstall"))
+    let mut child = Command::new(bin)
         .env_clear()
         .env("PATH", "/usr/bin:/bin")
         .env("HOME", &home)
@@ -367,6 +403,110 @@ fn start_serve(ca: &TestCa, work: &Path, store: &Path, host_block: &str) -> Serv
     // Keep reading, so a full pipe never blocks the server.
     std::thread::spawn(move || for _ in stdout.lines() {});
     Serve { child, url }
+}
+
+/// `--throughput`: every archive filled first, then `requests` requests
+/// from `concurrency` tasks sharing one HTTP/2 client; prints requests and
+/// megabytes a second, and the server's CPU time over the timed part.
+fn throughput(
+    server: &Serve,
+    ca: &TestCa,
+    types: &[String],
+    platform: &str,
+    requests: usize,
+    concurrency: usize,
+) {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest::Client::builder()
+        .tls_certs_only([reqwest::Certificate::from_pem(ca.ca_pem().as_bytes()).unwrap()])
+        .build()
+        .expect("client");
+    let urls: Vec<String> = types
+        .iter()
+        .flat_map(|t| {
+            let base = format!("{}{HOST}/{NAMESPACE}/{t}", server.url);
+            [
+                format!("{base}/index.json"),
+                format!("{base}/{VERSION}.json"),
+                format!("{base}/terraform-provider-{t}_{VERSION}_{platform}.zip"),
+            ]
+        })
+        .collect();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    eprintln!("warming the store");
+    runtime.block_on(async {
+        for url in &urls {
+            fetch(client.clone(), url.clone()).await;
+        }
+    });
+    let cpu_before = cpu_seconds(server.child.id());
+    let next = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let started = Instant::now();
+    let bytes: u64 = runtime.block_on(async {
+        let tasks: Vec<_> = (0..concurrency)
+            .map(|_| {
+                let (next, urls, client) = (next.clone(), urls.clone(), client.clone());
+                tokio::spawn(async move {
+                    let mut bytes = 0;
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        if i >= requests {
+                            return bytes;
+                        }
+                        bytes += fetch(client.clone(), urls[i % urls.len()].clone()).await;
+                    }
+                })
+            })
+            .collect();
+        let mut total = 0;
+        for task in tasks {
+            total += task.await.expect("task");
+        }
+        total
+    });
+    let took = started.elapsed().as_secs_f64();
+    let cpu = cpu_seconds(server.child.id()) - cpu_before;
+    println!(
+        "{requests} requests, {concurrency} at a time, {} providers: {took:.2} s, {:.0} requests/s, {:.1} MB/s, serve CPU {cpu:.2} s ({:.0} µs a request); load average {}",
+        types.len(),
+        requests as f64 / took,
+        bytes as f64 / took / MB as f64,
+        cpu * 1e6 / requests as f64,
+        fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .split_whitespace()
+            .next()
+            .unwrap_or("?")
+    );
+}
+
+/// GETs `url`, which must answer 2xx; the body's length.
+async fn fetch(client: reqwest::Client, url: String) -> u64 {
+    let response = client.get(&url).send().await.expect("request");
+    assert!(
+        response.status().is_success(),
+        "{url}: {}",
+        response.status()
+    );
+    response.bytes().await.expect("body").len() as u64
+}
+
+/// The process's user and system CPU time so far, from /proc (Linux).
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces) in parentheses.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks: f64 = [11, 12]
+        .iter()
+        .filter_map(|&i| fields.get(i).and_then(|v| v.parse::<f64>().ok()))
+        .sum();
+    // SAFETY: sysconf only reads a configuration value.
+    ticks / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
 }
 
 /// The process's peak resident set (VmHWM), in KiB.

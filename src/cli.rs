@@ -115,8 +115,10 @@ with the rule, as JSON (docs/policy.md).",
         after_long_help = "Examples:\n  \
 tfinstall serve -listen=0.0.0.0:8443 -tls-cert=mirror.pem -tls-key=mirror-key.pem\n  \
 tfinstall serve -listen=127.0.0.1:0 -tls-cert=c.pem -tls-key=k.pem -platform=linux_amd64 -allow='registry.terraform.io/hashicorp/*' -auth-token-file=tokens -json\n\n\
-GET /healthz answers 200 while the server runs. SIGTERM or SIGINT stops it \
-taking connections and lets the requests in flight finish."
+GET /healthz answers 200 while the server runs; GET /readyz 200 while it \
+should get clients (503 from SIGTERM on); GET /metrics in Prometheus' format. \
+SIGTERM or SIGINT, after -drain-delay, stops it taking connections and lets the \
+requests in flight finish. SIGHUP reopens the -access-log file."
     )]
     Serve(ServeArgs),
     /// Run the command that follows tfinstall (`terraform init`) with the
@@ -353,6 +355,42 @@ pub struct ServeArgs {
     /// One JSON object per line for each request and event.
     #[arg(long)]
     pub json: bool,
+
+    /// File to append the access log to (one line per request), reopened
+    /// on SIGHUP; default: standard output.
+    #[arg(long = "access-log", value_name = "FILE")]
+    pub access_log: Option<PathBuf>,
+
+    /// The access log's format: Apache's `combined`, or `json`; default:
+    /// `json` with -json, else `combined`.
+    #[arg(long = "access-log-format", value_name = "FORMAT")]
+    pub access_log_format: Option<AccessLogFormat>,
+
+    /// Also answer GET /metrics, /healthz and /readyz on this address, in
+    /// plain HTTP, and /metrics only there.
+    #[arg(long = "metrics-listen", value_name = "ADDR:PORT")]
+    pub metrics_listen: Option<std::net::SocketAddr>,
+
+    /// File of bearer tokens, one a line, one of which GET /metrics must
+    /// carry; default: /metrics is open.
+    #[arg(long = "metrics-token-file", value_name = "FILE")]
+    pub metrics_token_file: Option<PathBuf>,
+
+    /// On SIGTERM, how long to go on taking connections, with /readyz
+    /// answering 503, before no new ones are taken (so load balancers
+    /// stop sending clients first): 10s, 1m.
+    #[arg(long = "drain-delay", value_name = "DURATION", default_value = "0s",
+          value_parser = crate::units::parse_age)]
+    pub drain_delay: std::time::Duration,
+}
+
+/// `serve -access-log-format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum AccessLogFormat {
+    /// Apache's combined format.
+    Combined,
+    /// One JSON object a line.
+    Json,
 }
 
 #[derive(Debug, Args)]

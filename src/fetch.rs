@@ -638,6 +638,7 @@ impl Downloader {
             host: host.to_string(),
             message: crate::http::error_chain(&err),
         };
+        crate::http::traffic::request(url);
         let response = self.with_stall_timeout(host, request.send()).await?;
         let response = response.map_err(transport)?;
         let status = response.status();
@@ -711,6 +712,7 @@ impl Downloader {
         let streamed: Result<(), DownloadError> = async {
             while let Some(chunk) = self.with_stall_timeout(host, body.next()).await? {
                 let chunk = chunk.map_err(transport)?;
+                crate::http::traffic::received(url, chunk.len());
                 let before = partial.written + batch.len;
                 if before.saturating_add(chunk.len() as u64) > self.settings.max_bytes {
                     return Err(too_large());

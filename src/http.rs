@@ -3,6 +3,7 @@
 //! client; callers add them per request, only where Terraform sends them.
 
 mod proxy;
+pub mod traffic;
 
 use std::time::Duration;
 
@@ -242,6 +243,7 @@ impl ApiClient {
                 format!("Get {:?}: {}", url.as_str(), error_chain(&err))
             }
         };
+        traffic::request(url);
         let mut response = request.send().await.map_err(describe)?;
         let final_url = response.url().clone();
         let status = response.status();
@@ -265,6 +267,7 @@ impl ApiClient {
                     MAX_JSON_BODY >> 20
                 ));
             }
+            traffic::received(url, chunk.len());
             body.extend_from_slice(&chunk);
         }
         Ok(ApiResponse {

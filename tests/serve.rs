@@ -1214,7 +1214,13 @@ fn a_plugin_cache_is_served_as_it_is_with_upstream_down() {
             package.h1
         );
     }
-    assert!(serve.log().contains("(repacked)"), "{}", serve.log());
+    assert!(
+        serve
+            .log()
+            .contains("serving the store's unpacked copy, packed"),
+        "{}",
+        serve.log()
+    );
 }
 
 /// A blocking HTTPS client trusting only the test CA.
@@ -1320,6 +1326,481 @@ fn a_policy_keeps_denied_versions_from_clients_and_upstream() {
         "{}",
         serve.log()
     );
+}
+
+/// A sample of a `/metrics` answer: its family, labels and value.
+type MetricSample = (String, Vec<(String, String)>, f64);
+
+/// Each sample of a `/metrics` answer, read by a strict OpenMetrics parser
+/// (any line out of the format fails the parse): family, labels, value (a
+/// histogram's count).
+fn parse_metrics(text: &str) -> Vec<MetricSample> {
+    use openmetrics_parser::OpenMetricsValue;
+    let exposition = openmetrics_parser::openmetrics::parse_openmetrics(text)
+        .unwrap_or_else(|err| panic!("not OpenMetrics: {err:?}\n{text}"));
+    let mut samples = Vec::new();
+    for (name, family) in &exposition.families {
+        for sample in family.iter_samples() {
+            let labels = sample
+                .get_labelset()
+                .map(|set| {
+                    set.iter()
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default();
+            let value = match &sample.value {
+                OpenMetricsValue::Counter(counter) => counter.value.as_f64(),
+                OpenMetricsValue::Gauge(value) | OpenMetricsValue::Unknown(value) => value.as_f64(),
+                OpenMetricsValue::Histogram(histogram) => histogram.count.unwrap_or(0) as f64,
+                other => panic!("{name}: unexpected {other:?}"),
+            };
+            samples.push((name.clone(), labels, value));
+        }
+    }
+    samples
+}
+
+/// The sum of `family`'s samples that carry every label of `with`.
+fn metric(samples: &[MetricSample], family: &str, with: &[(&str, &str)]) -> f64 {
+    samples
+        .iter()
+        .filter(|(name, labels, _)| {
+            name == family
+                && with
+                    .iter()
+                    .all(|(k, v)| labels.iter().any(|(lk, lv)| lk == k && lv == v))
+        })
+        .map(|(_, _, value)| value)
+        .sum()
+}
+
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + TIMEOUT;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting: {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A fleet of clients asks for three providers at once while `/metrics` is
+/// scraped over and over; every scrape parses as OpenMetrics, and at the
+/// end the upstream counters equal what the registry itself counted
+/// (requests and body bytes), each archive was filled once (the others
+/// joined the fill or hit the store), and the store, the fills and the
+/// process are reported. `-metrics-token-file` guards the page.
+#[test]
+fn metrics_agree_with_what_the_registry_served_to_a_fleet() {
+    const TYPES: [&str; 3] = ["alpha", "beta", "gamma"];
+    const CLIENTS: usize = 12;
+    let upstream = Upstream::with_payload(&TYPES, Payload::Random(256 * 1024));
+    let platform = current_platform();
+    for type_name in TYPES {
+        // Held, so that the fleet's archive requests meet a fill in flight.
+        upstream.server().fault(
+            &upstream.archive(type_name, &platform),
+            Fault::Latency(Duration::from_millis(300)),
+        );
+    }
+    let store = upstream.path("store/x").parent().unwrap().to_path_buf();
+    let scrape_token = upstream.path("metrics-token");
+    std::fs::write(&scrape_token, "prometheus scrape-secret\n").unwrap();
+    let serve = upstream.serve(
+        &store,
+        &[&format!("-metrics-token-file={}", scrape_token.display())],
+    );
+    let metrics_url = format!("{}metrics", serve.url);
+    let client = Client::new(&upstream.ca);
+    assert_eq!(client.get(&metrics_url, None).0, 401);
+    assert_eq!(client.get(&metrics_url, Some("wrong")).0, 401);
+
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let scrapes = std::thread::scope(|scope| {
+        let scraper = scope.spawn(|| {
+            let client = Client::new(&upstream.ca);
+            let mut scrapes = 0;
+            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                let (status, text) = client.get(&metrics_url, Some("scrape-secret"));
+                assert_eq!(status, 200, "{text}");
+                let samples = parse_metrics(&text);
+                assert!(metric(&samples, "tfinstall_serve_requests_in_flight", &[]) >= 0.0);
+                scrapes += 1;
+            }
+            scrapes
+        });
+        let fleet: Vec<_> = (0..CLIENTS)
+            .map(|_| {
+                scope.spawn(|| {
+                    let client = Client::new(&upstream.ca);
+                    for type_name in TYPES {
+                        let base = format!("{}{HOST}/{NS}/{type_name}", serve.url);
+                        assert_eq!(client.get(&format!("{base}/index.json"), None).0, 200);
+                        assert_eq!(client.get(&format!("{base}/{VERSION}.json"), None).0, 200);
+                        let (status, bytes) = client.get_bytes(
+                            &format!(
+                                "{base}/terraform-provider-{type_name}_{VERSION}_{platform}.zip"
+                            ),
+                            None,
+                        );
+                        assert_eq!(status, 200);
+                        let package = upstream.tree.package(type_name, VERSION, &platform);
+                        assert_eq!(bytes, std::fs::read(&package.path).unwrap());
+                    }
+                })
+            })
+            .collect();
+        for client in fleet {
+            client.join().unwrap();
+        }
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        scraper.join().unwrap()
+    });
+    assert!(scrapes > 0);
+
+    let (status, text) = client.get(&metrics_url, Some("scrape-secret"));
+    assert_eq!(status, 200);
+    let samples = parse_metrics(&text);
+    let registry = upstream.server();
+    let host = registry.host();
+    assert_eq!(
+        metric(
+            &samples,
+            "tfinstall_serve_upstream_requests",
+            &[("host", &host)]
+        ),
+        registry.requests().len() as f64,
+        "{text}"
+    );
+    assert_eq!(
+        metric(&samples, "tfinstall_serve_upstream_requests", &[]),
+        registry.requests().len() as f64,
+        "only the registry was asked:\n{text}"
+    );
+    assert_eq!(
+        metric(
+            &samples,
+            "tfinstall_serve_upstream_received_bytes",
+            &[("host", &host)]
+        ),
+        registry.bytes_sent() as f64,
+        "{text}"
+    );
+    for type_name in TYPES {
+        assert_eq!(registry.count(&upstream.archive(type_name, &platform)), 1);
+    }
+    let outcome = |name| {
+        metric(
+            &samples,
+            "tfinstall_serve_cache_outcomes",
+            &[("outcome", name)],
+        )
+    };
+    assert_eq!(outcome("fill"), TYPES.len() as f64, "{text}");
+    assert_eq!(
+        outcome("fill") + outcome("joined") + outcome("hit") + outcome("miss"),
+        (CLIENTS * TYPES.len() * 3) as f64,
+        "{text}"
+    );
+    assert_eq!(
+        metric(
+            &samples,
+            "tfinstall_serve_requests",
+            &[("route", "archive"), ("status", "200")]
+        ),
+        (CLIENTS * TYPES.len()) as f64
+    );
+    assert_eq!(
+        metric(
+            &samples,
+            "tfinstall_serve_requests",
+            &[("route", "metrics"), ("status", "401")]
+        ),
+        2.0
+    );
+    assert_eq!(
+        metric(&samples, "tfinstall_serve_fill_duration_seconds", &[]),
+        TYPES.len() as f64
+    );
+    assert_eq!(
+        metric(&samples, "tfinstall_serve_store_entries", &[]),
+        TYPES.len() as f64
+    );
+    assert!(metric(&samples, "tfinstall_serve_store_bytes", &[]) > (3 * 256 * 1024) as f64);
+    assert_eq!(
+        metric(&samples, "tfinstall_serve_requests_in_flight", &[]),
+        1.0
+    );
+    assert!(metric(&samples, "process_resident_memory_bytes", &[]) > 0.0);
+    assert!(metric(&samples, "process_open_fds", &[]) > 0.0);
+    assert!(metric(&samples, "process_start_time_seconds", &[]) > 1.7e9);
+}
+
+/// The JSON access log of a run with misses, a fill, hits, a denied
+/// version, a provider not served, a wrong token and a traversal attempt:
+/// one line per request, each with its outcome, the token's name and never
+/// a token; the fill names the upstream archive URL. SIGHUP reopens the
+/// file after it was moved away, as logrotate does.
+#[test]
+fn the_access_log_has_a_line_per_request_and_no_token() {
+    let upstream = Upstream::publishing(&["alpha"], &["1.0.0", "2.0.0"], Payload::Small);
+    let policy = upstream.path("policy.hcl");
+    std::fs::write(
+        &policy,
+        format!("deny \"{HOST}/{NS}/alpha\" {{\n  versions = \"2.0.0\"\n}}\n"),
+    )
+    .unwrap();
+    let tokens = upstream.path("tokens");
+    std::fs::write(&tokens, "# the fleet\nci-runners s3cret-fleet-token\n").unwrap();
+    let log = upstream.path("logs/access.log");
+    let store = upstream.path("store/x").parent().unwrap().to_path_buf();
+    let serve = upstream.serve(
+        &store,
+        &[
+            &format!("-policy={}", policy.display()),
+            &format!("-auth-token-file={}", tokens.display()),
+            &format!("-access-log={}", log.display()),
+            "-access-log-format=json",
+        ],
+    );
+    let client = Client::new(&upstream.ca);
+    let token = Some("s3cret-fleet-token");
+    let platform = current_platform();
+    let archive = format!("/{HOST}/{NS}/alpha/terraform-provider-alpha_1.0.0_{platform}.zip");
+    let upstream_archive = upstream
+        .server()
+        .url_for(&upstream.archive("alpha", &platform));
+    // (path, token, status, cache)
+    let asked: Vec<(String, Option<&str>, u16, Option<&str>)> = vec![
+        (
+            format!("/{HOST}/{NS}/alpha/index.json"),
+            token,
+            200,
+            Some("miss"),
+        ),
+        (
+            format!("/{HOST}/{NS}/alpha/1.0.0.json"),
+            token,
+            200,
+            Some("miss"),
+        ),
+        (archive.clone(), token, 200, Some("fill")),
+        (archive.clone(), token, 200, Some("hit")),
+        (
+            format!("/{HOST}/{NS}/alpha/index.json"),
+            token,
+            200,
+            Some("hit"),
+        ),
+        (
+            format!("/{HOST}/{NS}/alpha/2.0.0.json"),
+            token,
+            403,
+            Some("denied"),
+        ),
+        (
+            format!("/evil.example.com/{NS}/alpha/index.json"),
+            token,
+            403,
+            Some("not_allowed"),
+        ),
+        (
+            format!("/{HOST}/{NS}/alpha/index.json"),
+            Some("not-the-token"),
+            401,
+            None,
+        ),
+        (
+            format!("/{HOST}/{NS}/alpha/..%2f..%2f..%2fetc%2fpasswd"),
+            token,
+            404,
+            None,
+        ),
+        ("/healthz".to_owned(), None, 200, None),
+        ("/readyz".to_owned(), None, 200, None),
+    ];
+    for (path, token, status, _) in &asked {
+        let url = format!("{}{}", serve.url, &path[1..]);
+        assert_eq!(client.get(&url, *token).0, *status, "{path}");
+    }
+    let read_lines = |path: &Path| -> Vec<serde_json::Value> {
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("not JSON: {line}")))
+            .collect()
+    };
+    wait_until("every request logged", || {
+        read_lines(&log).len() >= asked.len()
+    });
+    let lines = read_lines(&log);
+    assert_eq!(lines.len(), asked.len(), "{lines:#?}");
+    for (line, (path, token, status, cache)) in lines.iter().zip(&asked) {
+        assert_eq!(line["type"], "request");
+        assert_eq!(line["method"], "GET");
+        assert_eq!(line["path"], path.as_str());
+        assert_eq!(line["status"], *status, "{line}");
+        assert_eq!(line["cache"].as_str(), *cache, "{line}");
+        // A path that names no provider is answered before any token is
+        // looked at.
+        let named =
+            (*token == Some("s3cret-fleet-token") && *status != 404).then_some("ci-runners");
+        assert_eq!(line["token"].as_str(), named, "{line}");
+        assert!(
+            line["client"].as_str().unwrap().starts_with("127.0.0.1:"),
+            "{line}"
+        );
+        assert!(
+            line["ms"].is_u64() && line["@timestamp"].is_string(),
+            "{line}"
+        );
+    }
+    assert_eq!(
+        lines[2]["upstream"],
+        upstream_archive.as_str(),
+        "{}",
+        lines[2]
+    );
+    assert!(lines[2]["bytes"].as_u64().unwrap() > 0);
+    assert!(
+        lines[0]["upstream"]
+            .as_str()
+            .unwrap()
+            .starts_with(&upstream.server().url())
+    );
+    for hit in [&lines[3], &lines[4]] {
+        assert!(hit.get("upstream").is_none(), "{hit}");
+    }
+    let everything = format!(
+        "{}\n{}",
+        std::fs::read_to_string(&log).unwrap(),
+        serve.log()
+    );
+    for secret in ["s3cret-fleet-token", "not-the-token"] {
+        assert!(
+            !everything.contains(secret),
+            "{secret} was logged:\n{everything}"
+        );
+    }
+
+    let rotated = upstream.path("logs/access.log.1");
+    std::fs::rename(&log, &rotated).unwrap();
+    Command::new("kill")
+        .args(["-HUP", &serve.child.id().to_string()])
+        .status()
+        .unwrap();
+    wait_until("the log reopened", || {
+        serve.log().contains("access log reopened")
+    });
+    assert_eq!(client.get(&format!("{}healthz", serve.url), None).0, 200);
+    wait_until("the new file written", || read_lines(&log).len() == 1);
+    assert_eq!(read_lines(&log)[0]["path"], "/healthz");
+    assert_eq!(read_lines(&rotated).len(), asked.len());
+}
+
+/// `/readyz` answers 200 while the server takes clients, and 503 from
+/// SIGTERM on, while the listener still takes connections
+/// (`-drain-delay`); `-metrics-listen` serves metrics, health and
+/// readiness in plain HTTP and nothing of the mirror, and the main
+/// listener then has no `/metrics`. The access log goes to standard
+/// output in Apache's combined format by default.
+#[test]
+fn sigterm_turns_readyz_to_503_before_the_listener_closes() {
+    let upstream = Upstream::new(&["alpha"]);
+    let store = upstream.path("store/x").parent().unwrap().to_path_buf();
+    let serve = upstream.serve(&store, &["-metrics-listen=127.0.0.1:0", "-drain-delay=10s"]);
+    let mut metrics_base = String::new();
+    wait_until("the metrics listener", || {
+        let log = serve.log();
+        let found = log
+            .lines()
+            .find_map(|l| l.strip_prefix("Serving metrics on "))
+            .map(|url| url.trim_end_matches("metrics").to_owned());
+        if let Some(found) = found {
+            metrics_base = found;
+        }
+        !metrics_base.is_empty()
+    });
+    let client = Client::new(&upstream.ca);
+    let ready = format!("{}readyz", serve.url);
+    assert_eq!(client.get(&ready, None), (200, "ready\n".to_owned()));
+    assert_eq!(client.get(&format!("{metrics_base}readyz"), None).0, 200);
+    assert_eq!(client.get(&format!("{}metrics", serve.url), None).0, 404);
+    let (status, text) = client.get(&format!("{metrics_base}metrics"), None);
+    assert_eq!(status, 200);
+    assert!(
+        metric(
+            &parse_metrics(&text),
+            "tfinstall_serve_requests",
+            &[("route", "readyz")]
+        ) >= 2.0
+    );
+    assert_eq!(
+        client
+            .get(&format!("{metrics_base}{HOST}/{NS}/alpha/index.json"), None)
+            .0,
+        404
+    );
+    assert!(
+        serve.log().lines().any(|l| l.starts_with("127.0.0.1 - - [")
+            && l.contains("\"GET /readyz HTTP/")
+            && l.ends_with("\" 200 6 \"-\" \"-\"")),
+        "{}",
+        serve.log()
+    );
+
+    Command::new("kill")
+        .args(["-TERM", &serve.child.id().to_string()])
+        .status()
+        .unwrap();
+    wait_until("/readyz answering 503", || {
+        client.get(&ready, None).0 == 503
+    });
+    // A new connection is still taken, and told the server is draining.
+    let fresh = Client::new(&upstream.ca);
+    let (status, body) = fresh.get(&ready, None);
+    assert_eq!(
+        (status, body.as_str()),
+        (503, "draining: the server is stopping\n")
+    );
+    assert_eq!(fresh.get(&format!("{}healthz", serve.url), None).0, 200);
+    assert_eq!(fresh.get(&format!("{metrics_base}readyz"), None).0, 503);
+    // Their connections close with them: an idle client whose runtime is
+    // not driven would hold up the graceful shutdown.
+    drop((client, fresh));
+    assert!(serve.stop(), "serve did not exit cleanly");
+}
+
+/// With `-store=oci://…`, `/readyz` answers 503 once that registry cannot
+/// be reached, and says so.
+#[test]
+fn readyz_is_503_while_the_oci_store_cannot_be_reached() {
+    let upstream = Upstream::new(&["alpha"]);
+    let registry = OciRegistry::start(&upstream.ca);
+    let credentials = format!(
+        "oci_credentials \"{}\" {{\n  username = \"{USER}\"\n  password = \"{PASSWORD}\"\n}}\n",
+        registry.host
+    );
+    let store = format!(
+        "-store=oci://{}/tf/${{hostname}}/${{namespace}}/${{type}}",
+        registry.host
+    );
+    let serve = upstream.serve_as("replica", &credentials, &[&store]);
+    let client = Client::new(&upstream.ca);
+    let ready = format!("{}readyz", serve.url);
+    assert_eq!(client.get(&ready, None), (200, "ready\n".to_owned()));
+    let host = registry.host.clone();
+    drop(registry);
+    let mut last = String::new();
+    wait_until("/readyz answering 503", || {
+        let (status, body) = client.get(&ready, None);
+        last = body;
+        status == 503
+    });
+    assert!(
+        last.starts_with(&format!("the shared OCI store {host} cannot be reached")),
+        "{last}"
+    );
+    assert_eq!(client.get(&format!("{}healthz", serve.url), None).0, 200);
 }
 
 struct Client {

@@ -83,14 +83,20 @@ impl AllowedProviders {
 /// one archive: an HMAC of its path under a key derived from the tokens.
 /// Replicas with the same token file agree on grants; changing the tokens
 /// revokes every grant.
+///
+/// A line `NAME TOKEN` names its token, and the access log shows that name
+/// (a line with the token alone is named `line N`): the log says which
+/// client asked without holding anything that would let a reader ask.
 #[derive(Clone)]
 pub struct AccessTokens {
-    tokens: Vec<String>,
+    /// Each token with its name.
+    tokens: Vec<(String, String)>,
     grant_key: [u8; 32],
 }
 
 impl AccessTokens {
-    /// One token a line; blank lines and `#` comments are skipped.
+    /// One token a line, after its name and a space if it has one; blank
+    /// lines and `#` comments are skipped.
     pub fn load(path: &Path) -> Result<Self, Diagnostic> {
         let text = std::fs::read_to_string(path).map_err(|err| {
             Diagnostic::error(
@@ -101,12 +107,29 @@ impl AccessTokens {
                 ),
             )
         })?;
-        let tokens: Vec<String> = text
-            .lines()
-            .map(str::trim)
-            .filter(|line| !line.is_empty() && !line.starts_with('#'))
-            .map(str::to_owned)
-            .collect();
+        let mut tokens: Vec<(String, String)> = Vec::new();
+        for (number, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let named = match words[..] {
+                [token] => (format!("line {}", number + 1), token.to_owned()),
+                [name, token] => (name.to_owned(), token.to_owned()),
+                _ => {
+                    return Err(Diagnostic::error(
+                        "Invalid token file",
+                        format!(
+                            "Line {} of the -auth-token-file {} has more than a name and a token. Write one token a line, alone or after its name and a space.",
+                            number + 1,
+                            path.display()
+                        ),
+                    ));
+                }
+            };
+            tokens.push(named);
+        }
         if tokens.is_empty() {
             return Err(Diagnostic::error(
                 "No tokens",
@@ -116,7 +139,7 @@ impl AccessTokens {
                 ),
             ));
         }
-        let mut sorted = tokens.clone();
+        let mut sorted: Vec<&str> = tokens.iter().map(|(_, token)| token.as_str()).collect();
         sorted.sort();
         let grant_key =
             Sha256::digest(format!("tfinstall serve grant\n{}", sorted.join("\n")).as_bytes())
@@ -141,17 +164,21 @@ impl AccessTokens {
         constant_time_eq(self.grant(path).as_bytes(), given.as_bytes())
     }
 
-    /// Whether `Authorization` carries one of the tokens. Compared in time
-    /// independent of where the bytes differ, so timing tells nothing.
+    /// Whether `Authorization` carries one of the tokens.
     pub fn admits(&self, authorization: Option<&HeaderValue>) -> bool {
-        let Some(given) = authorization
+        self.admitted(authorization).is_some()
+    }
+
+    /// The name of the token `Authorization` carries, if it is one of
+    /// these. Every token is compared, each in time independent of where
+    /// the bytes differ, so timing tells nothing.
+    pub fn admitted(&self, authorization: Option<&HeaderValue>) -> Option<&str> {
+        let given = authorization
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-        else {
-            return false;
-        };
-        self.tokens.iter().fold(false, |found, token| {
-            found | constant_time_eq(token.as_bytes(), given.trim().as_bytes())
+            .and_then(|v| v.strip_prefix("Bearer "))?;
+        self.tokens.iter().fold(None, |found, (name, token)| {
+            let matches = constant_time_eq(token.as_bytes(), given.trim().as_bytes());
+            found.or(matches.then_some(name.as_str()))
         })
     }
 }
@@ -252,6 +279,18 @@ mod tests {
             &archive.replace("linux", "darwin"),
             Some(&format!("grant={grant}"))
         ));
+        std::fs::write(&path, "ci  first\nsecond\n").unwrap();
+        let named = AccessTokens::load(&path).unwrap();
+        assert_eq!(named.admitted(Some(&header("Bearer first"))), Some("ci"));
+        assert_eq!(
+            named.admitted(Some(&header("Bearer second"))),
+            Some("line 2")
+        );
+        assert_eq!(named.admitted(Some(&header("Bearer ci"))), None);
+        // Names are not part of the grant key.
+        assert_eq!(named.grant(archive), grant);
+        std::fs::write(&path, "a b c\n").unwrap();
+        assert!(AccessTokens::load(&path).is_err());
         std::fs::write(&path, "other\n").unwrap();
         assert_ne!(AccessTokens::load(&path).unwrap().grant(archive), grant);
         std::fs::write(&path, "# none\n").unwrap();

@@ -10,6 +10,7 @@
 //! client waiting on a fill from a slow upstream is not idle.
 
 use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -22,7 +23,7 @@ use hyper_util::server::graceful::Watcher;
 use tokio::net::TcpStream;
 use tokio_rustls::TlsAcceptor;
 
-use super::{Body, Server};
+use super::{Body, Listener, Server};
 
 /// `-tls-handshake-timeout`, `-header-timeout`, `-idle-timeout`.
 #[derive(Clone, Copy, Debug)]
@@ -36,6 +37,7 @@ pub struct ConnectionLimits {
 /// closes it, or a graceful shutdown has let its requests finish.
 pub(super) async fn serve(
     tcp: TcpStream,
+    peer: SocketAddr,
     tls: TlsAcceptor,
     limits: ConnectionLimits,
     watcher: Watcher,
@@ -54,7 +56,7 @@ pub(super) async fn serve(
             let server = server.clone();
             let busy = Busy::start(&activity);
             async move {
-                let response = server.handle(request).await;
+                let response = server.handle(request, peer, Listener::Main).await;
                 Ok::<_, Infallible>(response.map(|body| held_by(body, busy)))
             }
         })

@@ -26,6 +26,8 @@ use crate::memo::{Freshness, Memo, MemoPolicy};
 use crate::package::extract::ExtractLimits;
 use crate::policy::Policy;
 use crate::serve::access::AccessTokens;
+use crate::serve::access_log;
+use crate::serve::metrics::{OciOperation, ServeMetrics};
 use crate::source::oci::publish::{Staged, push};
 use crate::source::oci::template::RepositoryTemplate;
 use crate::source::oci::{OciMirror, Registries};
@@ -52,9 +54,12 @@ pub enum Outcome {
     /// The last answer upstream gave: it failed since, or a newer answer
     /// is being asked for.
     Stale,
-    /// The archive was fetched into the store for this request (or for a
-    /// request it waited on).
+    /// The archive was fetched into the store by the fill this request
+    /// started.
     Fill,
+    /// The archive was fetched into the store by a fill another request
+    /// had started, which this one waited on.
+    Joined,
     /// Upstream could not give the archive, and the store held the package
     /// unpacked only: its files were checked and packed for this answer.
     Repacked,
@@ -67,6 +72,7 @@ impl Outcome {
             Outcome::Miss => "miss",
             Outcome::Stale => "stale",
             Outcome::Fill => "fill",
+            Outcome::Joined => "joined",
             Outcome::Repacked => "repacked",
         }
     }
@@ -122,6 +128,8 @@ pub struct MirrorOptions {
     /// and a failure to get one, is answered before upstream is asked
     /// again.
     pub freshness: Freshness,
+    /// Where fills and the shared store's reads and writes are counted.
+    pub metrics: Arc<ServeMetrics>,
 }
 
 pub struct Mirror {
@@ -147,6 +155,7 @@ pub struct Mirror {
     /// Archives hashed and found to be their records', by file identity.
     verified: Mutex<HashMap<PathBuf, FileIdentity>>,
     log: Arc<dyn Fn(String) + Send + Sync>,
+    metrics: Arc<ServeMetrics>,
 }
 
 /// Device, inode, size, and modification and change times: any write or
@@ -199,6 +208,7 @@ impl Mirror {
             last_lists: Mutex::default(),
             verified: Mutex::default(),
             log,
+            metrics: options.metrics,
         }
     }
 
@@ -654,7 +664,7 @@ impl Mirror {
             self.record_use(provider, version, platform);
             return opened(archive, Outcome::Hit);
         }
-        let fill = self.fill(provider, version, platform);
+        let (fill, joined) = self.fill_or_join(provider, version, platform);
         match fill.await {
             Ok(entry) => match self.store.cache.archive(&crate::cache::CacheEntry {
                 dir: entry,
@@ -662,7 +672,14 @@ impl Mirror {
             }) {
                 Some(archive) => {
                     self.record_use(provider, version, platform);
-                    opened(archive, Outcome::Fill)
+                    opened(
+                        archive,
+                        if joined {
+                            Outcome::Joined
+                        } else {
+                            Outcome::Fill
+                        },
+                    )
                 }
                 None => Reply::Failed(
                     502,
@@ -804,23 +821,35 @@ impl Mirror {
         version: &Version,
         platform: &Platform,
     ) -> Fill {
+        self.fill_or_join(provider, version, platform).0
+    }
+
+    /// [`Mirror::fill`], and whether the fill was in flight already.
+    fn fill_or_join(
+        self: &Arc<Self>,
+        provider: &ProviderAddr,
+        version: &Version,
+        platform: &Platform,
+    ) -> (Fill, bool) {
         let key = (provider.clone(), version.clone(), platform.clone());
         let mut fills = self.fills.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(fill) = fills.get(&key) {
-            return fill.clone();
+            return (fill.clone(), true);
         }
         let mirror = Arc::clone(self);
         let (p, v, plat) = key.clone();
-        let task = tokio::spawn(async move {
+        let task = tokio::spawn(access_log::for_this_request(async move {
             let _slot = mirror.fill_slots.acquire().await;
+            let started = Instant::now();
             let result = mirror.fill_now(&p, &v, &plat).await;
+            mirror.metrics.fill_finished(started.elapsed());
             mirror
                 .fills
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .remove(&(p, v, plat));
             result
-        });
+        }));
         let fill: Fill = async move {
             task.await.unwrap_or_else(|err| {
                 Err(FillError::Failed(Diagnostic::error(
@@ -832,7 +861,7 @@ impl Mirror {
         .boxed()
         .shared();
         fills.insert(key, fill.clone());
-        fill
+        (fill, false)
     }
 
     /// Fills the store's entry: from the shared store when it has the
@@ -849,12 +878,18 @@ impl Mirror {
                 .fill_from_shared(shared, provider, version, platform)
                 .await
             {
-                Ok(Some(dir)) => return Ok(dir),
-                Ok(None) => {}
-                Err(message) => (self.log)(format!(
-                    "not taking {} v{version} for {platform} from the shared store: {message}",
-                    provider.for_display()
-                )),
+                Ok(Some(dir)) => {
+                    self.metrics.oci(OciOperation::Read);
+                    return Ok(dir);
+                }
+                Ok(None) => self.metrics.oci(OciOperation::ReadMissed),
+                Err(message) => {
+                    self.metrics.oci(OciOperation::ReadMissed);
+                    (self.log)(format!(
+                        "not taking {} v{version} for {platform} from the shared store: {message}",
+                        provider.for_display()
+                    ));
+                }
             }
         }
         let (dir, filled) = self
@@ -930,7 +965,13 @@ impl Mirror {
             platform: platform.clone(),
             archive,
         }];
-        if let Err(diags) = push(&shared.template, &shared.registries, staged, &|_| {}).await {
+        let pushed = push(&shared.template, &shared.registries, staged, &|_| {}).await;
+        self.metrics.oci(if pushed.is_ok() {
+            OciOperation::Written
+        } else {
+            OciOperation::WriteFailed
+        });
+        if let Err(diags) = pushed {
             (self.log)(format!(
                 "could not publish {} v{version} for {platform} to the shared store: {diags}",
                 provider.for_display()

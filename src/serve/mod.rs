@@ -9,18 +9,23 @@
 //! are parsed strictly ([`route`]); with `-auth-token-file` every request
 //! needs a token; and nothing is served that was not verified as `init`
 //! verifies it ([`mirror`]). A client that stalls its connection is cut
-//! off ([`connection`]).
+//! off ([`connection`]). Operators watch it through [`metrics`], the
+//! [`access_log`] and [`readiness`].
 
 pub mod access;
+pub mod access_log;
 pub mod connection;
+pub mod metrics;
 pub mod mirror;
+pub mod readiness;
 pub mod route;
 
 use std::convert::Infallible;
 use std::io::Write as _;
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use futures_util::TryStreamExt;
@@ -34,7 +39,7 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::addr::target_platforms;
 use crate::cache::PluginCache;
-use crate::cli::ServeArgs;
+use crate::cli::{AccessLogFormat, ServeArgs};
 use crate::cliconfig::{self, CliEnv};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::fetch::{DownloadSettings, Downloader};
@@ -45,8 +50,11 @@ use crate::policy::Policy;
 use crate::source::configured::{NetworkSources, SourceOptions, build_source};
 use crate::source::oci::template::RepositoryTemplate;
 use access::{AccessTokens, AllowedProviders};
+use access_log::{AccessLog, AccessRecord};
 use connection::ConnectionLimits;
-use mirror::{Mirror, MirrorOptions, Outcome, Reply, SharedStore};
+use metrics::{CacheOutcome, ServeMetrics};
+use mirror::{Mirror, MirrorOptions, Reply, SharedStore};
+use readiness::Readiness;
 use route::Route;
 
 /// How long a stopping server waits for requests and fills in flight.
@@ -71,6 +79,23 @@ struct Server {
     allowed: AllowedProviders,
     tokens: Option<AccessTokens>,
     log: RequestLog,
+    metrics: Arc<ServeMetrics>,
+    /// `-metrics-token-file`.
+    metrics_tokens: Option<AccessTokens>,
+    /// Whether the main listener answers `/metrics` (no `-metrics-listen`).
+    metrics_on_main: bool,
+    access_log: AccessLog,
+    readiness: Readiness,
+    drain_delay: Duration,
+}
+
+/// Which of the server's listeners a connection came to.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Listener {
+    /// The mirror's, HTTPS.
+    Main,
+    /// `-metrics-listen`'s, plain HTTP: metrics, health and readiness only.
+    Metrics,
 }
 
 async fn serve(args: &ServeArgs, launch_dir: &Path, out: &Arc<Output>) -> Result<(), Diagnostics> {
@@ -148,6 +173,28 @@ async fn serve(args: &ServeArgs, launch_dir: &Path, out: &Arc<Output>) -> Result
     let mut store = CacheUse::new(PluginCache::new(&store_dir), false);
     store.keep_archives = true;
     let log = RequestLog { json: args.json };
+    let metrics = Arc::new(ServeMetrics::new(PluginCache::new(&store_dir)));
+    crate::http::traffic::watch(metrics.clone());
+    let access_log = AccessLog::open(
+        args.access_log_format.unwrap_or(if args.json {
+            AccessLogFormat::Json
+        } else {
+            AccessLogFormat::Combined
+        }),
+        args.access_log.as_deref(),
+    )?;
+    let metrics_tokens = args
+        .metrics_token_file
+        .as_deref()
+        .map(AccessTokens::load)
+        .transpose()?;
+    let readiness = Readiness::new(
+        store_dir.clone(),
+        shared_target.as_ref().map(|target| {
+            let host = target.split('/').next().unwrap_or_default().to_owned();
+            (host, client.clone())
+        }),
+    );
     let downloader = Arc::new(
         Downloader::new(
             client,
@@ -170,6 +217,7 @@ async fn serve(args: &ServeArgs, launch_dir: &Path, out: &Arc<Output>) -> Result
             shared,
             policy: provider_policy,
             freshness,
+            metrics: metrics.clone(),
         },
         Arc::new(move |message: String| log.message(&message)),
     ));
@@ -188,11 +236,28 @@ async fn serve(args: &ServeArgs, launch_dir: &Path, out: &Arc<Output>) -> Result
             format!("The listening socket failed: {err}."),
         )
     })?;
+    let metrics_listener = match args.metrics_listen {
+        Some(address) => Some(TcpListener::bind(address).await.map_err(|err| {
+            Diagnostic::error(
+                "Cannot listen",
+                format!(
+                    "Could not listen on -metrics-listen={address}: {err}. Choose a free port, and an address of this machine."
+                ),
+            )
+        })?),
+        None => None,
+    };
     let server = Arc::new(Server {
         mirror,
         allowed,
         tokens,
         log,
+        metrics,
+        metrics_tokens,
+        metrics_on_main: metrics_listener.is_none(),
+        access_log,
+        readiness,
+        drain_delay: args.drain_delay,
     });
     emit(&format!("Serving providers on https://{bound}/"));
     log.message(&format!("store: {}", store_dir.display()));
@@ -201,7 +266,18 @@ async fn serve(args: &ServeArgs, launch_dir: &Path, out: &Arc<Output>) -> Result
         headers: args.header_timeout,
         idle: args.idle_timeout,
     };
+    let metrics_task = metrics_listener.map(|listener| {
+        if let Ok(address) = listener.local_addr() {
+            log.message(&format!("Serving metrics on http://{address}/metrics"));
+        }
+        tokio::spawn(accept_metrics(listener, server.clone()))
+    });
+    let reopening = tokio::spawn(reopen_on_hangup(server.clone()));
     accept_until_stopped(listener, tls, limits, server.clone()).await;
+    if let Some(task) = metrics_task {
+        task.abort();
+    }
+    reopening.abort();
     drain_fills(&server.mirror).await;
     log.message("stopped");
     Ok(())
@@ -274,10 +350,20 @@ async fn accept_until_stopped(
     server: Arc<Server>,
 ) {
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let stop = stop_signal();
+    let stop = async {
+        stop_signal().await;
+        server.readiness.drain();
+        if !server.drain_delay.is_zero() {
+            server.log.message(&format!(
+                "draining: /readyz answers 503; no new connections in {}",
+                crate::units::format_duration(server.drain_delay)
+            ));
+            tokio::time::sleep(server.drain_delay).await;
+        }
+    };
     tokio::pin!(stop);
     loop {
-        let (tcp, _) = tokio::select! {
+        let (tcp, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
                 Err(_) => continue,
@@ -288,7 +374,7 @@ async fn accept_until_stopped(
         let tls = tls.clone();
         let server = server.clone();
         let watcher = graceful.watcher();
-        tokio::spawn(connection::serve(tcp, tls, limits, watcher, server));
+        tokio::spawn(connection::serve(tcp, peer, tls, limits, watcher, server));
     }
     drop(listener);
     server
@@ -296,6 +382,42 @@ async fn accept_until_stopped(
         .message("stopping: no new connections; finishing the requests in flight");
     let _ = tokio::time::timeout(DRAIN_TIMEOUT, graceful.shutdown()).await;
 }
+
+/// `-metrics-listen`: plain HTTP, answered until the server stops.
+async fn accept_metrics(listener: TcpListener, server: Arc<Server>) {
+    loop {
+        let Ok((tcp, peer)) = listener.accept().await else {
+            continue;
+        };
+        let server = server.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |request| {
+                let server = server.clone();
+                async move { Ok::<_, Infallible>(server.handle(request, peer, Listener::Metrics).await) }
+            });
+            let _ = auto::Builder::new(TokioExecutor::new())
+                .serve_connection(TokioIo::new(tcp), service)
+                .await;
+        });
+    }
+}
+
+/// SIGHUP reopens the access log file, after logrotate moved it away.
+#[cfg(unix)]
+async fn reopen_on_hangup(server: Arc<Server>) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut hangup) = signal(SignalKind::hangup()) else {
+        return;
+    };
+    while hangup.recv().await.is_some() {
+        if let Some(message) = server.access_log.reopen() {
+            server.log.message(&message);
+        }
+    }
+}
+
+#[cfg(not(unix))]
+async fn reopen_on_hangup(_server: Arc<Server>) {}
 
 /// Fills run on tasks of their own; a stopping server lets them finish, so
 /// the next start finds their entries whole rather than redoing them.
@@ -325,35 +447,90 @@ async fn stop_signal() {
 }
 
 impl Server {
-    async fn handle(&self, request: Request<Incoming>) -> Response<Body> {
-        let started = Instant::now();
-        let method = request.method().clone();
-        let path = request.uri().path().to_owned();
-        let (response, logged) = self.answer(&request).await;
+    async fn handle(
+        &self,
+        request: Request<Incoming>,
+        client: SocketAddr,
+        listener: Listener,
+    ) -> Response<Body> {
+        let _in_flight = self.metrics.in_flight();
+        let (time, started) = (SystemTime::now(), Instant::now());
+        let ((response, logged), upstream) =
+            access_log::recording_upstream(self.answer(&request, listener)).await;
+        let status = response.status().as_u16();
+        // A streamed archive says its length in its headers; hyper adds
+        // that header to the other answers only as it sends them.
         let bytes = response
             .headers()
             .get(hyper::header::CONTENT_LENGTH)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<u64>().ok())
+            .or_else(|| hyper::body::Body::size_hint(response.body()).exact())
             .unwrap_or(0);
-        self.log.request(&RequestRecord {
-            method: method.as_str(),
-            path: &path,
-            status: response.status().as_u16(),
+        self.metrics.request(logged.route_name, status);
+        if let Some(outcome) = logged.outcome {
+            self.metrics.outcome(outcome);
+        }
+        let header = |name| {
+            request
+                .headers()
+                .get(name)
+                .and_then(|value: &HeaderValue| value.to_str().ok())
+        };
+        self.access_log.write(&AccessRecord {
+            time,
+            client,
+            method: request.method().as_str(),
+            path: request.uri().path(),
+            protocol: &format!("{:?}", request.version()),
+            status,
+            bytes,
+            duration: started.elapsed(),
             route: logged.route.as_ref(),
             outcome: logged.outcome,
-            bytes,
-            ms: started.elapsed().as_millis(),
+            token: logged.token.as_deref(),
+            upstream: upstream.as_deref(),
+            referer: header(hyper::header::REFERER),
+            user_agent: header(hyper::header::USER_AGENT),
             error: logged.error.as_deref(),
         });
-        if method == Method::HEAD {
+        if request.method() == Method::HEAD {
             let (parts, _) = response.into_parts();
             return Response::from_parts(parts, empty());
         }
         response
     }
 
-    async fn answer(&self, request: &Request<Incoming>) -> (Response<Body>, Logged) {
+    /// `/healthz`, `/readyz` and `/metrics`, on either listener.
+    async fn own_page(&self, request: &Request<Incoming>, route: &Route) -> Response<Body> {
+        match route {
+            Route::Ready => match self.readiness.check().await {
+                Ok(()) => plain(StatusCode::OK, "ready\n"),
+                Err(reason) => plain(StatusCode::SERVICE_UNAVAILABLE, &format!("{reason}\n")),
+            },
+            Route::Metrics => {
+                let authorization = request.headers().get(hyper::header::AUTHORIZATION);
+                if let Some(tokens) = &self.metrics_tokens
+                    && !tokens.admits(authorization)
+                {
+                    return unauthorized("a bearer token of -metrics-token-file is required\n");
+                }
+                let mut response = Response::new(full(self.metrics.render().await));
+                response.headers_mut().insert(
+                    hyper::header::CONTENT_TYPE,
+                    HeaderValue::from_static(metrics::CONTENT_TYPE),
+                );
+                response
+            }
+            _ => plain(StatusCode::OK, "ok\n"),
+        }
+    }
+
+    async fn answer(
+        &self,
+        request: &Request<Incoming>,
+        listener: Listener,
+    ) -> (Response<Body>, Logged) {
         let mut logged = Logged::default();
         if request.method() != Method::GET && request.method() != Method::HEAD {
             let mut response = plain(
@@ -365,29 +542,38 @@ impl Server {
                 .insert(hyper::header::ALLOW, HeaderValue::from_static("GET, HEAD"));
             return (response, logged);
         }
-        let Some(route) = route::route(request.uri().path()) else {
+        let route = route::route(request.uri().path())
+            .filter(|route| listener == Listener::Main || route.provider().is_none());
+        let Some(route) = route.filter(|route| {
+            *route != Route::Metrics || self.metrics_on_main || listener == Listener::Metrics
+        }) else {
             return (plain(StatusCode::NOT_FOUND, "not found\n"), logged);
         };
-        if route == Route::Health {
-            return (plain(StatusCode::OK, "ok\n"), logged);
+        logged.route_name = match &route {
+            Route::Health => "healthz",
+            Route::Ready => "readyz",
+            Route::Metrics => "metrics",
+            Route::Index(_) => "index",
+            Route::Version(..) => "version",
+            Route::Archive(..) => "archive",
+        };
+        let Some(provider) = route.provider() else {
+            return (self.own_page(request, &route).await, logged);
+        };
+        if let Some(tokens) = &self.tokens {
+            logged.token = tokens
+                .admitted(request.headers().get(hyper::header::AUTHORIZATION))
+                .map(str::to_owned);
+            if logged.token.is_none()
+                && !(matches!(route, Route::Archive(..))
+                    && tokens.granted(request.uri().path(), request.uri().query()))
+            {
+                return (unauthorized("a bearer token is required\n"), logged);
+            }
         }
-        if let Some(tokens) = &self.tokens
-            && !tokens.admits(request.headers().get(hyper::header::AUTHORIZATION))
-            && !(matches!(route, Route::Archive(..))
-                && tokens.granted(request.uri().path(), request.uri().query()))
-        {
-            let mut response = plain(StatusCode::UNAUTHORIZED, "a bearer token is required\n");
-            response.headers_mut().insert(
-                hyper::header::WWW_AUTHENTICATE,
-                HeaderValue::from_static("Bearer realm=\"tfinstall\""),
-            );
-            return (response, logged);
-        }
-        let provider = route
-            .provider()
-            .expect("only the health check, answered above, names no provider");
         logged.route = Some(route.clone());
         if !self.allowed.allows(provider) {
+            logged.outcome = Some(CacheOutcome::NotAllowed);
             return (
                 plain(
                     StatusCode::FORBIDDEN,
@@ -402,15 +588,17 @@ impl Server {
             Route::Archive(provider, version, platform) => {
                 self.mirror.archive(provider, version, platform).await
             }
-            Route::Health => unreachable!("answered above"),
+            Route::Health | Route::Ready | Route::Metrics => {
+                unreachable!("the server's own pages name no provider")
+            }
         };
         let response = match reply {
             Reply::Json(body, outcome) => {
-                logged.outcome = Some(outcome);
+                logged.outcome = Some(CacheOutcome::Answered(outcome));
                 json(StatusCode::OK, body)
             }
             Reply::Archive(file, outcome) => {
-                logged.outcome = Some(outcome);
+                logged.outcome = Some(CacheOutcome::Answered(outcome));
                 match stream_file(file).await {
                     Ok(response) => response,
                     Err(err) => {
@@ -423,6 +611,7 @@ impl Server {
                 }
             }
             Reply::Denied(reason) => {
+                logged.outcome = Some(CacheOutcome::DeniedByPolicy);
                 logged.error = reason["reason"].as_str().map(str::to_owned);
                 json(StatusCode::FORBIDDEN, reason.to_string())
             }
@@ -439,11 +628,27 @@ impl Server {
 }
 
 /// What a request's log line says beyond the request itself.
-#[derive(Default)]
 struct Logged {
+    /// The provider route, once the request was admitted.
     route: Option<Route>,
-    outcome: Option<Outcome>,
+    /// The route's name in the metrics (`other` for none).
+    route_name: &'static str,
+    outcome: Option<CacheOutcome>,
+    /// The name of the token that admitted the request.
+    token: Option<String>,
     error: Option<String>,
+}
+
+impl Default for Logged {
+    fn default() -> Self {
+        Logged {
+            route: None,
+            route_name: "other",
+            outcome: None,
+            token: None,
+            error: None,
+        }
+    }
 }
 
 /// Streams a stored archive: read a chunk at a time, so memory stays flat
@@ -491,6 +696,15 @@ fn json(status: StatusCode, body: String) -> Response<Body> {
     response
 }
 
+fn unauthorized(message: &str) -> Response<Body> {
+    let mut response = plain(StatusCode::UNAUTHORIZED, message);
+    response.headers_mut().insert(
+        hyper::header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Bearer realm=\"tfinstall\""),
+    );
+    response
+}
+
 fn plain(status: StatusCode, message: &str) -> Response<Body> {
     let mut response = Response::new(full(message.to_owned()));
     *response.status_mut() = status;
@@ -501,78 +715,14 @@ fn plain(status: StatusCode, message: &str) -> Response<Body> {
     response
 }
 
-/// One request, as the log records it.
-struct RequestRecord<'a> {
-    method: &'a str,
-    path: &'a str,
-    status: u16,
-    route: Option<&'a Route>,
-    outcome: Option<Outcome>,
-    bytes: u64,
-    ms: u128,
-    error: Option<&'a str>,
-}
-
-/// The server's log on stdout: a line per request and per event, as text
-/// or (`-json`) one JSON object a line.
+/// The server's log on stdout: a line per event, as text or (`-json`) one
+/// JSON object a line. Requests go to the [`AccessLog`].
 #[derive(Clone, Copy)]
 struct RequestLog {
     json: bool,
 }
 
 impl RequestLog {
-    fn request(&self, record: &RequestRecord<'_>) {
-        let (provider, version, platform) = match record.route {
-            Some(Route::Index(p)) => (Some(p.to_string()), None, None),
-            Some(Route::Version(p, v)) => (Some(p.to_string()), Some(v.to_string()), None),
-            Some(Route::Archive(p, v, plat)) => (
-                Some(p.to_string()),
-                Some(v.to_string()),
-                Some(plat.to_string()),
-            ),
-            _ => (None, None, None),
-        };
-        let cache = record.outcome.map(Outcome::as_str);
-        let line = if self.json {
-            let mut event = serde_json::json!({
-                "@level": if record.status >= 500 { "error" } else { "info" },
-                "@message": format!("{} {} {}", record.method, record.path, record.status),
-                "@timestamp": crate::output::json::timestamp(std::time::SystemTime::now()),
-                "type": "request",
-                "method": record.method,
-                "path": record.path,
-                "status": record.status,
-                "bytes": record.bytes,
-                "ms": record.ms,
-            });
-            for (key, value) in [
-                ("provider", provider),
-                ("version", version),
-                ("platform", platform),
-                ("cache", cache.map(str::to_owned)),
-                ("error", record.error.map(str::to_owned)),
-            ] {
-                if let Some(value) = value {
-                    event[key] = value.into();
-                }
-            }
-            event.to_string()
-        } else {
-            let mut line = format!(
-                "{} {} {} {} bytes {} ms",
-                record.method, record.path, record.status, record.bytes, record.ms
-            );
-            if let Some(cache) = cache {
-                line.push_str(&format!(" ({cache})"));
-            }
-            if let Some(error) = record.error {
-                line.push_str(&format!(": {error}"));
-            }
-            line
-        };
-        emit(&line);
-    }
-
     fn message(&self, message: &str) {
         let line = if self.json {
             serde_json::json!({

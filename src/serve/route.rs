@@ -1,6 +1,6 @@
 //! What a request to `serve` asks for. Every path is parsed strictly into
 //! one of the provider network mirror protocol's three documents (or the
-//! health check), each part checked as Terraform checks an address, and
+//! server's own pages: health, readiness, metrics), each part checked as Terraform checks an address, and
 //! nothing else is answered: no percent-escapes, no empty or dot segments,
 //! no other files, so a request can never name a path outside the store or
 //! a host the server was not told about in a form it did not expect.
@@ -14,6 +14,10 @@ use crate::version::Version;
 pub enum Route {
     /// `GET /healthz`.
     Health,
+    /// `GET /readyz`.
+    Ready,
+    /// `GET /metrics`.
+    Metrics,
     /// `GET /HOST/NS/TYPE/index.json`.
     Index(ProviderAddr),
     /// `GET /HOST/NS/TYPE/VERSION.json`.
@@ -24,10 +28,11 @@ pub enum Route {
 }
 
 impl Route {
-    /// The provider the request is about; `None` for the health check.
+    /// The provider the request is about; `None` for the server's own
+    /// pages.
     pub fn provider(&self) -> Option<&ProviderAddr> {
         match self {
-            Route::Health => None,
+            Route::Health | Route::Ready | Route::Metrics => None,
             Route::Index(p) | Route::Version(p, _) | Route::Archive(p, _, _) => Some(p),
         }
     }
@@ -35,8 +40,11 @@ impl Route {
 
 /// The route `path` names, or `None` for anything else (a 404).
 pub fn route(path: &str) -> Option<Route> {
-    if path == "/healthz" {
-        return Some(Route::Health);
+    match path {
+        "/healthz" => return Some(Route::Health),
+        "/readyz" => return Some(Route::Ready),
+        "/metrics" => return Some(Route::Metrics),
+        _ => {}
     }
     let rest = path.strip_prefix('/')?;
     if rest.contains('%') || rest.contains('\\') {
@@ -100,6 +108,8 @@ mod tests {
     #[test]
     fn the_protocols_paths_are_routed() {
         assert_eq!(route("/healthz"), Some(Route::Health));
+        assert_eq!(route("/readyz"), Some(Route::Ready));
+        assert_eq!(route("/metrics"), Some(Route::Metrics));
         assert_eq!(
             route("/registry.terraform.io/hashicorp/null/index.json"),
             Some(Route::Index(null()))
@@ -131,6 +141,8 @@ mod tests {
             "",
             "/",
             "/healthz/",
+            "/metrics/",
+            "/Metrics",
             "/index.json",
             "/registry.terraform.io/hashicorp/index.json",
             "/registry.terraform.io/hashicorp/null/index.json/",

@@ -13,6 +13,7 @@ use std::net::SocketAddr;
 use std::os::fd::AsFd as _;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::thread::JoinHandle;
@@ -224,6 +225,8 @@ struct State {
     /// Requests whose handler has not produced response headers yet, by id.
     in_flight: Vec<(u64, String)>,
     next_id: u64,
+    /// Body bytes handed to the connection, every response's.
+    bytes_sent: Arc<AtomicU64>,
 }
 
 impl State {
@@ -449,6 +452,13 @@ impl TestServer {
             .count()
     }
 
+    /// The body bytes of every response so far, as handed to the
+    /// connection (a cut body counts up to its cut), for comparing with
+    /// what a client says it received.
+    pub fn bytes_sent(&self) -> u64 {
+        self.state().bytes_sent.load(Ordering::Relaxed)
+    }
+
     pub fn clear_log(&self) {
         self.state().log.clear();
     }
@@ -558,7 +568,19 @@ impl Drop for InFlight {
     }
 }
 
+/// [`respond`], with the response's body counted in [`TestServer::bytes_sent`].
 async fn handle(
+    request: hyper::Request<Incoming>,
+    state: Arc<Mutex<State>>,
+    reset: Arc<Notify>,
+) -> Result<hyper::Response<ServedBody>, Infallible> {
+    let counter = Arc::clone(&state.lock().expect("test server state").bytes_sent);
+    let mut served = respond(request, state, reset).await?;
+    served.body_mut().counted = Some(counter);
+    Ok(served)
+}
+
+async fn respond(
     request: hyper::Request<Incoming>,
     state: Arc<Mutex<State>>,
     reset: Arc<Notify>,
@@ -919,6 +941,8 @@ pub struct ServedBody {
     /// and whether the next chunk has booked its slot already.
     link: Option<Arc<Link>>,
     booked: bool,
+    /// The server's count of body bytes sent.
+    counted: Option<Arc<AtomicU64>>,
 }
 
 /// A link every response body shares: each chunk books the next free slot
@@ -960,6 +984,7 @@ impl ServedBody {
             chunk: CHUNK,
             link: None,
             booked: false,
+            counted: None,
         }
     }
 }
@@ -999,6 +1024,9 @@ impl Body for ServedBody {
             }
             self.booked = false;
             self.sent = end;
+            if let Some(counted) = &self.counted {
+                counted.fetch_add((end - start) as u64, Ordering::Relaxed);
+            }
             if let Some(pace) = self.pace {
                 self.pause = Some(Box::pin(tokio::time::sleep(pace)));
             }
