@@ -619,3 +619,68 @@ fn netrc_credentials_go_with_the_archive_and_the_question() {
     assert_eq!(tree(&dest), expected_tree());
     world.assert_out_holds(&["with"]);
 }
+
+#[test]
+fn a_git_ssh_source_installs_through_sshd_with_the_key_and_config_of_the_users_home() {
+    let world = World::new();
+    let repo = world.git.create("over-ssh");
+    let commit = repo.commit("main", "one", &[("main.tf", b"# over ssh\n")]);
+    repo.tag("v1.0.0", &commit);
+    repo.commit("main", "two", &[("main.tf", b"# later\n")]);
+
+    let ssh_dir = world.home.path().join(".ssh");
+    std::fs::create_dir_all(&ssh_dir).unwrap();
+    let key = ssh_dir.join("id_ed25519");
+    let public_key = support::sshd::keygen(&key);
+    let sshd = support::sshd::Sshd::start(&public_key);
+    std::fs::write(
+        ssh_dir.join("known_hosts"),
+        format!("modules-ssh {}\n", sshd.host_public_key()),
+    )
+    .unwrap();
+    let config = ssh_dir.join("config");
+    std::fs::write(
+        &config,
+        format!(
+            "Host modules-ssh\n  HostName 127.0.0.1\n  Port {port}\n  User {user}\n  \
+             IdentityFile {key}\n  IdentitiesOnly yes\n  HostKeyAlias modules-ssh\n  \
+             UserKnownHostsFile {known}\n  StrictHostKeyChecking yes\n  BatchMode yes\n",
+            port = sshd.port(),
+            user = support::sshd::current_user(),
+            key = key.display(),
+            known = ssh_dir.join("known_hosts").display(),
+        ),
+    )
+    .unwrap();
+    // OpenSSH finds ~/.ssh by the password database, not by $HOME, so the
+    // test's home is named to it the way users name a key to git:
+    // GIT_SSH_COMMAND, which must reach ssh.
+    let mut env = world.git_env();
+    env.push((
+        "GIT_SSH_COMMAND".into(),
+        format!("ssh -F {}", config.display()).into(),
+    ));
+    let fetcher = world.fetcher(None).with_git_env(env);
+    let address = format!("git::ssh://modules-ssh{}?ref=v1.0.0", repo.path().display());
+    let (dest, result) = world.fetch_with(&fetcher, &address, "ssh");
+    let (url, found) = git_identity(result);
+    assert_eq!(found, commit);
+    assert_eq!(url, format!("ssh://modules-ssh{}", repo.path().display()));
+    assert_eq!(
+        tree(&dest),
+        [("main.tf".to_owned(), "# over ssh\n".to_owned())]
+    );
+
+    // And through an insteadOf rule of the home's .gitconfig.
+    world.write_home(
+        ".gitconfig",
+        "[url \"ssh://modules-ssh/\"]\n\tinsteadOf = https://ssh.example.invalid/\n",
+    );
+    let address = format!(
+        "git::https://ssh.example.invalid{}?ref=v1.0.0",
+        repo.path().display()
+    );
+    let (dest, result) = world.fetch_with(&fetcher, &address, "aliased");
+    assert_eq!(git_identity(result).1, commit);
+    assert!(dest.join("main.tf").exists());
+}
