@@ -684,3 +684,56 @@ fn a_git_ssh_source_installs_through_sshd_with_the_key_and_config_of_the_users_h
     assert_eq!(git_identity(result).1, commit);
     assert!(dest.join("main.tf").exists());
 }
+
+#[test]
+fn an_oci_module_package_is_fetched_by_tag_and_by_digest() {
+    use sha2::Digest as _;
+    let world = World::new();
+    let token_server = TestServer::https(&world.ca);
+    let issuer = support::oci_registry::TokenIssuer::new(&["modules/vpc"]);
+    token_server.route(
+        "/token",
+        Response::json(format!("{{\"token\": \"{}\"}}", issuer.token())),
+    );
+    let registry = support::oci_registry::OciRegistry::start_with_tokens(
+        &world.ca,
+        &issuer,
+        &token_server.url_for("/token"),
+    );
+    let zip = build_zip(
+        &MODULE_FILES
+            .iter()
+            .map(|(name, content)| ZipEntry::file(*name, content.as_bytes()))
+            .collect::<Vec<_>>(),
+        Compression::Deflated,
+    );
+    let manifest = registry.publish_module(&world.ca, "modules/vpc", "1.0.0", &zip);
+    let zip_sha256 = hex::encode(sha2::Sha256::digest(&zip));
+    for (name, address) in [
+        (
+            "tag",
+            format!("oci://{}/modules/vpc?tag=1.0.0", registry.host),
+        ),
+        (
+            "digest",
+            format!("oci://{}/modules/vpc?digest={manifest}", registry.host),
+        ),
+    ] {
+        let (dest, result) = world.fetch(&address, name);
+        match result {
+            Ok(PackageIdentity::Archive { url, sha256 }) => {
+                assert_eq!(url, address);
+                assert_eq!(sha256, zip_sha256);
+            }
+            other => panic!("{address}: {other:?}"),
+        }
+        assert_eq!(tree(&dest), expected_tree(), "{address}");
+    }
+    let (dest, result) = world.fetch(
+        &format!("oci://{}/modules/vpc?tag=2.0.0", registry.host),
+        "missing",
+    );
+    let message = result.unwrap_err().to_string();
+    assert!(message.contains("2.0.0"), "{message}");
+    assert!(!dest.exists());
+}
