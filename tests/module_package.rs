@@ -512,6 +512,10 @@ fn hostile_archives_are_refused_with_nothing_written() {
         let err = result.expect_err(path);
         assert!(matches!(err, PackageError::Extract { .. }), "{path}: {err}");
         assert!(err.to_string().contains(path), "{path}: {err}");
+        assert!(
+            !err.to_string().contains("provider"),
+            "{path}: a module's error should not speak of providers: {err}"
+        );
         assert!(!dest.exists());
         assert!(!outside.exists());
         world.assert_out_holds(&[]);
@@ -618,4 +622,122 @@ fn netrc_credentials_go_with_the_archive_and_the_question() {
     );
     assert_eq!(tree(&dest), expected_tree());
     world.assert_out_holds(&["with"]);
+}
+
+#[test]
+fn a_git_ssh_source_installs_through_sshd_with_the_key_and_config_of_the_users_home() {
+    let world = World::new();
+    let repo = world.git.create("over-ssh");
+    let commit = repo.commit("main", "one", &[("main.tf", b"# over ssh\n")]);
+    repo.tag("v1.0.0", &commit);
+    repo.commit("main", "two", &[("main.tf", b"# later\n")]);
+
+    let ssh_dir = world.home.path().join(".ssh");
+    std::fs::create_dir_all(&ssh_dir).unwrap();
+    let key = ssh_dir.join("id_ed25519");
+    let public_key = support::sshd::keygen(&key);
+    let sshd = support::sshd::Sshd::start(&public_key);
+    std::fs::write(
+        ssh_dir.join("known_hosts"),
+        format!("modules-ssh {}\n", sshd.host_public_key()),
+    )
+    .unwrap();
+    let config = ssh_dir.join("config");
+    std::fs::write(
+        &config,
+        format!(
+            "Host modules-ssh\n  HostName 127.0.0.1\n  Port {port}\n  User {user}\n  \
+             IdentityFile {key}\n  IdentitiesOnly yes\n  HostKeyAlias modules-ssh\n  \
+             UserKnownHostsFile {known}\n  StrictHostKeyChecking yes\n  BatchMode yes\n",
+            port = sshd.port(),
+            user = support::sshd::current_user(),
+            key = key.display(),
+            known = ssh_dir.join("known_hosts").display(),
+        ),
+    )
+    .unwrap();
+    // OpenSSH finds ~/.ssh by the password database, not by $HOME, so the
+    // test's home is named to it the way users name a key to git:
+    // GIT_SSH_COMMAND, which must reach ssh.
+    let mut env = world.git_env();
+    env.push((
+        "GIT_SSH_COMMAND".into(),
+        format!("ssh -F {}", config.display()).into(),
+    ));
+    let fetcher = world.fetcher(None).with_git_env(env);
+    let address = format!("git::ssh://modules-ssh{}?ref=v1.0.0", repo.path().display());
+    let (dest, result) = world.fetch_with(&fetcher, &address, "ssh");
+    let (url, found) = git_identity(result);
+    assert_eq!(found, commit);
+    assert_eq!(url, format!("ssh://modules-ssh{}", repo.path().display()));
+    assert_eq!(
+        tree(&dest),
+        [("main.tf".to_owned(), "# over ssh\n".to_owned())]
+    );
+
+    // And through an insteadOf rule of the home's .gitconfig.
+    world.write_home(
+        ".gitconfig",
+        "[url \"ssh://modules-ssh/\"]\n\tinsteadOf = https://ssh.example.invalid/\n",
+    );
+    let address = format!(
+        "git::https://ssh.example.invalid{}?ref=v1.0.0",
+        repo.path().display()
+    );
+    let (dest, result) = world.fetch_with(&fetcher, &address, "aliased");
+    assert_eq!(git_identity(result).1, commit);
+    assert!(dest.join("main.tf").exists());
+}
+
+#[test]
+fn an_oci_module_package_is_fetched_by_tag_and_by_digest() {
+    use sha2::Digest as _;
+    let world = World::new();
+    let token_server = TestServer::https(&world.ca);
+    let issuer = support::oci_registry::TokenIssuer::new(&["modules/vpc"]);
+    token_server.route(
+        "/token",
+        Response::json(format!("{{\"token\": \"{}\"}}", issuer.token())),
+    );
+    let registry = support::oci_registry::OciRegistry::start_with_tokens(
+        &world.ca,
+        &issuer,
+        &token_server.url_for("/token"),
+    );
+    let zip = build_zip(
+        &MODULE_FILES
+            .iter()
+            .map(|(name, content)| ZipEntry::file(*name, content.as_bytes()))
+            .collect::<Vec<_>>(),
+        Compression::Deflated,
+    );
+    let manifest = registry.publish_module(&world.ca, "modules/vpc", "1.0.0", &zip);
+    let zip_sha256 = hex::encode(sha2::Sha256::digest(&zip));
+    for (name, address) in [
+        (
+            "tag",
+            format!("oci://{}/modules/vpc?tag=1.0.0", registry.host),
+        ),
+        (
+            "digest",
+            format!("oci://{}/modules/vpc?digest={manifest}", registry.host),
+        ),
+    ] {
+        let (dest, result) = world.fetch(&address, name);
+        match result {
+            Ok(PackageIdentity::Archive { url, sha256 }) => {
+                assert_eq!(url, address);
+                assert_eq!(sha256, zip_sha256);
+            }
+            other => panic!("{address}: {other:?}"),
+        }
+        assert_eq!(tree(&dest), expected_tree(), "{address}");
+    }
+    let (dest, result) = world.fetch(
+        &format!("oci://{}/modules/vpc?tag=2.0.0", registry.host),
+        "missing",
+    );
+    let message = result.unwrap_err().to_string();
+    assert!(message.contains("2.0.0"), "{message}");
+    assert!(!dest.exists());
 }
