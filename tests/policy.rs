@@ -209,7 +209,7 @@ fn a_package_below_the_minimum_trust_is_refused_and_nothing_is_kept() {
         .init_failing(&["-policy=policy.hcl"])
         .assert_says("Provider package refused by policy")
         .assert_says(&refusal);
-    let entry = cache.join(WIDGET).join("1.0.0").join(current_platform());
+    let entry = cache.join(WIDGET).join("1.1.0").join(current_platform());
     assert!(!entry.exists(), "a refused package was cached");
 
     // Installed and cached without the policy, each records how it was
@@ -420,9 +420,18 @@ fn every_command_that_installs_holds_to_the_policy() {
             .join(current_platform())
             .exists()
     );
+    // Offline, the cache entry whose record the policy refused is offered
+    // again as an unpacked directory: the refusal names the entry, says
+    // why it cannot be trusted offline and what to do.
+    let entry = cache.join(WIDGET).join("1.1.0").join(current_platform());
     project
         .init_failing(&["-policy=policy.hcl", "-offline"])
-        .assert_says("refused: the package is");
+        .assert_says(&format!(
+            "Error while installing acme/widget v1.1.0: the plugin cache entry {} cannot be authenticated. An unpacked copy holds no checksums or signature to check it against, so it counts as \"unauthenticated\"",
+            entry.display()
+        ))
+        .assert_says("With -offline nothing is downloaded, so this entry cannot be authenticated again against its registry's checksums and signature")
+        .assert_says("Run init without -offline");
     project
         .run(&["providers", "lock", "-policy=policy.hcl"])
         .assert_failure()

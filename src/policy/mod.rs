@@ -497,6 +497,7 @@ impl Policy {
             version: version.clone(),
             decision,
             auth: auth.clone(),
+            unpacked: None,
         }))
     }
 
@@ -635,10 +636,34 @@ pub struct Refusal {
     pub version: Version,
     pub decision: Decision,
     pub auth: AuthResult,
+    /// The package was an unpacked directory, whose refusal needs its own
+    /// explanation: it counts as unauthenticated for what it lacks, not
+    /// for anything found wrong with it.
+    pub unpacked: Option<UnpackedCopy>,
+}
+
+/// An unpacked directory offered as the package.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnpackedCopy {
+    pub dir: PathBuf,
+    /// The directory is an entry of the plugin cache (re-staged from it
+    /// because the entry's own record did not pass).
+    pub in_plugin_cache: bool,
+    /// The run is `-offline`, so nothing can be downloaded instead.
+    pub offline: bool,
 }
 
 impl Refusal {
     pub fn diagnostic(&self) -> Diagnostic {
+        if let (
+            Some(unpacked),
+            Verdict::TrustTooLow {
+                required, actual, ..
+            },
+        ) = (&self.unpacked, &self.decision.verdict)
+        {
+            return self.unpacked_diagnostic(unpacked, *actual, *required);
+        }
         Diagnostic::error(
             "Provider package refused by policy",
             format!(
@@ -653,6 +678,43 @@ impl Refusal {
     pub fn json(&self) -> Value {
         self.decision
             .json(&self.provider, Some(&self.version), Some(&self.auth))
+    }
+
+    /// Says that the directory is what could not be trusted, and why: an
+    /// unpacked copy holds no checksums or signature to check it against.
+    fn unpacked_diagnostic(
+        &self,
+        unpacked: &UnpackedCopy,
+        actual: TrustLevel,
+        required: TrustLevel,
+    ) -> Diagnostic {
+        let what = if unpacked.in_plugin_cache {
+            "the plugin cache entry"
+        } else {
+            "the unpacked directory"
+        };
+        let remedy = match (unpacked.offline, unpacked.in_plugin_cache) {
+            (true, true) => {
+                "With -offline nothing is downloaded, so this entry cannot be authenticated again against its registry's checksums and signature, and the plugin cache's record of how it was authenticated when it was cached, where it has one, did not pass the policy either. Run init without -offline: the package is then downloaded and its signature checked, and the policy decides on what that finds."
+            }
+            (true, false) => {
+                "With -offline nothing is downloaded, so this copy cannot be authenticated against its registry's checksums and signature. Run init without -offline so that the package is downloaded and its signature checked, or fill the plugin cache from the registry (tfinstall cache warm) beforehand."
+            }
+            (false, _) => {
+                "Install the package from where its archive comes with checksums and a signature (its registry, a network mirror, or a filesystem mirror of the zip archives), or lower min_trust in the policy if unpacked copies are meant to be trusted."
+            }
+        };
+        Diagnostic::error(
+            "Provider package refused by policy",
+            format!(
+                "Error while installing {} v{}: {what} {} cannot be authenticated. An unpacked copy holds no checksums or signature to check it against, so it counts as \"{}\", and {} requires at least \"{required}\". Nothing was installed or cached.\n\n{remedy}",
+                self.provider.for_display(),
+                self.version,
+                unpacked.dir.display(),
+                actual,
+                self.decision.rule,
+            ),
+        )
     }
 }
 
