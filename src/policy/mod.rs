@@ -108,7 +108,8 @@ struct Rule {
     line: usize,
     versions: Option<Setting<VersionConstraints>>,
     min_trust: Option<Setting<TrustLevel>>,
-    /// Upper-case 16-digit key IDs, as Terraform prints them.
+    /// Upper-case fingerprints (40 digits) or 64-bit key IDs (16 digits,
+    /// as Terraform prints them).
     key_ids: Option<Setting<Vec<String>>>,
 }
 
@@ -151,6 +152,27 @@ pub struct Policy {
     min_trust: Option<Setting<TrustLevel>>,
     accept_expired_keys: Option<Setting<bool>>,
     rules: Vec<Rule>,
+    /// What the file should say better (a key pinned by its 64-bit ID),
+    /// for the command to show.
+    warnings: Diagnostics,
+}
+
+/// Whether the key that signed the package is the one `pinned` names: a
+/// fingerprint names a primary key or the signing subkey, a 64-bit key ID
+/// (which two keys can be made to share) the primary key.
+fn pin_matches(pinned: &str, auth: &AuthResult) -> bool {
+    if pinned.len() == 40 {
+        fingerprints(auth).iter().any(|fp| fp == pinned)
+    } else {
+        auth.key_id() == Some(pinned)
+    }
+}
+
+fn fingerprints(auth: &AuthResult) -> &[String] {
+    match auth {
+        AuthResult::Signed(check) => &check.fingerprints,
+        _ => &[],
+    }
 }
 
 /// Which part of the file decided.
@@ -229,6 +251,9 @@ pub enum Verdict {
     /// The `allow` block pins keys, and another one (or none) signed it.
     KeyNotPinned {
         key_id: Option<String>,
+        /// The signing key's primary fingerprint, where known: a pin by
+        /// fingerprint can refuse a key whose 64-bit ID it shares.
+        fingerprint: Option<String>,
     },
     KeyExpired {
         key_id: String,
@@ -300,11 +325,20 @@ impl fmt::Display for Decision {
                     "refused: the package is \"{actual}\"{key}, and {rule} requires at least \"{required}\""
                 )
             }
-            Verdict::KeyNotPinned { key_id: Some(key) } => write!(
-                f,
-                "refused: the package is signed by key {key}, which {rule} does not list"
-            ),
-            Verdict::KeyNotPinned { key_id: None } => write!(
+            Verdict::KeyNotPinned {
+                key_id: Some(key),
+                fingerprint,
+            } => {
+                let fingerprint = fingerprint
+                    .as_ref()
+                    .map(|fp| format!(" (fingerprint {fp})"))
+                    .unwrap_or_default();
+                write!(
+                    f,
+                    "refused: the package is signed by key {key}{fingerprint}, which {rule} does not list"
+                )
+            }
+            Verdict::KeyNotPinned { key_id: None, .. } => write!(
                 f,
                 "refused: the package is not signed by any key, and {rule} requires one of its keys"
             ),
@@ -351,6 +385,11 @@ impl Policy {
             Some(path) => Ok(Some(Arc::new(Policy::load(path)?))),
             None => Ok(None),
         }
+    }
+
+    /// The file's warnings, for the command to show before it starts.
+    pub fn warnings(&self) -> &Diagnostics {
+        &self.warnings
     }
 
     /// Whether `version` of `provider` may be selected at all, before any
@@ -452,13 +491,14 @@ impl Policy {
         }
         for rule in &granting {
             if let Some(keys) = &rule.key_ids
-                && !key_id
-                    .as_ref()
-                    .is_some_and(|k| keys.value.iter().any(|pinned| pinned == k))
+                && !keys.value.iter().any(|pinned| pin_matches(pinned, auth))
             {
                 return decision(
                     rule.named(&self.file, Some(("key_ids", keys.line))),
-                    Verdict::KeyNotPinned { key_id },
+                    Verdict::KeyNotPinned {
+                        key_id,
+                        fingerprint: fingerprints(auth).first().cloned(),
+                    },
                 );
             }
         }
