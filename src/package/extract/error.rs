@@ -1,3 +1,14 @@
+//! Why a package could not be extracted, worded for the user who must
+//! act on it.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+use zip::result::ZipError;
+
+use super::names::NameProblem;
+
 /// Why a package could not be extracted or has no provider executable.
 ///
 /// Entry names are shown quoted and escaped, since they come from the archive
@@ -97,7 +108,7 @@ impl ExtractError {
 
 /// The zip crate's message without its "invalid Zip archive" prefix, which
 /// our own messages already say in words fit for the context.
-fn zip_error_detail(err: ZipError) -> String {
+pub(super) fn zip_error_detail(err: ZipError) -> String {
     match err {
         // The zip crate's own text for a header cut short names its internal
         // types ("Unexpected end of zip::format::blocks::…").
@@ -116,7 +127,7 @@ fn zip_error_detail(err: ZipError) -> String {
 
 /// What a file that is not a zip at all probably is, for the one case users
 /// meet in practice: a web server's or proxy's HTML page saved as the package.
-fn not_a_zip_hint(zip: &Path) -> &'static str {
+pub(super) fn not_a_zip_hint(zip: &Path) -> &'static str {
     let mut start = [0u8; 512];
     let read = File::open(zip)
         .and_then(|mut file| file.read(&mut start))

@@ -1,7 +1,9 @@
+//! The bounds on what one package may unpack to.
+
 /// Bytes an entry may inflate to before its compression ratio is judged: tiny
 /// files of repeated bytes legitimately compress far better than 200:1, and
 /// the ratio only matters once an entry is big enough to hurt.
-const RATIO_GRACE_BYTES: u64 = 1 << 20;
+pub(super) const RATIO_GRACE_BYTES: u64 = 1 << 20;
 
 /// Bounds on what one provider package may unpack to.
 ///

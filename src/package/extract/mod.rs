@@ -36,23 +36,28 @@
 //!   and written in one streaming pass, so a package is never held in memory
 //!   and never re-read to compute its hash.
 
-use std::collections::hash_map::Entry;
-use std::collections::{HashMap, HashSet};
-use std::fmt;
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufReader, Read, Seek, Write};
+use std::collections::HashSet;
+use std::fs::{self, File};
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
 
 use zip::result::ZipError;
-use zip::{CompressionMethod, ZipArchive, ZipReadOptions};
+use zip::{ZipArchive, ZipReadOptions};
 
-use crate::sha256::Sha256Lane;
-
+mod error;
+mod limits;
+mod names;
+mod read;
 mod stream;
-pub use stream::{ArchiveHash, Chunks, Declined, hash_stream, unpack_stream};
+mod write;
 
+pub use error::ExtractError;
+use error::{not_a_zip_hint, zip_error_detail};
+pub use limits::ExtractLimits;
+pub use names::NameProblem;
+use read::{EntryKind, plan_entries};
+pub use stream::{ArchiveHash, Chunks, Declined, hash_stream, unpack_stream};
+use write::{COPY_BUFFER_BYTES, PackageWriter};
 
 /// One regular file written by [`extract_package`], with what `h1:` needs so
 /// the installed tree never has to be read back to be hashed.
@@ -63,7 +68,6 @@ pub struct ExtractedFile {
     pub sha256: [u8; 32],
     pub size: u64,
 }
-
 
 /// Extracts the provider package `zip` into `dest` and returns every regular
 /// file written, sorted byte-wise by name (the order `h1:` hashes them in).
@@ -199,7 +203,6 @@ fn is_executable_name(name: &[u8], provider_type: &str) -> bool {
     name.strip_prefix(prefix.as_bytes())
         .is_some_and(|rest| matches!(rest.first(), None | Some(b'_' | b'.')))
 }
-
 
 #[cfg(all(test, unix))]
 mod tests;

@@ -1,7 +1,16 @@
+//! The checks on entry names: plain relative paths that mean the same on
+//! every operating system, each claimed by one entry only.
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::fmt;
+
+use super::error::ExtractError;
+
 /// Longest single path component most file systems accept (ext4, APFS, NTFS).
-const MAX_COMPONENT_BYTES: usize = 255;
+pub(super) const MAX_COMPONENT_BYTES: usize = 255;
 /// Linux `PATH_MAX`; a longer relative name cannot be opened on Linux anyway.
-const MAX_PATH_BYTES: usize = 4096;
+pub(super) const MAX_PATH_BYTES: usize = 4096;
 
 /// Why an entry name was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,7 +59,7 @@ impl fmt::Display for NameProblem {
 
 /// Returns the relative path an entry name denotes, without a directory's
 /// trailing `/`, and whether the name marked a directory.
-fn validate_name(raw: &[u8]) -> Result<(&str, bool), NameProblem> {
+pub(super) fn validate_name(raw: &[u8]) -> Result<(&str, bool), NameProblem> {
     if raw.is_empty() {
         return Err(NameProblem::Empty);
     }
@@ -91,23 +100,28 @@ fn validate_name(raw: &[u8]) -> Result<(&str, bool), NameProblem> {
 
 /// Which entry owns each path, keyed by the case-folded path.
 #[derive(Default)]
-struct PathClaims(HashMap<String, Claim>);
+pub(super) struct PathClaims(HashMap<String, Claim>);
 
-struct Claim {
+pub(super) struct Claim {
     spelled: String,
     entry: String,
     kind: ClaimKind,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum ClaimKind {
+pub(super) enum ClaimKind {
     File,
     ExplicitDir,
     ImplicitDir,
 }
 
 impl PathClaims {
-    fn claim_entry(&mut self, path: &str, entry: &str, is_dir: bool) -> Result<(), ExtractError> {
+    pub(super) fn claim_entry(
+        &mut self,
+        path: &str,
+        entry: &str,
+        is_dir: bool,
+    ) -> Result<(), ExtractError> {
         for (end, _) in path.match_indices('/') {
             self.claim(&path[..end], entry, ClaimKind::ImplicitDir)?;
         }
@@ -119,7 +133,12 @@ impl PathClaims {
         self.claim(path, entry, kind)
     }
 
-    fn claim(&mut self, path: &str, entry: &str, wanted: ClaimKind) -> Result<(), ExtractError> {
+    pub(super) fn claim(
+        &mut self,
+        path: &str,
+        entry: &str,
+        wanted: ClaimKind,
+    ) -> Result<(), ExtractError> {
         let existing = match self.0.entry(path.to_lowercase()) {
             Entry::Vacant(vacant) => {
                 vacant.insert(Claim {

@@ -1,29 +1,40 @@
-const S_IFMT: u32 = 0o170_000;
-const S_IFREG: u32 = 0o100_000;
-const S_IFDIR: u32 = 0o040_000;
-const S_IFLNK: u32 = 0o120_000;
+//! Reading the zip's entries: every entry's metadata checked, and what
+//! it becomes decided, before anything is inflated.
 
-struct PlannedEntry {
-    index: usize,
+use std::io::{Read, Seek};
+
+use zip::{CompressionMethod, ZipArchive};
+
+use super::error::{ExtractError, zip_error_detail};
+use super::is_executable_name;
+use super::names::{PathClaims, validate_name};
+
+pub(super) const S_IFMT: u32 = 0o170_000;
+pub(super) const S_IFREG: u32 = 0o100_000;
+pub(super) const S_IFDIR: u32 = 0o040_000;
+pub(super) const S_IFLNK: u32 = 0o120_000;
+
+pub(super) struct PlannedEntry {
+    pub(super) index: usize,
     /// The entry name as stored, for messages.
-    name: String,
+    pub(super) name: String,
     /// The validated relative path, without a directory's trailing `/`.
-    path: String,
-    kind: EntryKind,
-    compressed_size: u64,
-    declared_size: u64,
-    crc32: u32,
+    pub(super) path: String,
+    pub(super) kind: EntryKind,
+    pub(super) compressed_size: u64,
+    pub(super) declared_size: u64,
+    pub(super) crc32: u32,
 }
 
 #[derive(Clone, Copy)]
-enum EntryKind {
+pub(super) enum EntryKind {
     Directory,
     File { mode: u32 },
 }
 
 /// Checks every entry's metadata and decides what it becomes, so that an
 /// archive with one bad name is refused before anything is inflated.
-fn plan_entries<R: Read + Seek>(
+pub(super) fn plan_entries<R: Read + Seek>(
     archive: &ZipArchive<R>,
     provider_type: &str,
 ) -> Result<Vec<PlannedEntry>, ExtractError> {

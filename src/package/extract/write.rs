@@ -1,5 +1,22 @@
+//! The streaming writer: each entry inflated, held to the limits, hashed
+//! and written in one pass, a large one on two threads.
+
+use std::collections::HashSet;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+
+use crate::sha256::Sha256Lane;
+
+use super::error::ExtractError;
+use super::limits::{ExtractLimits, RATIO_GRACE_BYTES};
+use super::read::PlannedEntry;
+use super::{ArchiveHash, ExtractedFile};
+
 /// An entry's inflated bytes, read by [`PackageWriter::write_data`].
-trait EntryReader: Read {
+pub(super) trait EntryReader: Read {
     /// For a download unpacked as it arrives, the hash of the archive: the
     /// entry's bytes are hashed beside it, two lanes at once, on whichever
     /// thread hashes the file.
@@ -13,34 +30,34 @@ impl<R: Read> EntryReader for zip::read::ZipFile<'_, R> {}
 /// Reads of the archive and writes of its files go in pieces this large: the
 /// inflater hands out no more than its input buffer holds, and with the
 /// default 8 KiB a 200 MB package took 25,000 reads and as many writes.
-const COPY_BUFFER_BYTES: usize = 256 * 1024;
+pub(super) const COPY_BUFFER_BYTES: usize = 256 * 1024;
 /// Entries declaring at least this size (or no size: a download's entry
 /// whose sizes follow its data) may get a second thread once their first
 /// buffer is done (see [`copy`]); below it a thread costs more than it
 /// saves.
-const PIPELINE_MIN_BYTES: u64 = 8 << 20;
+pub(super) const PIPELINE_MIN_BYTES: u64 = 8 << 20;
 /// The name of the thread that hashes and writes a large entry while the
 /// one that started it inflates. Created by a download's unpacking thread,
 /// it takes that thread's scheduling priority (Linux threads start with
 /// their creator's nice value), so it yields to the network thread too.
-const SECOND_THREAD_NAME: &str = "hash-and-write";
+pub(super) const SECOND_THREAD_NAME: &str = "hash-and-write";
 
-struct PackageWriter<'a> {
+pub(super) struct PackageWriter<'a> {
     /// Where the files go; `None` when the package is only hashed: every
     /// entry is still inflated, held to the limits and checked, and nothing
     /// is written.
-    dest: Option<&'a Path>,
-    limits: &'a ExtractLimits,
+    pub(super) dest: Option<&'a Path>,
+    pub(super) limits: &'a ExtractLimits,
     /// Relative paths of directories already created, so each is made once.
-    created_dirs: HashSet<String>,
-    inflated_total: u64,
+    pub(super) created_dirs: HashSet<String>,
+    pub(super) inflated_total: u64,
 }
 
 impl PackageWriter<'_> {
     /// Creates `path` and its missing ancestors below `dest`, each one new:
     /// an existing entry, link or not, is an error rather than something to
     /// reuse.
-    fn ensure_dir(&mut self, path: &str) -> Result<(), ExtractError> {
+    pub(super) fn ensure_dir(&mut self, path: &str) -> Result<(), ExtractError> {
         let ends = path
             .match_indices('/')
             .map(|(end, _)| end)
@@ -58,7 +75,7 @@ impl PackageWriter<'_> {
         Ok(())
     }
 
-    fn write_file(
+    pub(super) fn write_file(
         &mut self,
         entry: &PlannedEntry,
         mode: u32,
@@ -105,7 +122,7 @@ impl PackageWriter<'_> {
     /// is how many compressed bytes the entry has taken so far, the ratio's
     /// denominator; `expected_size` decides whether hashing and writing may
     /// get a thread of their own.
-    fn write_data(
+    pub(super) fn write_data(
         &mut self,
         path: &str,
         name: &str,
@@ -178,12 +195,12 @@ impl PackageWriter<'_> {
 /// for an entry pays only while a core is idle: when packages unpack side
 /// by side they already keep every core busy, and more threads would only
 /// add their buffers to the memory used.
-struct Unpacking;
+pub(super) struct Unpacking;
 
-static UNPACKING: AtomicUsize = AtomicUsize::new(0);
+pub(super) static UNPACKING: AtomicUsize = AtomicUsize::new(0);
 
 impl Unpacking {
-    fn start() -> Unpacking {
+    pub(super) fn start() -> Unpacking {
         UNPACKING.fetch_add(1, Ordering::SeqCst);
         Unpacking
     }
@@ -212,7 +229,7 @@ impl Drop for Unpacking {
 /// Fills `buffer` (resized to [`COPY_BUFFER_BYTES`]) from `data`, since the
 /// zip crate's inflater returns at most 8 KiB per read. Returns how much it
 /// holds and whether the entry ended.
-fn fill(data: &mut impl Read, buffer: &mut Vec<u8>) -> io::Result<(usize, bool)> {
+pub(super) fn fill(data: &mut impl Read, buffer: &mut Vec<u8>) -> io::Result<(usize, bool)> {
     buffer.resize(COPY_BUFFER_BYTES, 0);
     let mut filled = 0;
     while filled < buffer.len() {
@@ -229,11 +246,11 @@ fn fill(data: &mut impl Read, buffer: &mut Vec<u8>) -> io::Result<(usize, bool)>
 /// Where one file's inflated bytes go: its CRC-32, its SHA-256 (beside the
 /// archive's, for a download unpacked as it arrives) and the file itself,
 /// unless the package is only hashed.
-struct FileOutput {
-    out: Option<File>,
-    crc32: crc32fast::Hasher,
-    sha256: Sha256Lane,
-    archive_hash: Option<ArchiveHash>,
+pub(super) struct FileOutput {
+    pub(super) out: Option<File>,
+    pub(super) crc32: crc32fast::Hasher,
+    pub(super) sha256: Sha256Lane,
+    pub(super) archive_hash: Option<ArchiveHash>,
 }
 
 impl FileOutput {
@@ -260,7 +277,7 @@ impl FileOutput {
 /// writes each buffer while this one inflates the next. Inflating is the
 /// larger half: one after the other, the two left a core idle for the
 /// second or more a big provider takes.
-fn copy(
+pub(super) fn copy(
     mut output: FileOutput,
     inflate: &mut impl FnMut(&mut Vec<u8>) -> Result<bool, ExtractError>,
     large_entry: Option<&str>,
@@ -288,7 +305,7 @@ fn copy(
 
 /// The rest of [`copy`] on two threads. A few buffers go round between
 /// them, so memory stays flat; the hand-off is bounded both ways.
-fn copy_on_two_threads(
+pub(super) fn copy_on_two_threads(
     output: FileOutput,
     inflate: &mut impl FnMut(&mut Vec<u8>) -> Result<bool, ExtractError>,
     spare: Vec<u8>,
@@ -341,7 +358,7 @@ fn copy_on_two_threads(
 
 /// Creates a file that must not exist yet (`O_EXCL`, which also refuses to
 /// follow a link), readable only by us until its final mode is set.
-fn create_new_file(path: &Path) -> io::Result<File> {
+pub(super) fn create_new_file(path: &Path) -> io::Result<File> {
     let mut options = OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
@@ -355,17 +372,17 @@ fn create_new_file(path: &Path) -> io::Result<File> {
 /// Sets the mode through the open handle, so it applies to the file we wrote
 /// even if its path were swapped meanwhile; the umask plays no part.
 #[cfg(unix)]
-fn set_file_mode(file: &File, mode: u32) -> io::Result<()> {
+pub(super) fn set_file_mode(file: &File, mode: u32) -> io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     file.set_permissions(fs::Permissions::from_mode(mode))
 }
 
 #[cfg(not(unix))]
-fn set_file_mode(_file: &File, _mode: u32) -> io::Result<()> {
+pub(super) fn set_file_mode(_file: &File, _mode: u32) -> io::Result<()> {
     Ok(())
 }
 
-fn create_new_dir(path: &Path) -> Result<(), ExtractError> {
+pub(super) fn create_new_dir(path: &Path) -> Result<(), ExtractError> {
     let write_err = |source| ExtractError::Write {
         path: path.to_path_buf(),
         source,

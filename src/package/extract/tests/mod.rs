@@ -1,13 +1,22 @@
-use std::io::Cursor;
+//! The extractor's tests: benign archives install exactly, also while
+//! streaming; [`refusals`] holds what must be refused.
+
+use std::fs::{self, File};
+use std::io::{Cursor, Seek, Write};
 use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 
 use base64::Engine;
 use tempfile::TempDir;
 use zip::write::SimpleFileOptions;
-use zip::{System, ZipWriter};
+use zip::{CompressionMethod, System, ZipWriter};
 
+use super::write::{FileOutput, PIPELINE_MIN_BYTES, Unpacking, copy_on_two_threads, fill};
 use super::*;
+use crate::sha256::Sha256Lane;
 use sha2::{Digest, Sha256};
+
+mod refusals;
 
 const TYPE: &str = "null";
 const EXE: &str = "terraform-provider-null_v1.0.0_x5";
@@ -525,8 +534,7 @@ fn special_mode_bits_are_dropped() {
 #[test]
 fn infozip_fixture_reproduces_its_recorded_h1() {
     let archive =
-        fs::read("testdata/extract/infozip-terraform-provider-null_2.1.0_linux_amd64.zip")
-            .unwrap();
+        fs::read("testdata/extract/infozip-terraform-provider-null_2.1.0_linux_amd64.zip").unwrap();
     let scratch = Scratch::new();
     let files = scratch.extract(&archive).unwrap();
     assert_eq!(
@@ -562,8 +570,7 @@ fn ordinary_archives_unpack_while_streaming() {
             add_exe(w);
             add(w, "docs/README", README_DATA, options());
         }),
-        fs::read("testdata/extract/infozip-terraform-provider-null_2.1.0_linux_amd64.zip")
-            .unwrap(),
+        fs::read("testdata/extract/infozip-terraform-provider-null_2.1.0_linux_amd64.zip").unwrap(),
         // Sizes after the data, as Go's archive/zip writes them.
         {
             let mut writer = ZipWriter::new_stream(Vec::new());

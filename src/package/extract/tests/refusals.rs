@@ -1,3 +1,7 @@
+//! What the extractor must refuse, and the limits it holds packages to.
+
+use super::*;
+
 // ---- names ----
 
 #[test]
@@ -101,9 +105,7 @@ fn over_long_names_are_refused() {
     let long_path = vec!["d".repeat(200); 21].join("/");
     assert_eq!(
         refused(&package_with(&long_path)),
-        format!(
-            "archive entry {long_path:?} is not allowed: the name is longer than 4096 bytes"
-        )
+        format!("archive entry {long_path:?} is not allowed: the name is longer than 4096 bytes")
     );
 }
 
@@ -141,8 +143,7 @@ fn case_duplicate_names_are_refused() {
         add(w, "docs/b.md", b"b", options());
     });
     assert!(
-        refused(&archive)
-            .starts_with("archive entries \"Docs/a.md\" and \"docs/b.md\" have paths")
+        refused(&archive).starts_with("archive entries \"Docs/a.md\" and \"docs/b.md\" have paths")
     );
 }
 
