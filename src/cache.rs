@@ -145,6 +145,11 @@ pub enum AuthRecord {
     Signed {
         trust: TrustRecord,
         key_id: String,
+        /// The primary key's fingerprint and the signing subkey's, for
+        /// policies that pin keys by fingerprint (absent from records made
+        /// before they were kept, which such a pin then does not match).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        fingerprints: Vec<String>,
         /// The signing key had expired, which the provider policy may
         /// refuse (`accept_expired_keys = false`).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -173,6 +178,7 @@ impl From<&AuthResult> for AuthRecord {
                     Trust::SelfSigned => TrustRecord::SelfSigned,
                 },
                 key_id: check.key_id.clone(),
+                fingerprints: check.fingerprints.clone(),
                 key_expired: check.key_expired,
             },
             AuthResult::SigningSkipped => AuthRecord::SigningSkipped,
@@ -188,6 +194,7 @@ impl From<&AuthRecord> for AuthResult {
             AuthRecord::Signed {
                 trust,
                 key_id,
+                fingerprints,
                 key_expired,
             } => AuthResult::Signed(SignatureCheck {
                 trust: match trust {
@@ -196,6 +203,7 @@ impl From<&AuthRecord> for AuthResult {
                     TrustRecord::SelfSigned => Trust::SelfSigned,
                 },
                 key_id: key_id.clone(),
+                fingerprints: fingerprints.clone(),
                 key_expired: *key_expired,
             }),
             AuthRecord::SigningSkipped => AuthResult::SigningSkipped,
@@ -695,6 +703,7 @@ mod tests {
             auth: AuthRecord::Signed {
                 trust: TrustRecord::SelfSigned,
                 key_id: "ABCDEF0123456789".into(),
+                fingerprints: vec!["0123456789ABCDEF0123456789ABCDEF01234567".into()],
                 key_expired: true,
             },
             origin: "https://example.com/p.zip".into(),

@@ -209,7 +209,7 @@ fn a_package_below_the_minimum_trust_is_refused_and_nothing_is_kept() {
         .init_failing(&["-policy=policy.hcl"])
         .assert_says("Provider package refused by policy")
         .assert_says(&refusal);
-    let entry = cache.join(WIDGET).join("1.0.0").join(current_platform());
+    let entry = cache.join(WIDGET).join("1.1.0").join(current_platform());
     assert!(!entry.exists(), "a refused package was cached");
 
     // Installed and cached without the policy, each records how it was
@@ -243,10 +243,63 @@ fn only_pinned_keys_may_sign() {
     };
     policy(project, &pinned("0123456789ABCDEF"));
     project.init_failing(&["-policy=policy.hcl"]).assert_says(&format!(
-        "refused: the package is signed by key {}, which key_ids in allow \"registry.terraform.io/acme/*\" at policy.hcl:2 does not list",
-        hosted.key.key_id()
+        "refused: the package is signed by key {} (fingerprint {}), which key_ids in allow \"registry.terraform.io/acme/*\" at policy.hcl:2 does not list",
+        hosted.key.key_id(),
+        hosted.key.fingerprint()
     ));
     policy(project, &pinned(&hosted.key.key_id().to_lowercase()));
+    project.init(&["-policy=policy.hcl"]).assert_success();
+}
+
+/// `key_ids` pins a key by its full fingerprint. A fingerprint that ends
+/// in the signing key's 64-bit ID but is another key's refuses the package,
+/// where a pin by that ID would take it: a real key with a chosen key ID
+/// takes a 2^64 search to make, so the other key is named by a fingerprint
+/// made in the test, which is all the policy ever compares. A second real
+/// key's fingerprint is refused too; a signing subkey's packages pass by
+/// their primary key's fingerprint; a pin by ID still works, with a warning.
+#[test]
+fn keys_are_pinned_by_fingerprint() {
+    let hosted = registry(PgpKey::generate());
+    let project = &hosted.project;
+    project.require(&[("widget", "acme/widget", "1.0.0")]);
+    let pinned = |key: &str| {
+        format!("allow \"registry.terraform.io/acme/*\" {{\n  key_ids = [\"{key}\"]\n}}\n")
+    };
+    let key_id = hosted.key.key_id();
+    let fingerprint = hosted.key.fingerprint();
+    let twin = format!("{}{key_id}", "0".repeat(24));
+    assert_ne!(twin, fingerprint);
+    policy(project, &pinned(&twin));
+    project.init_failing(&["-policy=policy.hcl"]).assert_says(&format!(
+        "refused: the package is signed by key {key_id} (fingerprint {fingerprint}), which key_ids in allow \"registry.terraform.io/acme/*\" at policy.hcl:2 does not list"
+    ));
+    policy(project, &pinned(&PgpKey::generate().fingerprint()));
+    project
+        .init_failing(&["-policy=policy.hcl"])
+        .assert_says("does not list");
+
+    policy(project, &pinned(&fingerprint.to_lowercase()));
+    let run = project.init(&["-policy=policy.hcl"]);
+    run.assert_success();
+    assert!(
+        !run.joined().contains("64-bit"),
+        "a fingerprint pin draws no warning"
+    );
+
+    policy(project, &pinned(&key_id));
+    project
+        .init(&["-policy=policy.hcl", "-upgrade"])
+        .assert_success()
+        .assert_says("Warning: Key pinned by its 64-bit ID")
+        .assert_says(&format!(
+            "key_ids pins the key {key_id} by its 64-bit key ID"
+        ));
+
+    let subkeyed = registry(PgpKey::generate_with_signing_subkey());
+    let project = &subkeyed.project;
+    project.require(&[("widget", "acme/widget", "1.0.0")]);
+    policy(project, &pinned(&subkeyed.key.fingerprint()));
     project.init(&["-policy=policy.hcl"]).assert_success();
 }
 
@@ -420,9 +473,18 @@ fn every_command_that_installs_holds_to_the_policy() {
             .join(current_platform())
             .exists()
     );
+    // Offline, the cache entry whose record the policy refused is offered
+    // again as an unpacked directory: the refusal names the entry, says
+    // why it cannot be trusted offline and what to do.
+    let entry = cache.join(WIDGET).join("1.1.0").join(current_platform());
     project
         .init_failing(&["-policy=policy.hcl", "-offline"])
-        .assert_says("refused: the package is");
+        .assert_says(&format!(
+            "Error while installing acme/widget v1.1.0: the plugin cache entry {} cannot be authenticated. An unpacked copy holds no checksums or signature to check it against, so it counts as \"unauthenticated\"",
+            entry.display()
+        ))
+        .assert_says("With -offline nothing is downloaded, so this entry cannot be authenticated again against its registry's checksums and signature")
+        .assert_says("Run init without -offline");
     project
         .run(&["providers", "lock", "-policy=policy.hcl"])
         .assert_failure()

@@ -523,6 +523,9 @@ async fn run_warm(
 ) -> Result<Diagnostics, Diagnostics> {
     let platforms = target_platforms(&args.platforms)?;
     let policy = Policy::from_flag(args.policy.as_deref())?;
+    if let Some(policy) = &policy {
+        out.diagnostics(policy.warnings());
+    }
     let env = CliEnv::from_process();
     let (mut cli_config, mut config_diags) = cliconfig::load(&env);
     // Filling a cache that does not exist yet (a fresh CI image) is what

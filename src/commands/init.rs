@@ -322,6 +322,9 @@ impl<'a> Run<'a> {
         // Before anything else is read: a policy that cannot be read
         // installs nothing.
         let policy = Policy::from_flag(args.policy.as_deref())?;
+        if let Some(policy) = &policy {
+            out.diagnostics(policy.warnings());
+        }
         let env = CliEnv::from_process();
         let (cli_config, config_diags) = cliconfig::load(&env);
         out.config_problems(&config_diags);

@@ -155,10 +155,10 @@ fn native_context(text: &str, offset: usize) -> Option<String> {
                 depth = depth.saturating_sub(1);
                 i += 1;
                 if depth == 0 {
-                    if let Some((start, header)) = open.take() {
-                        if (start..i).contains(&offset) {
-                            return Some(block_header(&header));
-                        }
+                    if let Some((start, header)) = open.take()
+                        && (start..i).contains(&offset)
+                    {
+                        return Some(block_header(&header));
                     }
                     header.clear();
                     header_start = None;
@@ -308,10 +308,10 @@ fn json_context(text: &str, offset: usize) -> Option<String> {
         match bytes[i] {
             b'"' => {
                 let (end, value) = quoted(text, i);
-                if let Some((Frame::Object { key }, _)) = frames.last_mut() {
-                    if key.is_none() {
-                        *key = Some(value);
-                    }
+                if let Some((Frame::Object { key }, _)) = frames.last_mut()
+                    && key.is_none()
+                {
+                    *key = Some(value);
                 }
                 i = end;
                 continue;

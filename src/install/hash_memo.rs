@@ -304,6 +304,7 @@ mod tests {
         let signed = AuthResult::Signed(SignatureCheck {
             trust: Trust::SelfSigned,
             key_id: "38027F80D7FD5FB2".into(),
+            fingerprints: Vec::new(),
             key_expired: true,
         });
         let h1 = PackageHash::h1_of_dir(&pkg).unwrap();

@@ -23,7 +23,7 @@ use crate::install::link::{LinkMode, link_package};
 use crate::install::staging::Staging;
 use crate::package::extract::{ExtractedFile, extract_package, find_executable};
 use crate::package::stamps::{DirStamps, pin_mtimes};
-use crate::policy::Refusal;
+use crate::policy::{Refusal, UnpackedCopy};
 use crate::source::authentication::{
     StageError, alongside_documents, authenticate_archive, authenticate_files,
 };
@@ -331,7 +331,17 @@ impl Installer {
                     &AuthResult::Unauthenticated,
                     emit,
                 )
-                .map_err(StageError::Refused)?;
+                .map_err(|mut refusal| {
+                    refusal.unpacked = Some(UnpackedCopy {
+                        dir: src.clone(),
+                        in_plugin_cache: self
+                            .cache
+                            .as_ref()
+                            .is_some_and(|cache| src.starts_with(cache.cache.root())),
+                        offline: self.offline,
+                    });
+                    StageError::Refused(refusal)
+                })?;
                 let package = stage_unpacked(
                     src.clone(),
                     staged.to_path_buf(),

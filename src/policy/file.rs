@@ -34,6 +34,7 @@ pub(super) fn parse(src: &str, file: &Path) -> Result<Policy, Diagnostics> {
         min_trust: None,
         accept_expired_keys: None,
         rules: Vec::new(),
+        warnings: Diagnostics::new(),
     };
     match hcl::edit::parser::parse_body(text) {
         Ok(body) => reader.top_level(&body, &mut policy),
@@ -47,6 +48,7 @@ pub(super) fn parse(src: &str, file: &Path) -> Result<Policy, Diagnostics> {
     if reader.diags.has_errors() {
         Err(reader.diags)
     } else {
+        policy.warnings = reader.diags;
         Ok(policy)
     }
 }
@@ -62,6 +64,12 @@ struct Reader {
 impl Reader {
     fn line(&self, span: Option<Range<usize>>) -> usize {
         span.map_or(1, |s| self.source.line_column(s.start + self.base).0)
+    }
+
+    fn warning(&mut self, summary: &str, detail: String, span: Option<Range<usize>>) {
+        let span = span.map_or(0..0, |s| s.start + self.base..s.end + self.base);
+        self.diags
+            .push(Diagnostic::warning(summary, detail).in_source(&self.source, span));
     }
 
     fn error(&mut self, summary: &str, detail: String, span: Option<Range<usize>>) {
@@ -285,7 +293,7 @@ impl Reader {
         let Expression::Array(items) = expr else {
             self.error(
                 "Invalid key_ids",
-                "key_ids takes a list of key IDs, as in [\"38027F80D7FD5FB2\"].".to_owned(),
+                "key_ids takes a list of key fingerprints, as in [\"C874011F0AB405110D02105534365D9472D7468F\"].".to_owned(),
                 expr.span(),
             );
             return None;
@@ -300,18 +308,30 @@ impl Reader {
         }
         let mut keys = Vec::new();
         for item in items.iter() {
-            let text = self.string(item, "each key ID")?;
-            if text.len() != 16 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+            let text = self.string(item, "each key")?;
+            // A fingerprint may be written in the groups gpg prints.
+            let digits: String = text.chars().filter(|c| *c != ' ').collect();
+            if !matches!(digits.len(), 16 | 40) || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
                 self.error(
                     "Invalid key ID",
                     format!(
-                        "\"{text}\" is not a key ID: write the 16 hexadecimal digits Terraform prints after \"key ID\", as in \"38027F80D7FD5FB2\"."
+                        "\"{text}\" is not a key fingerprint or ID: write the key's fingerprint, 40 hexadecimal digits (gpg --fingerprint prints it), as in \"C874011F0AB405110D02105534365D9472D7468F\"."
                     ),
                     item.span(),
                 );
                 return None;
             }
-            keys.push(text.to_ascii_uppercase());
+            if digits.len() == 16 {
+                self.warning(
+                    "Key pinned by its 64-bit ID",
+                    format!(
+                        "key_ids pins the key {} by its 64-bit key ID, which another key can be made to share. Pin its full fingerprint instead (40 hexadecimal digits, which gpg --fingerprint prints, and which end with this ID).",
+                        digits.to_ascii_uppercase()
+                    ),
+                    item.span(),
+                );
+            }
+            keys.push(digits.to_ascii_uppercase());
         }
         Some(keys)
     }

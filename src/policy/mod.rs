@@ -108,7 +108,8 @@ struct Rule {
     line: usize,
     versions: Option<Setting<VersionConstraints>>,
     min_trust: Option<Setting<TrustLevel>>,
-    /// Upper-case 16-digit key IDs, as Terraform prints them.
+    /// Upper-case fingerprints (40 digits) or 64-bit key IDs (16 digits,
+    /// as Terraform prints them).
     key_ids: Option<Setting<Vec<String>>>,
 }
 
@@ -151,6 +152,27 @@ pub struct Policy {
     min_trust: Option<Setting<TrustLevel>>,
     accept_expired_keys: Option<Setting<bool>>,
     rules: Vec<Rule>,
+    /// What the file should say better (a key pinned by its 64-bit ID),
+    /// for the command to show.
+    warnings: Diagnostics,
+}
+
+/// Whether the key that signed the package is the one `pinned` names: a
+/// fingerprint names a primary key or the signing subkey, a 64-bit key ID
+/// (which two keys can be made to share) the primary key.
+fn pin_matches(pinned: &str, auth: &AuthResult) -> bool {
+    if pinned.len() == 40 {
+        fingerprints(auth).iter().any(|fp| fp == pinned)
+    } else {
+        auth.key_id() == Some(pinned)
+    }
+}
+
+fn fingerprints(auth: &AuthResult) -> &[String] {
+    match auth {
+        AuthResult::Signed(check) => &check.fingerprints,
+        _ => &[],
+    }
 }
 
 /// Which part of the file decided.
@@ -229,6 +251,9 @@ pub enum Verdict {
     /// The `allow` block pins keys, and another one (or none) signed it.
     KeyNotPinned {
         key_id: Option<String>,
+        /// The signing key's primary fingerprint, where known: a pin by
+        /// fingerprint can refuse a key whose 64-bit ID it shares.
+        fingerprint: Option<String>,
     },
     KeyExpired {
         key_id: String,
@@ -300,11 +325,20 @@ impl fmt::Display for Decision {
                     "refused: the package is \"{actual}\"{key}, and {rule} requires at least \"{required}\""
                 )
             }
-            Verdict::KeyNotPinned { key_id: Some(key) } => write!(
-                f,
-                "refused: the package is signed by key {key}, which {rule} does not list"
-            ),
-            Verdict::KeyNotPinned { key_id: None } => write!(
+            Verdict::KeyNotPinned {
+                key_id: Some(key),
+                fingerprint,
+            } => {
+                let fingerprint = fingerprint
+                    .as_ref()
+                    .map(|fp| format!(" (fingerprint {fp})"))
+                    .unwrap_or_default();
+                write!(
+                    f,
+                    "refused: the package is signed by key {key}{fingerprint}, which {rule} does not list"
+                )
+            }
+            Verdict::KeyNotPinned { key_id: None, .. } => write!(
                 f,
                 "refused: the package is not signed by any key, and {rule} requires one of its keys"
             ),
@@ -351,6 +385,11 @@ impl Policy {
             Some(path) => Ok(Some(Arc::new(Policy::load(path)?))),
             None => Ok(None),
         }
+    }
+
+    /// The file's warnings, for the command to show before it starts.
+    pub fn warnings(&self) -> &Diagnostics {
+        &self.warnings
     }
 
     /// Whether `version` of `provider` may be selected at all, before any
@@ -452,13 +491,14 @@ impl Policy {
         }
         for rule in &granting {
             if let Some(keys) = &rule.key_ids
-                && !key_id
-                    .as_ref()
-                    .is_some_and(|k| keys.value.iter().any(|pinned| pinned == k))
+                && !keys.value.iter().any(|pinned| pin_matches(pinned, auth))
             {
                 return decision(
                     rule.named(&self.file, Some(("key_ids", keys.line))),
-                    Verdict::KeyNotPinned { key_id },
+                    Verdict::KeyNotPinned {
+                        key_id,
+                        fingerprint: fingerprints(auth).first().cloned(),
+                    },
                 );
             }
         }
@@ -497,6 +537,7 @@ impl Policy {
             version: version.clone(),
             decision,
             auth: auth.clone(),
+            unpacked: None,
         }))
     }
 
@@ -635,10 +676,34 @@ pub struct Refusal {
     pub version: Version,
     pub decision: Decision,
     pub auth: AuthResult,
+    /// The package was an unpacked directory, whose refusal needs its own
+    /// explanation: it counts as unauthenticated for what it lacks, not
+    /// for anything found wrong with it.
+    pub unpacked: Option<UnpackedCopy>,
+}
+
+/// An unpacked directory offered as the package.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnpackedCopy {
+    pub dir: PathBuf,
+    /// The directory is an entry of the plugin cache (re-staged from it
+    /// because the entry's own record did not pass).
+    pub in_plugin_cache: bool,
+    /// The run is `-offline`, so nothing can be downloaded instead.
+    pub offline: bool,
 }
 
 impl Refusal {
     pub fn diagnostic(&self) -> Diagnostic {
+        if let (
+            Some(unpacked),
+            Verdict::TrustTooLow {
+                required, actual, ..
+            },
+        ) = (&self.unpacked, &self.decision.verdict)
+        {
+            return self.unpacked_diagnostic(unpacked, *actual, *required);
+        }
         Diagnostic::error(
             "Provider package refused by policy",
             format!(
@@ -653,6 +718,43 @@ impl Refusal {
     pub fn json(&self) -> Value {
         self.decision
             .json(&self.provider, Some(&self.version), Some(&self.auth))
+    }
+
+    /// Says that the directory is what could not be trusted, and why: an
+    /// unpacked copy holds no checksums or signature to check it against.
+    fn unpacked_diagnostic(
+        &self,
+        unpacked: &UnpackedCopy,
+        actual: TrustLevel,
+        required: TrustLevel,
+    ) -> Diagnostic {
+        let what = if unpacked.in_plugin_cache {
+            "the plugin cache entry"
+        } else {
+            "the unpacked directory"
+        };
+        let remedy = match (unpacked.offline, unpacked.in_plugin_cache) {
+            (true, true) => {
+                "With -offline nothing is downloaded, so this entry cannot be authenticated again against its registry's checksums and signature, and the plugin cache's record of how it was authenticated when it was cached, where it has one, did not pass the policy either. Run init without -offline: the package is then downloaded and its signature checked, and the policy decides on what that finds."
+            }
+            (true, false) => {
+                "With -offline nothing is downloaded, so this copy cannot be authenticated against its registry's checksums and signature. Run init without -offline so that the package is downloaded and its signature checked, or fill the plugin cache from the registry (tfinstall cache warm) beforehand."
+            }
+            (false, _) => {
+                "Install the package from where its archive comes with checksums and a signature (its registry, a network mirror, or a filesystem mirror of the zip archives), or lower min_trust in the policy if unpacked copies are meant to be trusted."
+            }
+        };
+        Diagnostic::error(
+            "Provider package refused by policy",
+            format!(
+                "Error while installing {} v{}: {what} {} cannot be authenticated. An unpacked copy holds no checksums or signature to check it against, so it counts as \"{}\", and {} requires at least \"{required}\". Nothing was installed or cached.\n\n{remedy}",
+                self.provider.for_display(),
+                self.version,
+                unpacked.dir.display(),
+                actual,
+                self.decision.rule,
+            ),
+        )
     }
 }
 

@@ -47,7 +47,21 @@ fn signed(trust: Trust, key_id: &str, key_expired: bool) -> AuthResult {
     AuthResult::Signed(SignatureCheck {
         trust,
         key_id: key_id.to_owned(),
+        fingerprints: Vec::new(),
         key_expired,
+    })
+}
+
+/// Signed by the key with this primary fingerprint (and signing subkey).
+fn signed_by(primary: &str, subkey: Option<&str>) -> AuthResult {
+    AuthResult::Signed(SignatureCheck {
+        trust: Trust::SelfSigned,
+        key_id: primary[24..].to_owned(),
+        fingerprints: std::iter::once(primary)
+            .chain(subkey)
+            .map(str::to_owned)
+            .collect(),
+        key_expired: false,
     })
 }
 
@@ -191,7 +205,10 @@ fn a_pinned_key_refuses_unsigned_packages_and_other_keys() {
     assert!(decide(&signed(Trust::SelfSigned, "38027F80D7FD5FB2", false)).allowed());
     assert_eq!(
         decide(&AuthResult::SigningSkipped).verdict,
-        Verdict::KeyNotPinned { key_id: None }
+        Verdict::KeyNotPinned {
+            key_id: None,
+            fingerprint: None
+        }
     );
     assert_eq!(
         text(decide(&AuthResult::VerifiedChecksum)),
@@ -410,7 +427,7 @@ allow {}
         text(5),
         "Unsupported argument: An argument named \"min_trust\" is not expected in a deny block. A deny block takes versions only: it refuses those versions whatever their trust."
     );
-    assert!(text(8).starts_with("Invalid key ID: \"38027F80\" is not a key ID"));
+    assert!(text(8).starts_with("Invalid key ID: \"38027F80\" is not a key fingerprint or ID"));
     assert!(
         text(9).starts_with("Invalid version constraints:"),
         "{}",
@@ -472,4 +489,68 @@ fn an_unreadable_file_is_named() {
     );
     assert!(Policy::from_flag(None).unwrap().is_none());
     assert!(Policy::from_flag(Some(Path::new(""))).unwrap().is_none());
+}
+
+/// Two keys whose fingerprints share their low 64 bits have the same key
+/// ID; making such a pair takes a brute-force search, so the matcher is
+/// tested on the fingerprints themselves.
+#[test]
+fn a_fingerprint_pin_refuses_another_key_with_the_same_key_id() {
+    const PINNED: &str = "C874011F0AB405110D02105534365D9472D7468F";
+    const TWIN: &str = "0000000000000000000000003436 5D9472D7468F";
+    let twin = TWIN.replace(' ', "");
+    let widget = p("acme/widget");
+    let by_fingerprint = policy(&format!(
+        "allow \"acme/*\" {{\n  key_ids = [\"{}\"]\n}}\n",
+        PINNED.to_lowercase()
+    ));
+    assert!(by_fingerprint.warnings().is_empty());
+    let decide = |file: &Policy, auth: &AuthResult| file.decide(&widget, &v("1.0.0"), Some(auth));
+    assert!(decide(&by_fingerprint, &signed_by(PINNED, None)).allowed());
+    let refused = decide(&by_fingerprint, &signed_by(&twin, None));
+    assert_eq!(
+        text(refused),
+        format!(
+            "refused: the package is signed by key 34365D9472D7468F (fingerprint {twin}), which key_ids in allow \"acme/*\" at policy.hcl:2 does not list"
+        )
+    );
+    // A record from before fingerprints were kept matches no fingerprint.
+    assert!(
+        !decide(
+            &by_fingerprint,
+            &signed(Trust::SelfSigned, "34365D9472D7468F", false)
+        )
+        .allowed()
+    );
+
+    // By the 64-bit ID, both keys pass: it still works, with a warning.
+    let by_id = policy("allow \"acme/*\" {\n  key_ids = [\"34365d9472d7468f\"]\n}\n");
+    assert!(decide(&by_id, &signed_by(PINNED, None)).allowed());
+    assert!(decide(&by_id, &signed_by(&twin, None)).allowed());
+    let warning = by_id.warnings().iter().next().expect("a warning");
+    assert_eq!(warning.summary, "Key pinned by its 64-bit ID");
+    assert!(warning.detail.contains("Pin its full fingerprint instead"));
+    assert_eq!(warning.subject.as_ref().map(|s| s.line), Some(2));
+}
+
+#[test]
+fn a_signing_subkey_matches_by_its_primary_keys_fingerprint_or_its_own() {
+    const PRIMARY: &str = "C874011F0AB405110D02105534365D9472D7468F";
+    const SUBKEY: &str = "22D1F2BCDE8CC0D2B43F8E8A2A1CE51D79F6D8A4";
+    let widget = p("acme/widget");
+    let signature = signed_by(PRIMARY, Some(SUBKEY));
+    for pin in [
+        PRIMARY,
+        SUBKEY,
+        "C874 011F 0AB4 0511 0D02  1055 3436 5D94 72D7 468F",
+    ] {
+        let file = policy(&format!(
+            "allow \"acme/*\" {{\n  key_ids = [\"{pin}\"]\n}}\n"
+        ));
+        assert!(
+            file.decide(&widget, &v("1.0.0"), Some(&signature))
+                .allowed(),
+            "{pin}"
+        );
+    }
 }

@@ -109,6 +109,9 @@ async fn serve(args: &ServeArgs, launch_dir: &Path, out: &Arc<Output>) -> Result
     out.config_problems(&config_diags);
     let allowed = AllowedProviders::new(&cli_config, &args.allow)?;
     let provider_policy = Policy::from_flag(args.policy.as_deref())?;
+    if let Some(policy) = &provider_policy {
+        out.diagnostics(policy.warnings());
+    }
     let tokens = args
         .auth_token_file
         .as_deref()

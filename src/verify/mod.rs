@@ -108,6 +108,7 @@ mod tests {
             AuthResult::Signed(SignatureCheck {
                 trust,
                 key_id: "34365D9472D7468F".to_owned(),
+                fingerprints: Vec::new(),
                 key_expired: false,
             })
         };

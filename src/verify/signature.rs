@@ -58,6 +58,12 @@ pub struct SignatureCheck {
     /// Primary key ID of the registry key that verified, 16 upper-case hex
     /// digits, as Terraform prints it.
     pub key_id: String,
+    /// The primary key's fingerprint (40 upper-case hex digits), then the
+    /// signing subkey's when a subkey made the signature: what a provider
+    /// policy's `key_ids` can pin without the risk of a 64-bit ID, which
+    /// two keys can be made to share. Empty in records made before
+    /// fingerprints were kept.
+    pub fingerprints: Vec<String>,
     /// The key (or its signing subkey) had expired. Terraform accepts such
     /// signatures without a word; OpenTofu warns, or refuses them when
     /// `OPENTOFU_ENFORCE_GPG_EXPIRATION=true`.
@@ -80,11 +86,13 @@ fn verify_at(
     keys: &[SigningKey],
     now: u64,
 ) -> Result<SignatureCheck, AuthError> {
-    let (signing_key, key_id, key_expired) = find_signing_key(sums, signature, keys, now)?;
+    let (signing_key, key_id, fingerprints, key_expired) =
+        find_signing_key(sums, signature, keys, now)?;
     let check = |trust| {
         Ok(SignatureCheck {
             trust,
             key_id: key_id.clone(),
+            fingerprints: fingerprints.clone(),
             key_expired,
         })
     };
@@ -118,14 +126,20 @@ fn find_signing_key<'k>(
     signature: &[u8],
     keys: &'k [SigningKey],
     now: u64,
-) -> Result<(&'k SigningKey, String, bool), AuthError> {
+) -> Result<(&'k SigningKey, String, Vec<String>, bool), AuthError> {
     for key in keys {
         let ring = read_armored_key_ring(&key.ascii_armor)
             .map_err(|err| AuthError(format!("error decoding signing key: {err}")))?;
         match check_detached_signature(&ring, sums, signature, now) {
-            Ok((entity, expired)) => {
+            Ok((entity, subkey, expired)) => {
                 let key_id = hex::encode_upper(entity.primary_key.legacy_key_id());
-                return Ok((key, key_id, expired));
+                let mut fingerprints = vec![hex::encode_upper(
+                    entity.primary_key.fingerprint().as_bytes(),
+                )];
+                if let Some(subkey) = subkey {
+                    fingerprints.push(hex::encode_upper(subkey.key.fingerprint().as_bytes()));
+                }
+                return Ok((key, key_id, fingerprints, expired));
             }
             Err(CheckError::UnknownIssuer) => {}
             Err(err) => return Err(AuthError(format!("error checking signature: {err}"))),
@@ -296,7 +310,8 @@ struct Candidate<'a> {
     subkey: Option<(&'a SignedPublicSubKey, &'a Signature)>,
 }
 
-/// Go's `CheckDetachedSignature`, with whether the key had expired. A key
+/// Go's `CheckDetachedSignature`, with the subkey that signed (if not the
+/// primary key) and whether the key had expired. A key
 /// that verifies but has expired counts as valid, because Terraform accepts
 /// `ErrKeyExpired` (old HashiCorp release signatures were made with
 /// since-expired subkeys).
@@ -305,7 +320,7 @@ fn check_detached_signature<'r>(
     data: &[u8],
     signature: &[u8],
     now: u64,
-) -> Result<(&'r SignedPublicKey, bool), CheckError> {
+) -> Result<(&'r SignedPublicKey, Option<&'r SignedPublicSubKey>, bool), CheckError> {
     let (sig, candidates) = find_issuer(ring, signature)?;
     if !matches!(sig.typ(), Some(SignatureType::Binary | SignatureType::Text)) {
         let code = sig.typ().map_or(0, u8::from);
@@ -326,7 +341,11 @@ fn check_detached_signature<'r>(
         match result {
             Ok(()) => {
                 let expired = check_signature_details(&candidate, &sig, now)?;
-                return Ok((candidate.entity, expired));
+                return Ok((
+                    candidate.entity,
+                    candidate.subkey.map(|(subkey, _)| subkey),
+                    expired,
+                ));
             }
             Err(err) => last_error = err,
         }

@@ -67,6 +67,7 @@ fn check(args: &ProvidersCheckArgs, out: &Output) -> Result<Tally, Diagnostics> 
         )
         .into());
     };
+    out.diagnostics(policy.warnings());
     let dirs = if args.dirs.is_empty() {
         vec![PathBuf::from(".")]
     } else {

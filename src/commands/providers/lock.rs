@@ -90,6 +90,9 @@ async fn lock(
     }
     let platforms = platforms_to_lock(&args.platforms)?;
     let policy = Policy::from_flag(args.policy.as_deref())?;
+    if let Some(policy) = &policy {
+        out.diagnostics(policy.warnings());
+    }
 
     let env = CliEnv::from_process();
     let (cli_config, config_diags) = cliconfig::load(&env);

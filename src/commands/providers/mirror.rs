@@ -124,6 +124,9 @@ async fn mirror(
     let policy = Policy::from_flag(args.policy.as_deref())?;
     let data_dir = data_dir();
     let (requirements, mut warnings) = configuration_requirements(Path::new("."), &data_dir)?;
+    if let Some(policy) = &policy {
+        warnings.extend(policy.warnings().clone());
+    }
     // An `oci://` target is published from a directory mirror made first.
     let oci_target = match is_oci_target(target) {
         Some(raw) => {

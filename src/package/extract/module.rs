@@ -16,10 +16,9 @@ use std::io::{self, BufReader, Read};
 use std::path::Path;
 use std::rc::Rc;
 
-use super::{
-    COPY_BUFFER_BYTES, EntryReader, ExtractError, ExtractLimits, ExtractedFile, PackageWriter,
-    PathClaims, read_package, validate_name,
-};
+use super::names::{PathClaims, validate_name};
+use super::write::{COPY_BUFFER_BYTES, EntryReader, PackageWriter, create_new_dir, set_file_mode};
+use super::{ExtractError, ExtractLimits, ExtractedFile, read_package};
 
 /// How a module package archive is packed: the formats go-getter unpacks
 /// into a directory, by URL suffix or `?archive=`.
@@ -84,7 +83,7 @@ pub fn extract_module_archive(
     limits: &ExtractLimits,
 ) -> Result<Vec<ExtractedFile>, ExtractError> {
     if format == ArchiveFormat::Zip {
-        super::create_new_dir(dest)?;
+        create_new_dir(dest)?;
         return read_package(archive, Some(dest), None, limits);
     }
     let file = File::open(archive).map_err(|source| ExtractError::Open {
@@ -104,7 +103,7 @@ pub fn extract_module_archive(
         ArchiveFormat::TarXz => Box::new(liblzma::read::XzDecoder::new_multi_decoder(counted)),
         ArchiveFormat::Zip => unreachable!("handled above"),
     };
-    super::create_new_dir(dest)?;
+    create_new_dir(dest)?;
     unpack_tar(tar, dest, limits, &consumed).map_err(|err| match err {
         ExtractError::InvalidArchive { detail, .. } => ExtractError::InvalidArchive {
             path: archive.to_path_buf(),
@@ -223,7 +222,7 @@ fn unpack_tar(
                     Some(size),
                 )?;
                 if let Some(out) = &out {
-                    super::set_file_mode(out, mode).map_err(|source| ExtractError::Write {
+                    set_file_mode(out, mode).map_err(|source| ExtractError::Write {
                         path: dest.join(&path),
                         source,
                     })?;

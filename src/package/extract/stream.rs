@@ -38,10 +38,11 @@ use bytes::{Buf, Bytes};
 use flate2::{Decompress, FlushDecompress, Status};
 use zip::ZipArchive;
 
-use super::{
-    EntryKind, EntryReader, ExtractLimits, ExtractedFile, PackageWriter, PathClaims, plan_entries,
-    validate_name,
-};
+use super::ExtractedFile;
+use super::limits::ExtractLimits;
+use super::names::{PathClaims, validate_name};
+use super::read::{EntryKind, plan_entries};
+use super::write::{EntryReader, PackageWriter};
 use crate::sha256::QueuedLane;
 
 const LOCAL_HEADER: u32 = 0x0403_4b50;
