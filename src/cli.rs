@@ -458,9 +458,24 @@ pub struct InitArgs {
     )]
     pub plugin_dirs: Vec<PathBuf>,
 
-    /// Ignore versions recorded in the lock file and pick the newest acceptable ones.
+    /// Ignore versions recorded in the lock file and pick the newest acceptable
+    /// ones, and look again at every remote module.
     #[arg(long)]
     pub upgrade: bool,
+
+    /// -get=false skips installing modules: the ones in .terraform/modules
+    /// (listed in modules.json) are read as they are.
+    #[arg(
+        long,
+        value_name = "BOOL",
+        default_value = "true",
+        hide_default_value = true,
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true",
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    pub get: bool,
 
     /// Set to "readonly" to check the lock file without ever changing it.
     #[arg(long, value_name = "MODE")]

@@ -27,6 +27,8 @@ pub mod http;
 pub mod install;
 pub mod lockfile;
 pub mod module;
+pub mod module_install;
+pub mod module_package;
 pub mod output;
 pub mod package;
 pub mod platform_hashes;

@@ -60,6 +60,7 @@ impl SourceOptions<'_> {
 /// discovery and one set of credentials serve them all.
 pub struct NetworkSources {
     api: ApiClient,
+    discovery: Arc<Discovery>,
     tokens: TokenLookup,
     netrc: Option<Arc<Netrc>>,
     registry: Arc<dyn Source>,
@@ -84,8 +85,10 @@ impl NetworkSources {
             cli_config.hosts.clone(),
             discovery_memory(env),
         ));
-        let registry = RegistrySource::new(discovery, api.clone(), cli_config.netrc.clone());
+        let registry =
+            RegistrySource::new(discovery.clone(), api.clone(), cli_config.netrc.clone());
         NetworkSources {
+            discovery,
             registry: Arc::new(SharedQueries::new(Arc::new(registry))),
             api,
             tokens,
@@ -93,6 +96,17 @@ impl NetworkSources {
             mirrors: Mutex::new(HashMap::new()),
             oci: Arc::new(oci),
         }
+    }
+
+    /// The run's service discovery (with its host blocks and credentials),
+    /// for the module registry protocol.
+    pub fn discovery(&self) -> Arc<Discovery> {
+        self.discovery.clone()
+    }
+
+    /// The registry API client, with Terraform's timeout and retries.
+    pub fn api(&self) -> ApiClient {
+        self.api.clone()
     }
 
     pub fn oci_registries(&self) -> Arc<Registries> {
