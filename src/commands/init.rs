@@ -17,6 +17,9 @@ use crate::install::layout::{InstallLayout, LayoutKind};
 use crate::install::link::LinkMode;
 use crate::install::staging::{FileMode, Staging};
 use crate::lockfile::Locks;
+use crate::module_install::registry::ModuleRegistry;
+use crate::module_install::{ModuleSources, PreparedModules};
+use crate::module_package::PackageFetcher;
 use crate::output::{LockFileChange, Output};
 use crate::package::extract::ExtractLimits;
 use crate::platform_hashes::PlatformHashes;
@@ -26,9 +29,6 @@ use crate::source::configured::{
     NetworkSources, SourceOptions, build_offline_source, build_source,
 };
 use crate::workdir::platforms::LockPlatforms;
-use crate::module_install::registry::ModuleRegistry;
-use crate::module_install::{ModuleSources, PreparedModules};
-use crate::module_package::PackageFetcher;
 use crate::workdir::{LOCK_FILE, configuration_requirements_staged, data_dir, in_dir};
 
 pub async fn run(args: InitArgs, launch_dir: PathBuf) -> bool {
@@ -267,9 +267,8 @@ impl<'a> Run<'a> {
             PackageFetcher::new(client.clone(), settings.clone(), cli_config.netrc.clone()),
             args.parallelism,
         );
-        let downloader = Arc::new(
-            Downloader::new(client, settings).with_netrc(cli_config.netrc.clone()),
-        );
+        let downloader =
+            Arc::new(Downloader::new(client, settings).with_netrc(cli_config.netrc.clone()));
         let mut cache = cli_config.plugin_cache_dir.as_ref().map(|dir| {
             CacheUse::new(
                 PluginCache::new(dir),
@@ -458,7 +457,10 @@ async fn init(run: &Run<'_>, dir: &Path, out: &Arc<Output>) -> Result<Initialize
     // Committing renames and fsyncs; off the runtime's one thread, so that
     // the directories of a multi-directory run commit side by side.
     let commit = Commit {
-        module_moves: modules.as_ref().map(PreparedModules::moves).unwrap_or_default(),
+        module_moves: modules
+            .as_ref()
+            .map(PreparedModules::moves)
+            .unwrap_or_default(),
         selections_file: installer.layout.selections_file(),
         platform: installer.platform.clone(),
         lock_path,
@@ -500,8 +502,8 @@ async fn install_modules(
     upgrade: bool,
     out: &Output,
 ) -> Result<Option<PreparedModules>, Diagnostics> {
-    let calls_any = crate::module::module_calls(dir, Path::new(""), None)
-        .is_ok_and(|calls| !calls.is_empty());
+    let calls_any =
+        crate::module::module_calls(dir, Path::new(""), None).is_ok_and(|calls| !calls.is_empty());
     if !calls_any {
         return Ok(None);
     }
@@ -510,7 +512,9 @@ async fn install_modules(
     } else {
         ("initializing_modules_message", "Initializing modules...")
     };
-    out.init_output(code, Some(heading), |ui| format!("\n{}", ui.heading(heading)));
+    out.init_output(code, Some(heading), |ui| {
+        format!("\n{}", ui.heading(heading))
+    });
     let prepared = crate::module_install::prepare(modules, dir, &data_dir(), upgrade).await?;
     for event in &prepared.events {
         out.message("module_installed", |_| event.text());

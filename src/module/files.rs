@@ -255,7 +255,15 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         fs::write(dir.path().join("bad.tf"), b"provider \"\xff\" {}").expect("write");
         let mut diags = Diagnostics::new();
-        assert!(load_file(&dir.path().join("bad.tf"), Path::new("bad.tf"), false, &mut diags).is_none());
+        assert!(
+            load_file(
+                &dir.path().join("bad.tf"),
+                Path::new("bad.tf"),
+                false,
+                &mut diags
+            )
+            .is_none()
+        );
         assert_eq!(diags.0[0].summary, "Invalid character encoding");
     }
 
@@ -264,7 +272,13 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         fs::write(dir.path().join("bom.tf"), "\u{feff}provider \"aws\" {}\n").expect("write");
         let mut diags = Diagnostics::new();
-        let decls = load_file(&dir.path().join("bom.tf"), Path::new("bom.tf"), false, &mut diags).expect("parsed");
+        let decls = load_file(
+            &dir.path().join("bom.tf"),
+            Path::new("bom.tf"),
+            false,
+            &mut diags,
+        )
+        .expect("parsed");
         assert!(diags.is_empty(), "{diags}");
         assert_eq!(decls.provider_configs.len(), 1);
     }

@@ -135,7 +135,12 @@ mod tests {
         let mut manifest = Manifest::default();
         for (key, source, version, dir) in [
             ("", "", "", "."),
-            ("a", "registry.terraform.io/x/y/z", "1.0.0", ".terraform/modules/a"),
+            (
+                "a",
+                "registry.terraform.io/x/y/z",
+                "1.0.0",
+                ".terraform/modules/a",
+            ),
             ("a.b", "./b<&>", "", ".terraform/modules/a/b<&>"),
         ] {
             manifest.0.insert(

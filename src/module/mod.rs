@@ -189,9 +189,7 @@ pub fn module_calls(
                 name: call.name,
                 source,
                 source_pos: range.source_pos(),
-                version: call
-                    .version
-                    .zip(call.version_range.map(|r| r.source_pos())),
+                version: call.version.zip(call.version_range.map(|r| r.source_pos())),
             })
         })
         .collect();

@@ -76,7 +76,11 @@ impl ModuleSources {
             .clone()
     }
 
-    async fn location(&self, package: &RegistryPackage, version: &Version) -> Result<String, String> {
+    async fn location(
+        &self,
+        package: &RegistryPackage,
+        version: &Version,
+    ) -> Result<String, String> {
         let cell = lock(&self.locations)
             .entry((package.clone(), version.clone()))
             .or_default()
@@ -340,8 +344,10 @@ pub async fn prepare(
                     if kept {
                         let root = named.join(&record.key);
                         if !staged.join(&record.key).exists()
-                            && let Err(err) =
-                                link_or_copy_tree(&target.join(&record.key), &staged.join(&record.key))
+                            && let Err(err) = link_or_copy_tree(
+                                &target.join(&record.key),
+                                &staged.join(&record.key),
+                            )
                         {
                             return Err(io_failure(&root, &err).into());
                         }
@@ -449,7 +455,11 @@ fn module_path(names: &[String]) -> String {
 /// `/`-separated, as `modules.json` writes directories on every platform.
 fn slash_path(path: &Path) -> String {
     let text = path.to_string_lossy().replace('\\', "/");
-    if text.is_empty() { ".".to_string() } else { text }
+    if text.is_empty() {
+        ".".to_string()
+    } else {
+        text
+    }
 }
 
 /// Parses one call's source and version, and decides whether it is local,
@@ -497,8 +507,7 @@ fn plan_call(
     };
     let constraints = match &call.version {
         Some((text, pos)) => Some(
-            VersionConstraints::parse_config(text)
-                .map_err(|err| at(Diagnostic::from(err), pos))?,
+            VersionConstraints::parse_config(text).map_err(|err| at(Diagnostic::from(err), pos))?,
         ),
         None => None,
     };
@@ -543,8 +552,9 @@ fn plan_call(
         && root_dir.join(&record.dir).is_dir()
     {
         let version_holds = match &constraints {
-            Some(constraints) => Version::parse(&record.version)
-                .is_ok_and(|version| constraints.allows(&version)),
+            Some(constraints) => {
+                Version::parse(&record.version).is_ok_and(|version| constraints.allows(&version))
+            }
             None => true,
         };
         let package_root = named.join(&key);
@@ -587,7 +597,11 @@ async fn fetch_call(
     staged: &Path,
 ) -> Result<Fetched, Box<Diagnostic>> {
     let call = &job.call;
-    let file_line = format!("{}:{}", call.source_pos.file.display(), call.source_pos.line);
+    let file_line = format!(
+        "{}:{}",
+        call.source_pos.file.display(),
+        call.source_pos.line
+    );
     let key = &job.key;
     let (package_addr, subdir, version, shown_source) = match &job.source {
         ModuleSource::Registry(source) => {
@@ -663,10 +677,9 @@ async fn fetch_call(
             let subdir = match (remote.subdir.is_empty(), source.subdir.is_empty()) {
                 (_, true) => remote.subdir.clone(),
                 (true, false) => source.subdir.clone(),
-                (false, false) => source_addr::clean_path(&format!(
-                    "{}/{}",
-                    remote.subdir, source.subdir
-                )),
+                (false, false) => {
+                    source_addr::clean_path(&format!("{}/{}", remote.subdir, source.subdir))
+                }
             };
             (
                 remote.package,

@@ -94,7 +94,10 @@ impl ModuleRegistry {
     /// skipped.
     pub async fn versions(&self, package: &RegistryPackage) -> Result<Vec<Version>, RegistryError> {
         let base = self.base_url(package).await?;
-        let url = join(&base, &format!("{}/versions", package.for_registry_protocol()))?;
+        let url = join(
+            &base,
+            &format!("{}/versions", package.for_registry_protocol()),
+        )?;
         let response = self.get(package, &url).await?;
         match response.status.as_u16() {
             200 => {}
@@ -169,8 +172,7 @@ impl ModuleRegistry {
                 )));
             }
         };
-        if location.starts_with('/') || location.starts_with("./") || location.starts_with("../")
-        {
+        if location.starts_with('/') || location.starts_with("./") || location.starts_with("../") {
             let resolved = response.url.join(&location).map_err(|err| {
                 RegistryError::Other(format!("invalid relative URL for {location:?}: {err}"))
             })?;

@@ -470,7 +470,10 @@ mod tests {
     fn registry_addresses_name_their_host() {
         assert_eq!(
             norm("hashicorp/consul/aws"),
-            format!("{}/hashicorp/consul/aws", default_module_registry().as_ascii())
+            format!(
+                "{}/hashicorp/consul/aws",
+                default_module_registry().as_ascii()
+            )
         );
         assert_eq!(
             norm("example.com/a/b/c//sub/../x"),
