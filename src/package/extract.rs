@@ -50,7 +50,9 @@ use zip::{CompressionMethod, ZipArchive, ZipReadOptions};
 
 use crate::sha256::Sha256Lane;
 
+mod module;
 mod stream;
+pub use module::{ArchiveFormat, extract_module_archive};
 pub use stream::{ArchiveHash, Chunks, Declined, hash_stream, unpack_stream};
 
 /// An entry's inflated bytes, read by [`PackageWriter::write_data`].
@@ -213,6 +215,16 @@ pub enum ExtractError {
         "archive entry {name:?} is a symbolic link; provider packages may contain only regular files and directories"
     )]
     Symlink { name: String },
+    /// A module package's link that leaves it, is absolute, or passes
+    /// through another link (whose target could lead anywhere).
+    #[error(
+        "archive entry {name:?} is a symbolic link to {target:?}, outside the package or through another link; a module package's links must point at a path inside it"
+    )]
+    LinkOutOfPackage { name: String, target: String },
+    #[error(
+        "archive entry {name:?} is a hard link; module packages may contain only files, directories and symbolic links within the package"
+    )]
+    HardLink { name: String },
     #[error(
         "archive entry {name:?} is a special file (mode {mode:o}); provider packages may contain only regular files and directories"
     )]
@@ -289,7 +301,7 @@ pub fn extract_package(
     provider_type: &str,
     limits: &ExtractLimits,
 ) -> Result<Vec<ExtractedFile>, ExtractError> {
-    read_package(zip, Some(dest), provider_type, limits)
+    read_package(zip, Some(dest), Some(provider_type), limits)
 }
 
 /// The files [`extract_package`] would write for `zip`, with the same checks
@@ -301,14 +313,15 @@ pub fn hash_package(
     provider_type: &str,
     limits: &ExtractLimits,
 ) -> Result<Vec<ExtractedFile>, ExtractError> {
-    read_package(zip, None, provider_type, limits)
+    read_package(zip, None, Some(provider_type), limits)
 }
 
-/// [`extract_package`] into `dest`, or [`hash_package`] without one.
+/// [`extract_package`] into `dest`, or [`hash_package`] without one; with
+/// no `provider_type`, a module package, which has no executable to find.
 fn read_package(
     zip: &Path,
     dest: Option<&Path>,
-    provider_type: &str,
+    provider_type: Option<&str>,
     limits: &ExtractLimits,
 ) -> Result<Vec<ExtractedFile>, ExtractError> {
     let invalid = |err: ZipError| ExtractError::InvalidArchive {
@@ -466,7 +479,7 @@ enum EntryKind {
 /// archive with one bad name is refused before anything is inflated.
 fn plan_entries<R: Read + Seek>(
     archive: &ZipArchive<R>,
-    provider_type: &str,
+    provider_type: Option<&str>,
 ) -> Result<Vec<PlannedEntry>, ExtractError> {
     let mut claims = PathClaims::default();
     let mut plan = Vec::with_capacity(archive.len());
@@ -518,8 +531,8 @@ fn plan_entries<R: Read + Seek>(
                     method: method.to_string(),
                 });
             }
-            let is_executable =
-                !path.contains('/') && is_executable_name(path.as_bytes(), provider_type);
+            let is_executable = !path.contains('/')
+                && provider_type.is_some_and(|name| is_executable_name(path.as_bytes(), name));
             has_executable |= is_executable;
             let has_exec_bit = unix_mode.is_some_and(|mode| mode & 0o111 != 0);
             let mode = if is_executable || has_exec_bit {
@@ -540,7 +553,9 @@ fn plan_entries<R: Read + Seek>(
             crc32: entry.crc32(),
         });
     }
-    if !has_executable {
+    if let Some(provider_type) = provider_type
+        && !has_executable
+    {
         return Err(ExtractError::ExecutableNotFound {
             provider_type: provider_type.to_owned(),
         });

@@ -479,7 +479,7 @@ impl Unpacker<'_> {
             .validate_header_consistency()
             .map_err(|err| Declined(format!("inconsistent headers: {err}")))?;
         let plan =
-            plan_entries(&archive, provider_type).map_err(|err| Declined(err.to_string()))?;
+            plan_entries(&archive, Some(provider_type)).map_err(|err| Declined(err.to_string()))?;
         let by_start: HashMap<u64, &StreamedEntry> = self
             .entries
             .iter()

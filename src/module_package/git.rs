@@ -1,0 +1,199 @@
+//! A git module package, fetched by the user's own `git`, as Terraform
+//! fetches it: so SSH keys and agents, `~/.gitconfig` (`insteadOf`,
+//! credential helpers) and `GIT_SSH_COMMAND` keep working. Unlike
+//! go-getter, which clones the whole history (and with a commit ref
+//! cannot do otherwise), only what the wanted commit needs is fetched: a
+//! shallow fetch of that one ref, tag, branch or commit id alike (GitHub
+//! and `git http-backend` serve any reachable commit by its id).
+//!
+//! Git runs no hooks (`core.hooksPath=/dev/null`, and no templates are
+//! copied into the new repository), never prompts, and may use only the
+//! network transports (`GIT_ALLOW_PROTOCOL`), which binds submodules too:
+//! no `ext::` command and no local path unless the source itself is a
+//! local repository.
+
+use std::ffi::OsString;
+use std::path::Path;
+
+use tokio::process::Command;
+
+use super::PackageError;
+use super::addr::{GIT_TRANSPORTS, GitAddr};
+
+/// Runs git commands for one fetch.
+pub(super) struct Git<'a> {
+    pub(super) addr: &'a GitAddr,
+    /// The repository being filled.
+    pub(super) dir: &'a Path,
+    /// Variables added to git's environment.
+    pub(super) env: &'a [(OsString, OsString)],
+}
+
+impl Git<'_> {
+    /// A git command with the safety settings, in the repository (or, for
+    /// `init`, beside it).
+    fn command(&self, args: &[&str]) -> Command {
+        let mut allowed: Vec<&str> = GIT_TRANSPORTS.to_vec();
+        if self.addr.url.scheme() == "file" {
+            allowed.push("file");
+        }
+        let mut command = Command::new("git");
+        command
+            .args([
+                "-c",
+                "core.hooksPath=/dev/null",
+                "-c",
+                "protocol.ext.allow=never",
+                "-c",
+                "advice.detachedHead=false",
+            ])
+            .args(args)
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_ALLOW_PROTOCOL", allowed.join(":"))
+            // Set when tfinstall runs inside a git hook or alias; they
+            // would point these commands at the user's own repository.
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_WORK_TREE")
+            .env_remove("GIT_INDEX_FILE")
+            .env_remove("GIT_OBJECT_DIRECTORY")
+            .env_remove("GIT_ALTERNATE_OBJECT_DIRECTORIES")
+            .env_remove("GIT_CEILING_DIRECTORIES")
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true);
+        for (name, value) in self.env {
+            command.env(name, value);
+        }
+        command
+    }
+
+    /// Runs `git ARGS` in the repository; its standard output, or what it
+    /// said on failure.
+    async fn run(&self, what: &str, args: &[&str]) -> Result<String, PackageError> {
+        let mut command = self.command(args);
+        command.current_dir(self.dir);
+        let output = command.output().await.map_err(|source| {
+            if source.kind() == std::io::ErrorKind::NotFound {
+                PackageError::GitMissing {
+                    url: self.addr.url.to_string(),
+                }
+            } else {
+                PackageError::Io {
+                    what: format!("run git to {what}"),
+                    source,
+                }
+            }
+        })?;
+        if output.status.success() {
+            return Ok(String::from_utf8_lossy(&output.stdout).trim().to_owned());
+        }
+        Err(PackageError::Git {
+            url: self.addr.url.to_string(),
+            what: what.to_owned(),
+            message: String::from_utf8_lossy(&output.stderr).trim().to_owned(),
+        })
+    }
+
+    /// Fills the new directory `self.dir` with the package's tree at the
+    /// wanted ref, and returns the commit checked out. The `.git`
+    /// directories stay; the caller removes them.
+    pub(super) async fn fetch(&self) -> Result<String, PackageError> {
+        std::fs::create_dir(self.dir).map_err(|source| PackageError::Io {
+            what: format!("create {}", self.dir.display()),
+            source,
+        })?;
+        // No template: nothing of the user's `init.templateDir` (hooks
+        // above all) comes into the repository.
+        self.run("create a repository", &["init", "--quiet", "--template="])
+            .await?;
+        self.run(
+            "add the remote",
+            &["remote", "add", "origin", self.addr.url.as_str()],
+        )
+        .await?;
+        let wanted = self.addr.reference.as_deref().unwrap_or("HEAD");
+        let depth = self.addr.depth.unwrap_or(1).to_string();
+        let shallow = self
+            .run(
+                &format!("fetch {wanted}"),
+                &[
+                    "fetch",
+                    "--quiet",
+                    "--no-tags",
+                    "--depth",
+                    &depth,
+                    "origin",
+                    wanted,
+                ],
+            )
+            .await;
+        let checkout = match shallow {
+            Ok(_) => "FETCH_HEAD",
+            // A short commit id cannot be asked for by name: fetch the
+            // branches and tags, as a clone would, and find it among them.
+            Err(err) if looks_like_short_commit(wanted) => {
+                tracing::debug!("shallow fetch of {wanted} failed ({err}); fetching every ref");
+                self.run(
+                    &format!("fetch the branches and tags to find {wanted}"),
+                    &[
+                        "fetch",
+                        "--quiet",
+                        "--tags",
+                        "origin",
+                        "+refs/heads/*:refs/remotes/origin/*",
+                    ],
+                )
+                .await?;
+                wanted
+            }
+            Err(err) => return Err(err),
+        };
+        self.run(
+            &format!("check out {wanted}"),
+            &["checkout", "--quiet", "--detach", checkout, "--"],
+        )
+        .await?;
+        if self.dir.join(".gitmodules").exists() {
+            self.run(
+                "fetch the submodules",
+                &[
+                    "submodule",
+                    "update",
+                    "--quiet",
+                    "--init",
+                    "--recursive",
+                    "--depth",
+                    "1",
+                ],
+            )
+            .await?;
+        }
+        self.run("read the commit checked out", &["rev-parse", "HEAD"])
+            .await
+    }
+}
+
+/// 4 to 39 hexadecimal digits: what git accepts as an abbreviated commit.
+fn looks_like_short_commit(reference: &str) -> bool {
+    (4..40).contains(&reference.len()) && reference.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// Removes the git metadata from a checked-out tree: the `.git` directory
+/// and the `.git` files of submodules. A tree git checked out can hold no
+/// other entry of that name.
+pub(super) fn remove_git_metadata(dir: &Path) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let path = entry.path();
+        let kind = entry.file_type()?;
+        if entry.file_name() == ".git" {
+            if kind.is_dir() {
+                std::fs::remove_dir_all(&path)?;
+            } else {
+                std::fs::remove_file(&path)?;
+            }
+        } else if kind.is_dir() {
+            remove_git_metadata(&path)?;
+        }
+    }
+    Ok(())
+}
