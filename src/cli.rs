@@ -77,6 +77,15 @@ directories, each succeeds or fails on its own, and the exit status is 1 if \
 any failed."
     )]
     Init(InitArgs),
+    /// Install the modules the configuration in the working directory calls.
+    #[command(
+        long_about = "Install the modules the configuration in the working directory calls, as `terraform get` does: every module call of the root module and, recursively, of each installed module, into .terraform/modules (or $TF_DATA_DIR/modules), recorded in modules.json. Modules already installed whose source and version still hold are kept; -update looks again at every remote module. Providers are left alone (tfinstall init installs both).",
+        after_long_help = "Examples:\n  \
+tfinstall get\n  \
+tfinstall -chdir=infra get -update\n\n\
+Exit status is 0 when every module is installed and 1 otherwise; a failed run leaves .terraform/modules as it was."
+    )]
+    Get(GetArgs),
     /// Show the providers the configuration requires, module by module.
     ///
     /// Prints the module tree as `terraform providers` does: each module's
@@ -580,6 +589,22 @@ pub struct InitArgs {
     pub dirs: Vec<PathBuf>,
 }
 
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    /// Look again at every remote module: the newest version each call
+    /// allows, each git ref fetched again.
+    #[arg(long)]
+    pub update: bool,
+
+    /// How many module packages to fetch at once.
+    #[arg(long, default_value_t = DEFAULT_PARALLELISM, value_name = "N")]
+    pub parallelism: usize,
+
+    /// Disable coloured output (also: the NO_COLOR environment variable).
+    #[arg(long = "no-color")]
+    pub no_color: bool,
+}
+
 /// `providers` alone prints the requirement tree; its subcommands do other
 /// jobs with the same requirements.
 #[derive(Debug, Args)]
@@ -613,8 +638,9 @@ pub struct CompletionsArgs {
 /// relative to the repository, which is what a user has; a subcommand
 /// (`cache warm`) has its command's page unless [`SUBCOMMAND_PAGES`] names
 /// one of its own.
-pub const DOC_PAGES: [(&str, &str); 6] = [
+pub const DOC_PAGES: [(&str, &str); 7] = [
     ("init", "docs/init.md"),
+    ("get", "docs/modules.md"),
     ("exec", "docs/handoff.md"),
     ("providers", "docs/providers.md"),
     ("cache", "docs/cache.md"),

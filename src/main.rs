@@ -82,6 +82,7 @@ fn main() -> ExitCode {
     };
     let ok = match cli.command {
         Command::Init(args) => runtime.block_on(tfinstall::commands::init::run(args, launch_dir)),
+        Command::Get(args) => runtime.block_on(tfinstall::commands::get::run(args)),
         Command::Providers(args) => match args.command {
             Some(ProvidersCommand::Lock(lock)) => {
                 runtime.block_on(tfinstall::commands::providers::lock::run(lock))

@@ -231,8 +231,37 @@ fn registry_git_and_local_modules_match_terraform_1_0_3() {
     let d2 = direct.commit("stable", "second", &[("mods/a/extra.tf", b"locals {}\n")]);
     let url = direct.url().to_string();
 
+    // A registry module served as a zip archive, at a location relative to
+    // the download URL.
+    let zip = build_zip(
+        &[
+            ZipEntry::new("main.tf", MODULE_TF, 0o644),
+            ZipEntry::new("modules/x/main.tf", MODULE_TF, 0o644),
+        ],
+        Compression::Deflated,
+    );
+    world.server.route(
+        "/archives/net-2.0.0.zip",
+        Response::bytes("application/zip", zip),
+    );
+    world.server.route(
+        "/v1/modules/acme/net/aws/versions",
+        Response::json(
+            r#"{"modules":[{"versions":[{"version":"2.0.0"},{"version":"2.1.0-beta1"}]}]}"#,
+        ),
+    );
+    world.server.route(
+        "/v1/modules/acme/net/aws/2.0.0/download",
+        Response::new(204).header("X-Terraform-Get", "/archives/net-2.0.0.zip"),
+    );
+
     let main_tf = format!(
-        r#"module "vpc" {{
+        r#"module "net" {{
+  source  = "registry.test/acme/net/aws//modules/x"
+  version = ">= 2.0.0"
+}}
+
+module "vpc" {{
   source  = "registry.test/acme/vpc/aws"
   version = "~> 1.0"
 }}
@@ -380,4 +409,108 @@ fn a_local_path_escaping_its_package_is_refused_with_nothing_written() {
     assert!(text.contains("module.bad.module.out"), "{text}");
     assert!(!dir.join(".terraform").exists(), "{text}");
     assert!(!dir.join(".terraform.lock.hcl").exists());
+}
+
+/// A world with one registry module `acme/vpc/aws` at 1.0.0 and 1.1.0.
+fn world_with_vpc() -> World {
+    let world = World::new();
+    let vpc = world.git.create("vpc");
+    let v1 = vpc.commit("main", "1.0.0", &[("main.tf", MODULE_TF.as_bytes())]);
+    let v11 = vpc.commit("main", "1.1.0", &[("README.md", b"# vpc\n")]);
+    world.publish("acme", "vpc", &vpc, &[("1.0.0", &v1), ("1.1.0", &v11)]);
+    world
+}
+
+fn vpc_call(version: &str) -> String {
+    format!(
+        "module \"vpc\" {{\n  source  = \"registry.test/acme/vpc/aws\"\n  version = \"{version}\"\n}}\n"
+    )
+}
+
+#[test]
+fn a_failed_init_leaves_the_modules_as_they_were() {
+    let world = world_with_vpc();
+    let dir = world.workdir("all-or-nothing", &vpc_call("1.0.0"), &[]);
+    ok("first init", &world.tfinstall(&dir, &["init", "-no-color"]));
+    let manifest = read_text(&dir.join(".terraform/modules/modules.json"));
+    let tree = files(&dir.join(".terraform/modules"));
+    let data_dir = || -> Vec<_> {
+        let mut names: Vec<_> = std::fs::read_dir(dir.join(".terraform"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        names
+    };
+    let before = data_dir();
+
+    // The module changes, and a provider nobody serves makes init fail
+    // after the new module was fetched.
+    let main_tf = format!(
+        "{}\nterraform {{\n  required_providers {{\n    x = {{\n      source = \"registry.test/acme/x\"\n    }}\n  }}\n}}\n",
+        vpc_call("1.1.0")
+    );
+    std::fs::write(dir.join("main.tf"), main_tf).unwrap();
+    let output = world.tfinstall(&dir, &["init", "-no-color"]);
+    assert!(!output.status.success());
+    assert!(
+        String::from_utf8_lossy(&output.stdout)
+            .contains("Downloading registry.test/acme/vpc/aws 1.1.0 for vpc..."),
+        "{output:?}"
+    );
+    assert_eq!(
+        read_text(&dir.join(".terraform/modules/modules.json")),
+        manifest
+    );
+    assert_eq!(files(&dir.join(".terraform/modules")), tree);
+    assert!(!dir.join(".terraform.lock.hcl").exists());
+    assert_eq!(data_dir(), before);
+}
+
+#[test]
+fn get_false_skips_modules_and_get_installs_only_modules() {
+    let world = world_with_vpc();
+    let dir = world.workdir("get", &vpc_call("1.0.0"), &[]);
+    let out = ok(
+        "tfinstall get",
+        &world.tfinstall(&dir, &["get", "-no-color"]),
+    );
+    assert_eq!(
+        out,
+        "Downloading registry.test/acme/vpc/aws 1.0.0 for vpc...\n- vpc in .terraform/modules/vpc\n"
+    );
+    assert!(
+        read_text(&dir.join(".terraform/modules/modules.json")).contains("\"Version\":\"1.0.0\"")
+    );
+    assert!(!dir.join(".terraform.lock.hcl").exists());
+
+    // A plain get keeps it, without a request; -update looks again.
+    std::fs::write(dir.join("main.tf"), vpc_call("~> 1.0")).unwrap();
+    world.server.clear_log();
+    let out = ok(
+        "tfinstall get again",
+        &world.tfinstall(&dir, &["get", "-no-color"]),
+    );
+    assert_eq!(out, "");
+    assert_eq!(world.server.requests().len(), 0);
+
+    // -get=false reads the installed modules as they are.
+    let out = ok(
+        "init -get=false",
+        &world.tfinstall(&dir, &["init", "-no-color", "-get=false"]),
+    );
+    assert!(!out.contains("Initializing modules"), "{out}");
+    assert_eq!(world.server.requests().len(), 0);
+
+    let out = ok(
+        "tfinstall get -update",
+        &world.tfinstall(&dir, &["get", "-no-color", "-update"]),
+    );
+    assert!(
+        out.contains("Downloading registry.test/acme/vpc/aws 1.1.0 for vpc..."),
+        "{out}"
+    );
+    assert!(
+        read_text(&dir.join(".terraform/modules/modules.json")).contains("\"Version\":\"1.1.0\"")
+    );
 }

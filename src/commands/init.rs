@@ -17,9 +17,7 @@ use crate::install::layout::{InstallLayout, LayoutKind};
 use crate::install::link::LinkMode;
 use crate::install::staging::{FileMode, Staging};
 use crate::lockfile::Locks;
-use crate::module_install::registry::ModuleRegistry;
 use crate::module_install::{ModuleSources, PreparedModules};
-use crate::module_package::PackageFetcher;
 use crate::output::{LockFileChange, Output};
 use crate::package::extract::ExtractLimits;
 use crate::platform_hashes::PlatformHashes;
@@ -262,9 +260,11 @@ impl<'a> Run<'a> {
             backoff: args.download_retry_delay,
             max_bytes: args.max_package_size,
         };
-        let modules = ModuleSources::new(
-            ModuleRegistry::new(network.discovery(), network.api()),
-            PackageFetcher::new(client.clone(), settings.clone(), cli_config.netrc.clone()),
+        let modules = ModuleSources::for_run(
+            &network,
+            client.clone(),
+            settings.clone(),
+            cli_config.netrc.clone(),
             args.parallelism,
         );
         let downloader =

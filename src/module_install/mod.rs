@@ -20,12 +20,15 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::{OnceCell, Semaphore};
 
+use crate::cliconfig::netrc::Netrc;
 use crate::diag::{Diagnostic, Diagnostics, SourcePos};
+use crate::fetch::DownloadSettings;
 use crate::install::link::link_or_copy_tree;
 use crate::install::staging::Staging;
 use crate::module::manifest::{MANIFEST_FILE, Manifest, ManifestRecord};
 use crate::module::{ModuleCall, StagedModules, join_clean, module_calls};
 use crate::module_package::{PackageAddr, PackageFetcher};
+use crate::source::configured::NetworkSources;
 use crate::version::{Version, VersionConstraints};
 
 use registry::{ModuleRegistry, RegistryError};
@@ -53,6 +56,23 @@ pub struct ModuleSources {
 }
 
 impl ModuleSources {
+    /// The module sources of a run: the registry through the run's
+    /// discovery and credentials, packages through one fetcher with the
+    /// run's download settings and `.netrc`.
+    pub fn for_run(
+        network: &NetworkSources,
+        client: reqwest::Client,
+        settings: DownloadSettings,
+        netrc: Option<Arc<Netrc>>,
+        parallelism: usize,
+    ) -> Self {
+        ModuleSources::new(
+            ModuleRegistry::new(network.discovery(), network.api()),
+            PackageFetcher::new(client, settings, netrc),
+            parallelism,
+        )
+    }
+
     pub fn new(registry: ModuleRegistry, fetcher: PackageFetcher, parallelism: usize) -> Self {
         ModuleSources {
             registry,
