@@ -37,7 +37,7 @@ async fn get(args: &GetArgs, out: &Output) -> Result<(), Diagnostics> {
     );
     let prepared = prepare(&modules, Path::new("."), &data_dir(), args.update).await?;
     for event in &prepared.events {
-        out.message("module_installed", |_| event.text());
+        out.module_event(event);
     }
     prepared.commit().map_err(|err| {
         Diagnostics::from(Diagnostic::error(

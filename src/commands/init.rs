@@ -517,7 +517,7 @@ async fn install_modules(
     });
     let prepared = crate::module_install::prepare(modules, dir, &data_dir(), upgrade).await?;
     for event in &prepared.events {
-        out.message("module_installed", |_| event.text());
+        out.module_event(event);
     }
     Ok(Some(prepared))
 }

@@ -34,7 +34,8 @@ use crate::version::{Version, VersionConstraints};
 use registry::{ModuleRegistry, RegistryError};
 use source_addr::{ModuleSource, RegistryPackage, SourceError, with_subdir};
 
-type Shared<T> = Arc<OnceCell<Result<T, String>>>;
+/// One answer of the run, computed by the first caller, awaited by others.
+type Shared<T, E = String> = Arc<OnceCell<Result<T, E>>>;
 
 /// What every working directory of one run shares: the registry client,
 /// the package fetcher, and what each has answered, so that a version list,
@@ -45,7 +46,7 @@ pub struct ModuleSources {
     fetcher: PackageFetcher,
     /// Bounds how many packages are fetched at once.
     fetches: Semaphore,
-    versions: Mutex<HashMap<RegistryPackage, Arc<OnceCell<Result<Vec<Version>, RegistryError>>>>>,
+    versions: Mutex<HashMap<RegistryPackage, Shared<Vec<Version>, RegistryError>>>,
     locations: Mutex<HashMap<(RegistryPackage, Version), Shared<String>>>,
     packages: Mutex<HashMap<String, Shared<PathBuf>>>,
     /// Where fetched packages are kept for the run (a temporary directory,
