@@ -1,6 +1,7 @@
 //! One remote module package, fetched into a directory: a git repository
 //! at a ref (by the user's `git`, [`git`]), or an archive over HTTP(S),
-//! found directly or through `X-Terraform-Get` ([`http`]). The module
+//! found directly or through `X-Terraform-Get` ([`http`]), or an OpenTofu
+//! module package in an OCI registry ([`oci`]). The module
 //! installer above decides which packages a configuration needs and where
 //! they go; this layer only materialises one, complete or not at all, and
 //! says what it was (the commit, or the archive's SHA-256) so a cache can
@@ -13,16 +14,19 @@
 mod addr;
 mod git;
 mod http;
+mod oci;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use addr::{GitAddr, HttpAddr, OciAddr, OciReference, PackageAddr, PackageAddrError};
+pub use oci::MODULE_ARTIFACT_TYPE;
 
 use crate::cliconfig::netrc::Netrc;
 use crate::fetch::{DownloadError, DownloadSettings};
 use crate::package::extract::ExtractError;
+use crate::source::oci::Registries;
 
 /// What a fetched package was: the key of a cache of module packages.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -87,10 +91,8 @@ pub enum PackageError {
     },
     #[error("module package {url} has no directory {subdir:?}")]
     SubdirMissing { url: String, subdir: String },
-    #[error(
-        "module package {url} is in an OCI registry; tfinstall does not install OCI module packages yet. Run \"terraform get\" (or \"tofu get\") to install it"
-    )]
-    OciUnsupported { url: String },
+    #[error("module package {url}: {message}")]
+    Oci { url: String, message: String },
 }
 
 /// `X-Terraform-Get` answers followed for one package, at most, as
@@ -103,6 +105,10 @@ pub struct PackageFetcher {
     settings: DownloadSettings,
     netrc: Option<Arc<Netrc>>,
     git_env: Vec<(OsString, OsString)>,
+    /// OCI registries, with the run's credentials once the caller shares
+    /// them ([`with_oci_registries`](Self::with_oci_registries)); else
+    /// anonymous pulls, with the tokens public registries hand out.
+    oci: Arc<Registries>,
 }
 
 impl PackageFetcher {
@@ -112,11 +118,19 @@ impl PackageFetcher {
         netrc: Option<Arc<Netrc>>,
     ) -> PackageFetcher {
         PackageFetcher {
+            oci: Arc::new(Registries::new(client.clone(), Arc::default())),
             client,
             settings,
             netrc,
             git_env: Vec::new(),
         }
+    }
+
+    /// Fetches `oci://` packages through the run's OCI registries (their
+    /// credentials and the tokens already earned).
+    pub fn with_oci_registries(mut self, registries: Arc<Registries>) -> PackageFetcher {
+        self.oci = registries;
+        self
     }
 
     /// Adds variables to the environment of every `git` this fetcher runs,
@@ -189,9 +203,7 @@ impl PackageFetcher {
                 })
             }
             PackageAddr::Http(http) => Box::pin(self.fill_http(http, tree, scratch, hops)).await,
-            PackageAddr::Oci(_) => Err(PackageError::OciUnsupported {
-                url: addr.to_string(),
-            }),
+            PackageAddr::Oci(oci) => self.fill_oci(oci, tree, scratch).await,
         }
     }
 }

@@ -23,6 +23,7 @@ pub mod project;
 pub mod pty;
 pub mod server;
 pub mod snapshot;
+pub mod sshd;
 pub mod terraform;
 pub mod tls;
 pub mod zips;

@@ -448,6 +448,38 @@ impl OciRegistry {
         })
     }
 
+    /// Publishes an OpenTofu module package as `tofu` reads one: `zip` as
+    /// the one `archive/zip` layer of an image manifest of artifact type
+    /// `application/vnd.opentofu.modulepkg` (with the empty config), tagged
+    /// `tag`. Returns the manifest's digest.
+    pub fn publish_module(&self, ca: &TestCa, repository: &str, tag: &str, zip: &[u8]) -> String {
+        let client = https_client(ca);
+        block_on(async {
+            let config = b"{}";
+            self.upload(&client, repository, zip).await;
+            self.upload(&client, repository, config).await;
+            let manifest = serde_json::to_vec(&serde_json::json!({
+                "schemaVersion": 2,
+                "mediaType": MANIFEST_MEDIA_TYPE,
+                "artifactType": "application/vnd.opentofu.modulepkg",
+                "config": {
+                    "mediaType": "application/vnd.oci.empty.v1+json",
+                    "digest": digest_of(config),
+                    "size": config.len(),
+                },
+                "layers": [{
+                    "mediaType": "archive/zip",
+                    "digest": digest_of(zip),
+                    "size": zip.len(),
+                }],
+            }))
+            .unwrap();
+            self.put_manifest(&client, repository, tag, MANIFEST_MEDIA_TYPE, &manifest)
+                .await;
+            digest_of(&manifest)
+        })
+    }
+
     async fn upload(&self, client: &reqwest::Client, repository: &str, bytes: &[u8]) {
         let start = client
             .post(format!(

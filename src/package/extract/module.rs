@@ -325,9 +325,13 @@ fn make_symlink(_target: &str, path: &Path) -> io::Result<()> {
 mod tests {
     use super::*;
 
+    /// A name with a file's content, a link's target, or neither for a
+    /// directory.
+    type TarEntry<'a> = (&'a str, Option<&'a [u8]>, Option<&'a str>);
+
     /// A tar (compressed as `format` asks) of regular files, directories
     /// and symbolic links, written with the tar crate's own builder.
-    fn tar_of(entries: &[(&str, Option<&[u8]>, Option<&str>)], format: ArchiveFormat) -> Vec<u8> {
+    fn tar_of(entries: &[TarEntry<'_>], format: ArchiveFormat) -> Vec<u8> {
         let mut builder = tar::Builder::new(Vec::new());
         for (name, data, link) in entries {
             let mut header = tar::Header::new_gnu();
@@ -447,7 +451,7 @@ mod tests {
                 "a link through a link",
             ),
         ] {
-            let entries: Vec<(&str, Option<&[u8]>, Option<&str>)> = entries;
+            let entries: Vec<TarEntry<'_>> = entries;
             let archive = tar_of(&entries, ArchiveFormat::TarGz);
             let (_scratch, result) = unpack(&archive, ArchiveFormat::TarGz);
             assert!(
