@@ -69,7 +69,8 @@ impl ModuleSources {
     ) -> Self {
         ModuleSources::new(
             ModuleRegistry::new(network.discovery(), network.api()),
-            PackageFetcher::new(client, settings, netrc),
+            PackageFetcher::new(client, settings, netrc)
+                .with_oci_registries(network.oci_registries()),
             parallelism,
         )
     }
