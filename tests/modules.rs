@@ -514,3 +514,76 @@ fn get_false_skips_modules_and_get_installs_only_modules() {
         read_text(&dir.join(".terraform/modules/modules.json")).contains("\"Version\":\"1.1.0\"")
     );
 }
+
+#[test]
+fn providers_of_remote_modules_join_the_same_run() {
+    let world = World::new();
+    // The provider registry on the same server, beside the module registry.
+    let root = world.tmp.path().join("registry");
+    Registry::new(&PgpKey::generate_ecdsa())
+        .provider(ProviderSpec::new("acme", "alpha", "1.0.0").hostname(HOST))
+        .write(&root, &world.server.url());
+    world.server.serve_dir(&root);
+    std::fs::write(
+        &world.cli_config,
+        format!(
+            "host \"{HOST}\" {{\n  services = {{\n    \"modules.v1\" = \"{}\"\n    \"providers.v1\" = \"{}\"\n  }}\n}}\n",
+            world.server.url_for("/v1/modules/"),
+            world.server.url_for("/v1/providers/")
+        ),
+    )
+    .unwrap();
+
+    let repo = world.git.create("app");
+    let commit = repo.commit(
+        "main",
+        "app",
+        &[(
+            "main.tf",
+            b"terraform {\n  required_providers {\n    alpha = {\n      source  = \"registry.test/acme/alpha\"\n      version = \"1.0.0\"\n    }\n  }\n}\n",
+        )],
+    );
+    world.publish("acme", "app", &repo, &[("1.0.0", &commit)]);
+    let dir = world.workdir(
+        "providers",
+        "module \"app\" {\n  source  = \"registry.test/acme/app/aws\"\n  version = \"1.0.0\"\n}\n",
+        &[],
+    );
+    let out = ok(
+        "tfinstall init",
+        &world.tfinstall(&dir, &["init", "-no-color", "-layout=providers"]),
+    );
+    let modules_at = out
+        .find("- app in .terraform/modules/app")
+        .expect("module line");
+    let providers_at = out
+        .find("- Installed registry.test/acme/alpha v1.0.0")
+        .expect("provider line");
+    assert!(modules_at < providers_at, "{out}");
+    assert!(
+        read_text(&dir.join(".terraform.lock.hcl"))
+            .contains("provider \"registry.test/acme/alpha\"")
+    );
+
+    // Terraform 1.0.3 finds modules and providers in place: no module
+    // request, no package download. (It asks for the provider's version
+    // list on every init, after its own install too: the second run below.)
+    let requests = || -> Vec<String> {
+        world
+            .server
+            .requests()
+            .into_iter()
+            .map(|r| r.path)
+            .collect()
+    };
+    world.server.clear_log();
+    ok(
+        "terraform init after tfinstall",
+        &world.terraform_init(&dir),
+    );
+    let after_tfinstall = requests();
+    assert_eq!(after_tfinstall, ["/v1/providers/acme/alpha/versions"]);
+    world.server.clear_log();
+    ok("terraform init again", &world.terraform_init(&dir));
+    assert_eq!(requests(), after_tfinstall);
+}
