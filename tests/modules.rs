@@ -587,3 +587,68 @@ fn providers_of_remote_modules_join_the_same_run() {
     ok("terraform init again", &world.terraform_init(&dir));
     assert_eq!(requests(), after_tfinstall);
 }
+
+#[test]
+fn many_directories_fetch_each_package_once_and_tf_data_dir_is_honoured() {
+    let world = world_with_vpc();
+    let a = world.workdir("a", &vpc_call("1.0.0"), &[]);
+    let b = world.workdir("b", &vpc_call("1.0.0"), &[]);
+    let work = a.parent().unwrap();
+    ok(
+        "init DIR…",
+        &world.tfinstall(work, &["init", "-no-color", "a", "b"]),
+    );
+    for dir in [&a, &b] {
+        assert!(dir.join(".terraform/modules/vpc/main.tf").is_file());
+    }
+    assert_eq!(world.server.count("/v1/modules/acme/vpc/aws/versions"), 1);
+    assert_eq!(
+        world
+            .server
+            .count("/v1/modules/acme/vpc/aws/1.0.0/download"),
+        1
+    );
+
+    let c = world.workdir("c", &vpc_call("1.0.0"), &[]);
+    let mut command = tfinstall_command(&world.home());
+    world.ca.configure(&mut command);
+    let output = command
+        .current_dir(&c)
+        .env("TF_CLI_CONFIG_FILE", &world.cli_config)
+        .env("TF_DATA_DIR", "data")
+        .env("GIT_SSL_CAINFO", world.ca.ca_pem_path())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .args(["get", "-no-color"])
+        .output()
+        .unwrap();
+    let out = ok("get with TF_DATA_DIR", &output);
+    assert!(out.contains("- vpc in data/modules/vpc"), "{out}");
+    assert!(
+        read_text(&c.join("data/modules/modules.json")).contains("\"Dir\":\"data/modules/vpc\"")
+    );
+    assert!(!c.join(".terraform").exists());
+}
+
+#[test]
+fn a_bad_version_or_source_is_refused_with_its_file_and_line() {
+    let world = World::new();
+    let dir = world.workdir(
+        "bad",
+        "module \"a\" {\n  source  = \"registry.test/acme/vpc/aws\"\n  version = \"~> one\"\n}\n\nmodule \"b\" {\n  source = \"modules/b\"\n}\n",
+        &[],
+    );
+    let output = world.tfinstall(&dir, &["init", "-no-color"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("Error: Invalid version constraint\n\n  on main.tf line 3:"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("Error: Invalid module source address\n\n  on main.tf line 7:"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("use \"./modules/b\" instead"), "{stderr}");
+    assert!(!dir.join(".terraform").exists());
+    assert_eq!(world.server.requests().len(), 0);
+}
