@@ -652,3 +652,47 @@ fn a_bad_version_or_source_is_refused_with_its_file_and_line() {
     assert!(!dir.join(".terraform").exists());
     assert_eq!(world.server.requests().len(), 0);
 }
+
+#[test]
+fn a_hostile_module_archive_is_refused_naming_the_module_with_nothing_written() {
+    let world = World::new();
+    let zip = build_zip(
+        &[
+            ZipEntry::new("main.tf", MODULE_TF, 0o644),
+            ZipEntry::new("../../escaped.tf", MODULE_TF, 0o644),
+        ],
+        Compression::Deflated,
+    );
+    world.server.route(
+        "/archives/evil.zip",
+        Response::bytes("application/zip", zip),
+    );
+    world.server.route(
+        "/v1/modules/acme/evil/aws/versions",
+        Response::json(r#"{"modules":[{"versions":[{"version":"1.0.0"}]}]}"#),
+    );
+    world.server.route(
+        "/v1/modules/acme/evil/aws/1.0.0/download",
+        Response::new(204).header("X-Terraform-Get", "/archives/evil.zip"),
+    );
+    let dir = world.workdir(
+        "hostile",
+        "module \"evil\" {\n  source  = \"registry.test/acme/evil/aws\"\n  version = \"1.0.0\"\n}\n",
+        &[],
+    );
+    let output = world.tfinstall(&dir, &["init", "-no-color"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("Error: Failed to download module\n\n  on main.tf line 2:"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("Could not download module \"evil\""),
+        "{stderr}"
+    );
+    assert!(stderr.contains("escaped.tf"), "{stderr}");
+    assert!(!dir.join(".terraform").exists(), "{stderr}");
+    assert!(!world.tmp.path().join("work/escaped.tf").exists());
+    assert!(!dir.parent().unwrap().join("escaped.tf").exists());
+}
