@@ -48,11 +48,12 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Install the providers the configuration in the working directory needs.
+    /// Install the modules and providers the configuration in the working directory needs.
     #[command(
-        long_about = "Install the providers the configuration in the working directory needs.\n\n\
-Reads every *.tf and *.tf.json file in the working directory, its local child \
-modules and the remote modules listed in .terraform/modules/modules.json; picks \
+        long_about = "Install the modules and providers the configuration in the working directory needs.\n\n\
+Installs the modules the configuration calls into .terraform/modules, as \
+terraform init does (-get=false skips them; see docs/modules.md); then reads \
+every *.tf and *.tf.json file in the working directory and its modules; picks \
 one version per provider (the one recorded in .terraform.lock.hcl unless \
 -upgrade is given); installs it below .terraform (or $TF_DATA_DIR); and \
 records the selections in .terraform.lock.hcl, which is rewritten only when \
@@ -78,6 +79,15 @@ directories, each succeeds or fails on its own, and the exit status is 1 if \
 any failed."
     )]
     Init(InitArgs),
+    /// Install the modules the configuration in the working directory calls.
+    #[command(
+        long_about = "Install the modules the configuration in the working directory calls, as `terraform get` does: every module call of the root module and, recursively, of each installed module, into .terraform/modules (or $TF_DATA_DIR/modules), recorded in modules.json. Modules already installed whose source and version still hold are kept; -update looks again at every remote module. Providers are left alone (tfinstall init installs both).",
+        after_long_help = "Examples:\n  \
+tfinstall get\n  \
+tfinstall -chdir=infra get -update\n\n\
+Exit status is 0 when every module is installed and 1 otherwise; a failed run leaves .terraform/modules as it was."
+    )]
+    Get(GetArgs),
     /// Show the providers the configuration requires, module by module.
     ///
     /// Prints the module tree as `terraform providers` does: each module's
@@ -528,9 +538,24 @@ pub struct InitArgs {
     )]
     pub plugin_dirs: Vec<PathBuf>,
 
-    /// Ignore versions recorded in the lock file and pick the newest acceptable ones.
+    /// Ignore versions recorded in the lock file and pick the newest acceptable
+    /// ones, and look again at every remote module.
     #[arg(long)]
     pub upgrade: bool,
+
+    /// -get=false skips installing modules: the ones in .terraform/modules
+    /// (listed in modules.json) are read as they are.
+    #[arg(
+        long,
+        value_name = "BOOL",
+        default_value = "true",
+        hide_default_value = true,
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true",
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
+    pub get: bool,
 
     /// Set to "readonly" to check the lock file without ever changing it.
     #[arg(long, value_name = "MODE")]
@@ -635,6 +660,22 @@ pub struct InitArgs {
     pub dirs: Vec<PathBuf>,
 }
 
+#[derive(Debug, Args)]
+pub struct GetArgs {
+    /// Look again at every remote module: the newest version each call
+    /// allows, each git ref fetched again.
+    #[arg(long)]
+    pub update: bool,
+
+    /// How many module packages to fetch at once.
+    #[arg(long, default_value_t = DEFAULT_PARALLELISM, value_name = "N")]
+    pub parallelism: usize,
+
+    /// Disable coloured output (also: the NO_COLOR environment variable).
+    #[arg(long = "no-color")]
+    pub no_color: bool,
+}
+
 /// `providers` alone prints the requirement tree; its subcommands do other
 /// jobs with the same requirements.
 #[derive(Debug, Args)]
@@ -668,8 +709,9 @@ pub struct CompletionsArgs {
 /// relative to the repository, which is what a user has; a subcommand
 /// (`cache warm`) has its command's page unless [`SUBCOMMAND_PAGES`] names
 /// one of its own.
-pub const DOC_PAGES: [(&str, &str); 6] = [
+pub const DOC_PAGES: [(&str, &str); 7] = [
     ("init", "docs/init.md"),
+    ("get", "docs/modules.md"),
     ("exec", "docs/handoff.md"),
     ("providers", "docs/providers.md"),
     ("cache", "docs/cache.md"),

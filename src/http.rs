@@ -116,6 +116,8 @@ pub struct ApiResponse {
     pub retry_after: Option<Duration>,
     /// The server's `Cache-Control`, for answers worth keeping across runs.
     pub cache_control: Option<String>,
+    /// `X-Terraform-Get`, where a module registry says a package is.
+    pub terraform_get: Option<String>,
 }
 
 impl ApiResponse {
@@ -258,6 +260,11 @@ impl ApiClient {
             .get(reqwest::header::CACHE_CONTROL)
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
+        let terraform_get = response
+            .headers()
+            .get("X-Terraform-Get")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
         let mut body = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(describe)? {
             if body.len() + chunk.len() > MAX_JSON_BODY {
@@ -277,6 +284,7 @@ impl ApiClient {
             body,
             retry_after,
             cache_control,
+            terraform_get,
         })
     }
 }

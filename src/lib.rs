@@ -28,6 +28,7 @@ pub mod install;
 pub mod lockfile;
 pub mod memo;
 pub mod module;
+pub mod module_install;
 pub mod module_package;
 pub mod output;
 pub mod package;

@@ -106,6 +106,7 @@ fn main() -> ExitCode {
         Command::Init(args) => {
             runtime.block_on(tfinstall::commands::init::run(args, launch_dir, cli.engine))
         }
+        Command::Get(args) => runtime.block_on(tfinstall::commands::get::run(args)),
         Command::Providers(args) => match args.command {
             Some(ProvidersCommand::Lock(lock)) => {
                 runtime.block_on(tfinstall::commands::providers::lock::run(lock))

@@ -54,7 +54,17 @@ pub fn configuration_requirements(
     root: &Path,
     data_dir: &Path,
 ) -> Result<(BTreeMap<ProviderAddr, VersionConstraints>, Diagnostics), Diagnostics> {
-    let (requirements, diags) = module::load_requirements(root, data_dir)?;
+    configuration_requirements_staged(root, data_dir, None)
+}
+
+/// [`configuration_requirements`] with the modules being installed read
+/// from where they are staged.
+pub fn configuration_requirements_staged(
+    root: &Path,
+    data_dir: &Path,
+    staged: Option<&module::StagedModules<'_>>,
+) -> Result<(BTreeMap<ProviderAddr, VersionConstraints>, Diagnostics), Diagnostics> {
+    let (requirements, diags) = module::load_requirements_staged(root, data_dir, staged)?;
     let requirements = requirements
         .0
         .into_iter()

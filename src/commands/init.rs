@@ -17,6 +17,7 @@ use crate::install::layout::{InstallLayout, LayoutKind};
 use crate::install::link::LinkMode;
 use crate::install::staging::{FileMode, Staging};
 use crate::lockfile::Locks;
+use crate::module_install::{ModuleSources, PreparedModules};
 use crate::output::{LockFileChange, Output};
 use crate::package::extract::ExtractLimits;
 use crate::platform_hashes::PlatformHashes;
@@ -27,7 +28,7 @@ use crate::source::configured::{
 };
 use crate::workdir::engine::EngineChoice;
 use crate::workdir::platforms::LockPlatforms;
-use crate::workdir::{LOCK_FILE, configuration_requirements, data_dir, in_dir};
+use crate::workdir::{LOCK_FILE, configuration_requirements_staged, data_dir, in_dir};
 
 /// `init` in the working directory, or in each DIR given, each with the
 /// engine its own files choose unless `engine_flag` (`-engine`) says.
@@ -281,6 +282,7 @@ struct Run<'a> {
     layout: LayoutKind,
     dev_overrides: BTreeSet<ProviderAddr>,
     network: NetworkSources,
+    modules: ModuleSources,
     downloader: Arc<Downloader>,
     cache: Option<CacheUse>,
     link_mode: LinkMode,
@@ -332,18 +334,21 @@ impl<'a> Run<'a> {
             cli_config.dev_override_addrs().cloned().collect();
         let client = crate::http::build_client()?;
         let network = NetworkSources::new(&cli_config, &env, client.clone());
-        let downloader = Arc::new(
-            Downloader::new(
-                client,
-                DownloadSettings {
-                    retries: args.download_retries,
-                    stall_timeout: args.download_stall_timeout,
-                    backoff: args.download_retry_delay,
-                    max_bytes: args.max_package_size,
-                },
-            )
-            .with_netrc(cli_config.netrc.clone()),
+        let settings = DownloadSettings {
+            retries: args.download_retries,
+            stall_timeout: args.download_stall_timeout,
+            backoff: args.download_retry_delay,
+            max_bytes: args.max_package_size,
+        };
+        let modules = ModuleSources::for_run(
+            &network,
+            client.clone(),
+            settings.clone(),
+            cli_config.netrc.clone(),
+            args.parallelism,
         );
+        let downloader =
+            Arc::new(Downloader::new(client, settings).with_netrc(cli_config.netrc.clone()));
         let mut cache = cli_config.plugin_cache_dir.as_ref().map(|dir| {
             CacheUse::new(
                 PluginCache::new(dir),
@@ -383,6 +388,7 @@ impl<'a> Run<'a> {
             layout,
             dev_overrides,
             network,
+            modules,
             downloader,
             cache,
             link_mode,
@@ -453,7 +459,14 @@ async fn init(run: &Run<'_>, dir: &Path, out: &Arc<Output>) -> Result<Initialize
     let data_dir = in_dir(dir, data_dir());
     let mut warnings = Diagnostics::new();
 
-    let (requirements, module_diags) = configuration_requirements(dir, &data_dir)?;
+    let modules = if args.get {
+        install_modules(&run.modules, dir, args.upgrade, out).await?
+    } else {
+        None
+    };
+    let staged = modules.as_ref().and_then(PreparedModules::staged);
+    let (requirements, module_diags) =
+        configuration_requirements_staged(dir, &data_dir, staged.as_ref())?;
     warnings.extend(module_diags);
     if let Some(installation) = &run.cli_config.provider_installation
         && !installation.dev_overrides.is_empty()
@@ -524,6 +537,10 @@ async fn init(run: &Run<'_>, dir: &Path, out: &Arc<Output>) -> Result<Initialize
     // Committing renames and fsyncs; off the runtime's one thread, so that
     // the directories of a multi-directory run commit side by side.
     let commit = Commit {
+        module_moves: modules
+            .as_ref()
+            .map(PreparedModules::moves)
+            .unwrap_or_default(),
         selections_file: installer.layout.selections_file(),
         platform: installer.platform.clone(),
         lock_path,
@@ -539,6 +556,8 @@ async fn init(run: &Run<'_>, dir: &Path, out: &Arc<Output>) -> Result<Initialize
                     format!("The commit of the installed providers stopped: {err}."),
                 ))
             })??;
+    // The modules' staging area goes only now: their directory has moved.
+    drop(modules);
     record_plugin_dirs(&data_dir, &args.plugin_dirs).map_err(|err| {
         Diagnostics::from(Diagnostic::error(
             "Failed to save plugin locations",
@@ -552,6 +571,35 @@ async fn init(run: &Run<'_>, dir: &Path, out: &Arc<Output>) -> Result<Initialize
         warnings,
         lock_file,
     })
+}
+
+/// Installs the modules of the configuration in `dir` into its staging
+/// area, printing Terraform's lines; `None` when the root module calls no
+/// module (Terraform then prints nothing about modules).
+async fn install_modules(
+    modules: &ModuleSources,
+    dir: &Path,
+    upgrade: bool,
+    out: &Output,
+) -> Result<Option<PreparedModules>, Diagnostics> {
+    let calls_any =
+        crate::module::module_calls(dir, Path::new(""), None).is_ok_and(|calls| !calls.is_empty());
+    if !calls_any {
+        return Ok(None);
+    }
+    let (code, heading) = if upgrade {
+        ("upgrading_modules_message", "Upgrading modules...")
+    } else {
+        ("initializing_modules_message", "Initializing modules...")
+    };
+    out.init_output(code, Some(heading), |ui| {
+        format!("\n{}", ui.heading(heading))
+    });
+    let prepared = crate::module_install::prepare(modules, dir, &data_dir(), upgrade).await?;
+    for event in &prepared.events {
+        out.module_event(event);
+    }
+    Ok(Some(prepared))
 }
 
 /// The package limits the flags set.
@@ -605,6 +653,9 @@ fn go_json_pretty(value: &serde_json::Value) -> std::io::Result<String> {
 /// Commits the staged packages and records the result, in an order that
 /// keeps the previous state whenever something is refused.
 struct Commit {
+    /// The new modules directory's rename into place, done with the
+    /// providers' (first, so a refusal leaves both as they were).
+    module_moves: Vec<(PathBuf, PathBuf)>,
     selections_file: Option<PathBuf>,
     platform: Platform,
     lock_path: PathBuf,
@@ -620,6 +671,7 @@ impl Commit {
         mut warnings: Diagnostics,
     ) -> Result<(Diagnostics, LockFileChange), Diagnostics> {
         let Commit {
+            module_moves,
             selections_file,
             platform,
             lock_path,
@@ -662,8 +714,8 @@ impl Commit {
             memo,
         } = outcome;
         staging
-            .commit(&moves)
-            .map_err(|err| write_failed("the installed providers", err))?;
+            .commit(&[module_moves, moves].concat())
+            .map_err(|err| write_failed("the installed modules and providers", err))?;
         memo.save(&staging);
         if let Some(path) = selections_file {
             write_selections(&staging, &path, &selections)

@@ -3,5 +3,6 @@
 pub mod cache;
 pub mod completions;
 pub mod exec;
+pub mod get;
 pub mod init;
 pub mod providers;

@@ -215,6 +215,10 @@ fn merge_file(
                     existing.source = call.source;
                     existing.source_range = call.source_range;
                 }
+                if call.version_range.is_some() {
+                    existing.version = call.version;
+                    existing.version_range = call.version_range;
+                }
             }
             None => diags.push(
                 Diagnostic::error(

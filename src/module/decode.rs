@@ -96,6 +96,9 @@ pub(super) struct ModuleCallDecl {
     pub name: String,
     pub source: Option<String>,
     pub source_range: Option<SrcRange>,
+    /// The `version` argument as written, for registry modules.
+    pub version: Option<String>,
+    pub version_range: Option<SrcRange>,
     pub def_range: SrcRange,
 }
 
@@ -571,8 +574,24 @@ fn decode_module_call(block: &Block, is_override: bool, diags: &mut Diagnostics)
         name,
         source: None,
         source_range: None,
+        version: None,
+        version_range: None,
         def_range: block.def_range.clone(),
     };
+    if let Some(attr) = block.body.attr("version") {
+        call.version_range = Some(attr.expr.range.clone());
+        match (attr.expr.static_problem(), attr.expr.as_str()) {
+            (Some(problem), _) => diags.push(problem),
+            (None, Some(version)) => call.version = Some(version.to_string()),
+            (None, None) => diags.push(
+                Diagnostic::error(
+                    "Invalid version constraint",
+                    "A string value is required for version.",
+                )
+                .with_range(&attr.expr.range),
+            ),
+        }
+    }
     match block.body.attr("source") {
         Some(attr) => {
             call.source_range = Some(attr.expr.range.clone());

@@ -110,15 +110,15 @@ fn without_shadowed_tf_files<'a>(names: &'a [&'a str]) -> impl Iterator<Item = &
     })
 }
 
-/// Reads and decodes one file. `root_dir` turns the display path into a
-/// filesystem path.
+/// Reads and decodes one file: `fs_path` is where it is, `display_path`
+/// the name diagnostics give it.
 pub(super) fn load_file(
-    root_dir: &Path,
+    fs_path: &Path,
     display_path: &Path,
     is_override: bool,
     diags: &mut Diagnostics,
 ) -> Option<FileDecls> {
-    let bytes = match fs::read(root_dir.join(display_path)) {
+    let bytes = match fs::read(fs_path) {
         Ok(bytes) => bytes,
         Err(_) => {
             diags.push(Diagnostic::error(
@@ -255,7 +255,15 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         fs::write(dir.path().join("bad.tf"), b"provider \"\xff\" {}").expect("write");
         let mut diags = Diagnostics::new();
-        assert!(load_file(dir.path(), Path::new("bad.tf"), false, &mut diags).is_none());
+        assert!(
+            load_file(
+                &dir.path().join("bad.tf"),
+                Path::new("bad.tf"),
+                false,
+                &mut diags
+            )
+            .is_none()
+        );
         assert_eq!(diags.0[0].summary, "Invalid character encoding");
     }
 
@@ -264,7 +272,13 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         fs::write(dir.path().join("bom.tf"), "\u{feff}provider \"aws\" {}\n").expect("write");
         let mut diags = Diagnostics::new();
-        let decls = load_file(dir.path(), Path::new("bom.tf"), false, &mut diags).expect("parsed");
+        let decls = load_file(
+            &dir.path().join("bom.tf"),
+            Path::new("bom.tf"),
+            false,
+            &mut diags,
+        )
+        .expect("parsed");
         assert!(diags.is_empty(), "{diags}");
         assert_eq!(decls.provider_configs.len(), 1);
     }

@@ -1,45 +1,59 @@
 //! The module manifest `terraform init`/`terraform get` writes to
 //! `<data_dir>/modules/modules.json`: where each installed module call's
-//! files are. Provider installation reads installed modules, it does not
-//! install them.
+//! files are. Read here for the requirements of installed modules, and
+//! written here (in Terraform's bytes) by module installation.
 
 use std::collections::BTreeMap;
 use std::fs;
 use std::io;
 use std::path::Path;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::go_json;
 
-#[derive(Deserialize)]
+/// The file name inside `<data_dir>/modules`.
+pub const MANIFEST_FILE: &str = "modules.json";
+
+#[derive(Deserialize, Serialize)]
 struct ManifestFile {
     #[serde(rename = "Modules")]
     modules: Vec<ManifestRecord>,
 }
 
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
-pub(super) struct ManifestRecord {
+/// One module call's record, with its fields in the order Terraform's
+/// `modsdir.Record` marshals them.
+#[derive(Clone, Debug, Deserialize, Serialize, PartialEq, Eq)]
+pub struct ManifestRecord {
     /// Module call names from the root joined with `.` (`a.b`); `""` is the
     /// root module.
     #[serde(rename = "Key")]
     pub key: String,
     #[serde(rename = "Source")]
     pub source: String,
+    /// The registry module's version; empty (and left out) for others.
+    #[serde(rename = "Version", default, skip_serializing_if = "String::is_empty")]
+    pub version: String,
     /// Relative to the directory Terraform ran in, i.e. the root module.
     #[serde(rename = "Dir")]
     pub dir: String,
 }
 
-#[derive(Debug, Default)]
-pub(super) struct Manifest(BTreeMap<String, ManifestRecord>);
+/// The records by key.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Manifest(pub BTreeMap<String, ManifestRecord>);
 
 impl Manifest {
     /// A missing manifest is an empty one: the configuration may simply
     /// have no remote modules.
     pub fn load(data_dir: &Path, diags: &mut Diagnostics) -> Manifest {
-        let path = data_dir.join("modules").join("modules.json");
+        Manifest::load_from(&data_dir.join("modules"), diags)
+    }
+
+    /// The manifest in the modules directory `modules_dir`.
+    pub fn load_from(modules_dir: &Path, diags: &mut Diagnostics) -> Manifest {
+        let path = modules_dir.join(MANIFEST_FILE);
         let bytes = match fs::read(&path) {
             Ok(bytes) => bytes,
             Err(err) if err.kind() == io::ErrorKind::NotFound => return Manifest::default(),
@@ -77,6 +91,20 @@ impl Manifest {
     pub fn get(&self, key: &str) -> Option<&ManifestRecord> {
         self.0.get(key)
     }
+
+    /// The file as Terraform writes it: Go's `json.Marshal` of the records
+    /// sorted by key (compact, `<`, `>` and `&` escaped, no final newline).
+    pub fn render(&self) -> String {
+        let file = ManifestFile {
+            modules: self.0.values().cloned().collect(),
+        };
+        let text = serde_json::to_string(&file).unwrap_or_default();
+        text.replace('<', "\\u003c")
+            .replace('>', "\\u003e")
+            .replace('&', "\\u0026")
+            .replace('\u{2028}', "\\u2028")
+            .replace('\u{2029}', "\\u2029")
+    }
 }
 
 #[cfg(test)]
@@ -100,6 +128,35 @@ mod tests {
             Some(".terraform/modules/vpc.subnets")
         );
         assert!(manifest.get("vpc").is_none());
+    }
+
+    #[test]
+    fn renders_as_terraform_writes_it() {
+        let mut manifest = Manifest::default();
+        for (key, source, version, dir) in [
+            ("", "", "", "."),
+            (
+                "a",
+                "registry.terraform.io/x/y/z",
+                "1.0.0",
+                ".terraform/modules/a",
+            ),
+            ("a.b", "./b<&>", "", ".terraform/modules/a/b<&>"),
+        ] {
+            manifest.0.insert(
+                key.to_string(),
+                ManifestRecord {
+                    key: key.to_string(),
+                    source: source.to_string(),
+                    version: version.to_string(),
+                    dir: dir.to_string(),
+                },
+            );
+        }
+        assert_eq!(
+            manifest.render(),
+            r#"{"Modules":[{"Key":"","Source":"","Dir":"."},{"Key":"a","Source":"registry.terraform.io/x/y/z","Version":"1.0.0","Dir":".terraform/modules/a"},{"Key":"a.b","Source":"./b\u003c\u0026\u003e","Dir":".terraform/modules/a/b\u003c\u0026\u003e"}]}"#
+        );
     }
 
     #[test]

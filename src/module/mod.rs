@@ -10,7 +10,7 @@ mod assemble;
 mod decode;
 mod files;
 mod json;
-mod manifest;
+pub mod manifest;
 mod native;
 mod range;
 mod syntax;
@@ -108,10 +108,43 @@ pub fn load_configuration(
     root_dir: &Path,
     data_dir: &Path,
 ) -> Result<(Configuration, Diagnostics), Diagnostics> {
+    load_configuration_staged(root_dir, data_dir, None)
+}
+
+/// A modules directory built but not yet in place: the manifest's
+/// directories under `named` (the data directory's `modules`, as the
+/// manifest spells it) are read from `actual`, so that the providers of
+/// modules being installed are known before anything is renamed into place.
+pub struct StagedModules<'a> {
+    pub named: &'a Path,
+    pub actual: &'a Path,
+}
+
+/// [`load_requirements`], with the modules (and their manifest) read from
+/// `staged` when given.
+pub fn load_requirements_staged(
+    root_dir: &Path,
+    data_dir: &Path,
+    staged: Option<&StagedModules<'_>>,
+) -> Result<(Requirements, Diagnostics), Diagnostics> {
+    load_configuration_staged(root_dir, data_dir, staged)
+        .map(|(configuration, diags)| (configuration.requirements, diags))
+}
+
+/// [`load_configuration`], with the modules (and their manifest) read from
+/// `staged` when given.
+fn load_configuration_staged(
+    root_dir: &Path,
+    data_dir: &Path,
+    staged: Option<&StagedModules<'_>>,
+) -> Result<(Configuration, Diagnostics), Diagnostics> {
     let mut diags = Diagnostics::new();
-    let manifest = Manifest::load(data_dir, &mut diags);
+    let manifest = match staged {
+        Some(staged) => Manifest::load_from(staged.actual, &mut diags),
+        None => Manifest::load(data_dir, &mut diags),
+    };
     let mut walker = Walker {
-        root_dir,
+        locations: Locations { root_dir, staged },
         manifest,
         configuration: Configuration::default(),
         diags,
@@ -135,6 +168,84 @@ pub fn is_empty_dir(dir: &Path) -> bool {
         .is_ok_and(|files| files.primary.is_empty() && files.overrides.is_empty())
 }
 
+/// A module call as written, for module installation.
+#[derive(Clone, Debug)]
+pub struct ModuleCall {
+    pub name: String,
+    pub source: String,
+    pub source_pos: SourcePos,
+    /// The `version` argument and where it is.
+    pub version: Option<(String, SourcePos)>,
+}
+
+/// The module calls of the module in `display_dir` (named as the
+/// diagnostics name it, read from where `staged` puts it), sorted by name
+/// as Terraform visits them. Calls without a usable `source` are left out:
+/// the configuration's errors are reported by [`load_requirements`], so
+/// only whether there are any is returned here.
+pub fn module_calls(
+    root_dir: &Path,
+    display_dir: &Path,
+    staged: Option<&StagedModules<'_>>,
+) -> Result<Vec<ModuleCall>, Diagnostics> {
+    let locations = Locations { root_dir, staged };
+    let fs_dir = locations.fs_path(display_dir);
+    let files = config_files(&fs_dir, display_dir, Engine::current()).map_err(|_| {
+        let shown = if display_dir.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            display_dir
+        };
+        Diagnostics::from(unreadable_module_dir(shown, None))
+    })?;
+    let mut diags = Diagnostics::new();
+    let load = |paths: &[PathBuf], is_override: bool, diags: &mut Diagnostics| {
+        paths
+            .iter()
+            .filter_map(|path| load_file(&locations.fs_path(path), path, is_override, diags))
+            .collect::<Vec<_>>()
+    };
+    let primary = load(&files.primary, false, &mut diags);
+    let overrides = load(&files.overrides, true, &mut diags);
+    let module = assemble(primary, overrides, &mut diags);
+    if diags.has_errors() {
+        return Err(diags);
+    }
+    let mut calls: Vec<ModuleCall> = module
+        .module_calls
+        .into_iter()
+        .filter_map(|call| {
+            let source = call.source?;
+            let range = call.source_range.as_ref().unwrap_or(&call.def_range);
+            Some(ModuleCall {
+                name: call.name,
+                source,
+                source_pos: range.source_pos(),
+                version: call.version.zip(call.version_range.map(|r| r.source_pos())),
+            })
+        })
+        .collect();
+    calls.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(calls)
+}
+
+/// Where the files a diagnostic names are on disk.
+struct Locations<'a> {
+    root_dir: &'a Path,
+    staged: Option<&'a StagedModules<'a>>,
+}
+
+impl Locations<'_> {
+    fn fs_path(&self, display: &Path) -> PathBuf {
+        if let Some(staged) = self.staged
+            && let Ok(rest) = display.strip_prefix(staged.named)
+        {
+            return staged.actual.join(rest);
+        }
+        self.root_dir.join(display)
+    }
+}
+
 /// How a child module was reached, for diagnostics about its directory.
 struct ModuleCallSite<'a> {
     range: &'a SrcRange,
@@ -142,7 +253,7 @@ struct ModuleCallSite<'a> {
 }
 
 struct Walker<'a> {
-    root_dir: &'a Path,
+    locations: Locations<'a>,
     manifest: Manifest,
     configuration: Configuration,
     diags: Diagnostics,
@@ -153,7 +264,7 @@ struct Walker<'a> {
 
 impl Walker<'_> {
     fn visit(&mut self, names: &[String], display_dir: &Path, call: Option<ModuleCallSite<'_>>) {
-        let fs_dir = self.root_dir.join(display_dir);
+        let fs_dir = self.locations.fs_path(display_dir);
         let shown_dir = if display_dir.as_os_str().is_empty() {
             Path::new(".")
         } else {
@@ -187,7 +298,9 @@ impl Walker<'_> {
         let load = |paths: &[PathBuf], is_override: bool, diags: &mut Diagnostics| {
             paths
                 .iter()
-                .filter_map(|path| load_file(self.root_dir, path, is_override, diags))
+                .filter_map(|path| {
+                    load_file(&self.locations.fs_path(path), path, is_override, diags)
+                })
                 .collect::<Vec<_>>()
         };
         let primary = load(&files.primary, false, &mut module_diags);
@@ -379,7 +492,7 @@ fn module_path(names: &[String]) -> String {
 /// Local module sources are paths starting with `./` or `../` (either
 /// slash), per Terraform's module source rules; anything else is
 /// installed by `terraform init` and listed in the manifest.
-fn is_local_source(source: &str) -> bool {
+pub fn is_local_source(source: &str) -> bool {
     ["./", "../", ".\\", "..\\"]
         .iter()
         .any(|prefix| source.starts_with(prefix))
@@ -388,7 +501,7 @@ fn is_local_source(source: &str) -> bool {
 /// Lexical join-and-clean like Go's filepath.Join, so module directories
 /// are named as Terraform names them (`modules/app/../shared` →
 /// `modules/shared`) without touching the filesystem.
-fn join_clean(base: &Path, relative: &str) -> PathBuf {
+pub fn join_clean(base: &Path, relative: &str) -> PathBuf {
     let separators: &[char] = if cfg!(windows) { &['/', '\\'] } else { &['/'] };
     let mut out = base.to_path_buf();
     for segment in relative.split(separators) {

@@ -278,7 +278,7 @@ pub(super) const TOP_LEVEL: BodySchema = BodySchema {
             kind: "module",
             labels: &["name"],
             body: &BodySchema {
-                attrs: AttrSchema::Named(&["source"]),
+                attrs: AttrSchema::Named(&["source", "version"]),
                 blocks: &[],
             },
         },

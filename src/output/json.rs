@@ -16,6 +16,7 @@ use serde_json::{Map, Value, json};
 use crate::diag::{Diagnostic, Severity, SnippetPos};
 use crate::engine::Engine;
 use crate::install::events::{InstallEvent, ProgressStage};
+use crate::module_install::ModuleEvent;
 use crate::ui::Ui;
 use crate::verify::{AuthResult, Trust};
 
@@ -158,6 +159,16 @@ impl JsonLines {
             "error"
         };
         self.emit(level, text, "summary", summary);
+    }
+
+    /// A line of the module installation, as Terraform's `log` line with
+    /// the same text; `event` and `module` say which for machines.
+    pub fn module_event(&self, event: &ModuleEvent) {
+        let (name, key) = match event {
+            ModuleEvent::Downloading { key, .. } => ("module_downloading", key),
+            ModuleEvent::Installed { key, .. } => ("module_installed", key),
+        };
+        self.log(&event.text(), name, json!({ "module": key }));
     }
 
     /// An installer event: Terraform's `log` line where Terraform writes one

@@ -257,6 +257,14 @@ impl Output {
         }
     }
 
+    /// One line of the module installation.
+    pub fn module_event(&self, event: &crate::module_install::ModuleEvent) {
+        match &self.view {
+            View::Json(lines) => lines.module_event(event),
+            View::Human { .. } => self.print(&event.text()),
+        }
+    }
+
     /// Terraform's note on packages signed by a partner or their author,
     /// which its `init -json` writes as a `log` line.
     pub fn third_party_signed(&self, text: &str) {

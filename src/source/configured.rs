@@ -61,6 +61,7 @@ impl SourceOptions<'_> {
 /// discovery and one set of credentials serve them all.
 pub struct NetworkSources {
     api: ApiClient,
+    discovery: Arc<Discovery>,
     tokens: TokenLookup,
     netrc: Option<Arc<Netrc>>,
     registry: Arc<dyn Source>,
@@ -105,9 +106,10 @@ impl NetworkSources {
             )
             .with_memo_policy(policy),
         );
-        let registry = RegistrySource::new(discovery, api.clone(), cli_config.netrc.clone())
+        let registry = RegistrySource::new(discovery.clone(), api.clone(), cli_config.netrc.clone())
             .with_memo_policy(policy);
         NetworkSources {
+            discovery,
             registry: Arc::new(SharedQueries::with_policy(Arc::new(registry), policy)),
             api,
             tokens,
@@ -116,6 +118,17 @@ impl NetworkSources {
             oci: Arc::new(oci),
             memo_policy: policy,
         }
+    }
+
+    /// The run's service discovery (with its host blocks and credentials),
+    /// for the module registry protocol.
+    pub fn discovery(&self) -> Arc<Discovery> {
+        self.discovery.clone()
+    }
+
+    /// The registry API client, with Terraform's timeout and retries.
+    pub fn api(&self) -> ApiClient {
+        self.api.clone()
     }
 
     pub fn oci_registries(&self) -> Arc<Registries> {

@@ -1,0 +1,776 @@
+//! Module installation, the stage before requirements: the module calls of
+//! a configuration are walked as `terraform init` walks them (every call of
+//! the root and, recursively, of each installed module), each remote
+//! source is resolved (registry version list and download location, or the
+//! go-getter address as written) and every distinct package is fetched at
+//! once, once per run. The result is what Terraform leaves:
+//! `.terraform/modules/KEY` directories and `modules.json`, byte for byte.
+//!
+//! Nothing is written in place until the whole `init` has succeeded: the
+//! new modules directory is built in the data directory's staging area
+//! ([`PreparedModules`]), provider requirements are read from there, and
+//! the command renames it into place with the provider packages.
+
+pub mod registry;
+pub mod source_addr;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{OnceCell, Semaphore};
+
+use crate::cliconfig::netrc::Netrc;
+use crate::diag::{Diagnostic, Diagnostics, SourcePos};
+use crate::fetch::DownloadSettings;
+use crate::install::link::link_or_copy_tree;
+use crate::install::staging::Staging;
+use crate::module::manifest::{MANIFEST_FILE, Manifest, ManifestRecord};
+use crate::module::{ModuleCall, StagedModules, join_clean, module_calls};
+use crate::module_package::{PackageAddr, PackageFetcher};
+use crate::source::configured::NetworkSources;
+use crate::version::{Version, VersionConstraints};
+
+use registry::{ModuleRegistry, RegistryError};
+use source_addr::{ModuleSource, RegistryPackage, SourceError, with_subdir};
+
+/// One answer of the run, computed by the first caller, awaited by others.
+type Shared<T, E = String> = Arc<OnceCell<Result<T, E>>>;
+
+/// What every working directory of one run shares: the registry client,
+/// the package fetcher, and what each has answered, so that a version list,
+/// a download location or a package is asked for once per run however many
+/// calls and directories need it.
+pub struct ModuleSources {
+    registry: ModuleRegistry,
+    fetcher: PackageFetcher,
+    /// Bounds how many packages are fetched at once.
+    fetches: Semaphore,
+    versions: Mutex<HashMap<RegistryPackage, Shared<Vec<Version>, RegistryError>>>,
+    locations: Mutex<HashMap<(RegistryPackage, Version), Shared<String>>>,
+    packages: Mutex<HashMap<String, Shared<PathBuf>>>,
+    /// Where fetched packages are kept for the run (a temporary directory,
+    /// removed when the run ends), each placed from there into every
+    /// working directory that calls it.
+    store: Mutex<Option<Arc<tempfile::TempDir>>>,
+    counter: std::sync::atomic::AtomicUsize,
+}
+
+impl ModuleSources {
+    /// The module sources of a run: the registry through the run's
+    /// discovery and credentials, packages through one fetcher with the
+    /// run's download settings and `.netrc`.
+    pub fn for_run(
+        network: &NetworkSources,
+        client: reqwest::Client,
+        settings: DownloadSettings,
+        netrc: Option<Arc<Netrc>>,
+        parallelism: usize,
+    ) -> Self {
+        ModuleSources::new(
+            ModuleRegistry::new(network.discovery(), network.api()),
+            PackageFetcher::new(client, settings, netrc)
+                .with_oci_registries(network.oci_registries()),
+            parallelism,
+        )
+    }
+
+    pub fn new(registry: ModuleRegistry, fetcher: PackageFetcher, parallelism: usize) -> Self {
+        ModuleSources {
+            registry,
+            fetcher,
+            fetches: Semaphore::new(parallelism.max(1)),
+            versions: Mutex::new(HashMap::new()),
+            locations: Mutex::new(HashMap::new()),
+            packages: Mutex::new(HashMap::new()),
+            store: Mutex::new(None),
+            counter: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    async fn versions(&self, package: &RegistryPackage) -> Result<Vec<Version>, RegistryError> {
+        let cell = lock(&self.versions)
+            .entry(package.clone())
+            .or_default()
+            .clone();
+        cell.get_or_init(|| self.registry.versions(package))
+            .await
+            .clone()
+    }
+
+    async fn location(
+        &self,
+        package: &RegistryPackage,
+        version: &Version,
+    ) -> Result<String, String> {
+        let cell = lock(&self.locations)
+            .entry((package.clone(), version.clone()))
+            .or_default()
+            .clone();
+        cell.get_or_init(|| async {
+            self.registry
+                .location(package, version)
+                .await
+                .map_err(|err| match err {
+                    RegistryError::NotFound => "module not found".to_string(),
+                    RegistryError::Other(message) => message,
+                })
+        })
+        .await
+        .clone()
+    }
+
+    /// The directory holding the package at the go-getter address `addr`,
+    /// fetched by the first caller, shared by the others.
+    async fn package(&self, addr: &str) -> Result<PathBuf, String> {
+        let cell = lock(&self.packages)
+            .entry(addr.to_string())
+            .or_default()
+            .clone();
+        cell.get_or_init(|| async {
+            let parsed = PackageAddr::parse(addr).map_err(|err| err.to_string())?;
+            let store = self.store().map_err(|err| {
+                format!("could not create a temporary directory for module packages: {err}")
+            })?;
+            let n = self
+                .counter
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let dest = store.path().join(n.to_string());
+            let _permit = self.fetches.acquire().await.map_err(|e| e.to_string())?;
+            self.fetcher
+                .fetch(&parsed, &dest)
+                .await
+                .map_err(|err| err.to_string())?;
+            Ok(dest)
+        })
+        .await
+        .clone()
+    }
+
+    fn store(&self) -> std::io::Result<Arc<tempfile::TempDir>> {
+        let mut store = lock(&self.store);
+        if let Some(store) = &*store {
+            return Ok(store.clone());
+        }
+        let created = Arc::new(
+            tempfile::Builder::new()
+                .prefix(".tfinstall-modules-")
+                .tempdir()?,
+        );
+        *store = Some(created.clone());
+        Ok(created)
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// One line of module output, in the order Terraform prints them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ModuleEvent {
+    /// `Downloading SOURCE [VERSION] for KEY...`
+    Downloading {
+        key: String,
+        source: String,
+        version: Option<String>,
+    },
+    /// `- KEY in DIR`
+    Installed { key: String, dir: String },
+}
+
+impl ModuleEvent {
+    pub fn text(&self) -> String {
+        match self {
+            ModuleEvent::Downloading {
+                key,
+                source,
+                version: Some(version),
+            } => format!("Downloading {source} {version} for {key}..."),
+            ModuleEvent::Downloading { key, source, .. } => {
+                format!("Downloading {source} for {key}...")
+            }
+            ModuleEvent::Installed { key, dir } => format!("- {key} in {dir}"),
+        }
+    }
+}
+
+/// A working directory's modules, built in its staging area and not yet
+/// in place.
+pub struct PreparedModules {
+    /// The modules directory as `modules.json` names it (`.terraform/modules`).
+    named: PathBuf,
+    /// Where it is, from the directory the command runs in.
+    target: PathBuf,
+    /// The new modules directory, or `None` when the installed one already
+    /// is what this run would build.
+    staged: Option<PathBuf>,
+    _staging: Option<Staging>,
+    pub events: Vec<ModuleEvent>,
+}
+
+impl PreparedModules {
+    /// Where requirements are read from until the commit.
+    pub fn staged(&self) -> Option<StagedModules<'_>> {
+        self.staged.as_ref().map(|actual| StagedModules {
+            named: &self.named,
+            actual,
+        })
+    }
+
+    /// The rename that puts the new modules directory in place, if any.
+    pub fn moves(&self) -> Vec<(PathBuf, PathBuf)> {
+        self.staged
+            .iter()
+            .map(|staged| (staged.clone(), self.target.clone()))
+            .collect()
+    }
+
+    /// Puts the new modules directory in place on its own (for `get`).
+    pub fn commit(mut self) -> std::io::Result<()> {
+        let moves = self.moves();
+        match self._staging.as_mut() {
+            Some(staging) => staging.commit(&moves),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A module whose calls are still to be walked.
+struct Node {
+    /// Call names from the root.
+    names: Vec<String>,
+    /// Its directory as `modules.json` names it.
+    dir: PathBuf,
+    /// The remote package it is in: its root directory and address.
+    package: Option<(PathBuf, String)>,
+    /// Installed by this run: its children cannot be kept from before.
+    fresh: bool,
+    /// The source argument of the call that reached it.
+    call_pos: Option<SourcePos>,
+}
+
+/// What one call turned out to need.
+enum Placement {
+    /// A local directory, or a package kept from before: just a record.
+    Record(Recorded),
+    /// A package to fetch into `KEY` and its directory inside it.
+    Fetch(FetchJob),
+}
+
+struct Recorded {
+    record: ManifestRecord,
+    /// The remote package the module is in.
+    package: Option<(PathBuf, String)>,
+    /// A package kept from the previous install, copied over as it is.
+    kept: bool,
+    /// Its package was installed by this run.
+    fresh: bool,
+    call_pos: SourcePos,
+}
+
+struct FetchJob {
+    key: String,
+    names: Vec<String>,
+    call: ModuleCall,
+    source: ModuleSource,
+    constraints: Option<VersionConstraints>,
+}
+
+/// Installs the modules of the configuration in `dir` (the working
+/// directory, from where the command runs) whose data directory is
+/// `data_dir_named` as `modules.json` spells it (`.terraform` or
+/// `TF_DATA_DIR`). `upgrade` looks again at every remote module.
+pub async fn prepare(
+    sources: &ModuleSources,
+    dir: &Path,
+    data_dir_named: &Path,
+    upgrade: bool,
+) -> Result<PreparedModules, Diagnostics> {
+    let data_dir = if dir == Path::new(".") {
+        data_dir_named.to_path_buf()
+    } else {
+        dir.join(data_dir_named)
+    };
+    let named = data_dir_named.join("modules");
+    let target = data_dir.join("modules");
+    let mut diags = Diagnostics::new();
+    let previous = Manifest::load_from(&target, &mut diags);
+    if diags.has_errors() {
+        return Err(diags);
+    }
+    let staging = Staging::create(&data_dir).map_err(|err| {
+        Diagnostics::from(Diagnostic::error(
+            "Failed to install modules",
+            format!(
+                "Could not create a staging directory in {}: {err}.",
+                data_dir.display()
+            ),
+        ))
+    })?;
+    let staged = staging.new_path("modules");
+    std::fs::create_dir(&staged).map_err(|err| io_failure(&staged, &err))?;
+
+    let mut records: BTreeMap<String, ManifestRecord> = BTreeMap::new();
+    records.insert(
+        String::new(),
+        ManifestRecord {
+            key: String::new(),
+            source: String::new(),
+            version: String::new(),
+            dir: ".".to_string(),
+        },
+    );
+    let mut events: Vec<(Vec<String>, ModuleEvent)> = Vec::new();
+    let mut fetched_any = false;
+    let mut level = vec![Node {
+        names: Vec::new(),
+        dir: PathBuf::new(),
+        package: None,
+        fresh: false,
+        call_pos: None,
+    }];
+    while !level.is_empty() {
+        let view = StagedModules {
+            named: &named,
+            actual: &staged,
+        };
+        let mut placements = Vec::new();
+        for node in &level {
+            let calls = match module_calls(dir, &node.dir, Some(&view)) {
+                Ok(calls) => calls,
+                Err(found) => {
+                    for diag in found.0 {
+                        diags.push(match (&diag.subject, &node.call_pos) {
+                            (None, Some(pos)) => at(diag, pos),
+                            _ => diag,
+                        });
+                    }
+                    continue;
+                }
+            };
+            for call in calls {
+                match plan_call(node, call, &previous, upgrade, dir, &named) {
+                    Ok(placement) => placements.push((node.names.clone(), placement)),
+                    Err(diag) => diags.push(diag),
+                }
+            }
+        }
+        let jobs = placements.iter().filter_map(|(_, p)| match p {
+            Placement::Fetch(job) => Some(job),
+            Placement::Record(_) => None,
+        });
+        let results = futures_util::future::join_all(
+            jobs.map(|job| fetch_call(sources, job, &named, &staged)),
+        )
+        .await;
+        let mut results = results.into_iter();
+        let mut next = Vec::new();
+        for (_, placement) in placements {
+            match placement {
+                Placement::Record(Recorded {
+                    record,
+                    package,
+                    kept,
+                    fresh,
+                    call_pos,
+                }) => {
+                    let names: Vec<String> = record.key.split('.').map(str::to_string).collect();
+                    if kept {
+                        let root = named.join(&record.key);
+                        if !staged.join(&record.key).exists()
+                            && let Err(err) = link_or_copy_tree(
+                                &target.join(&record.key),
+                                &staged.join(&record.key),
+                            )
+                        {
+                            return Err(io_failure(&root, &err).into());
+                        }
+                    }
+                    let changed = previous.get(&record.key) != Some(&record);
+                    if changed {
+                        events.push((
+                            names.clone(),
+                            ModuleEvent::Installed {
+                                key: record.key.clone(),
+                                dir: record.dir.clone(),
+                            },
+                        ));
+                    }
+                    next.push(Node {
+                        names,
+                        dir: PathBuf::from(&record.dir),
+                        package,
+                        fresh,
+                        call_pos: Some(call_pos),
+                    });
+                    records.insert(record.key.clone(), record);
+                }
+                Placement::Fetch(job) => {
+                    let Some(result) = results.next() else {
+                        continue;
+                    };
+                    match result {
+                        Ok((record, package, download)) => {
+                            fetched_any = true;
+                            events.push((job.names.clone(), download));
+                            events.push((
+                                job.names.clone(),
+                                ModuleEvent::Installed {
+                                    key: record.key.clone(),
+                                    dir: record.dir.clone(),
+                                },
+                            ));
+                            next.push(Node {
+                                names: job.names.clone(),
+                                dir: PathBuf::from(&record.dir),
+                                package: Some(package),
+                                fresh: true,
+                                call_pos: Some(job.call.source_pos.clone()),
+                            });
+                            records.insert(record.key.clone(), record);
+                        }
+                        Err(diag) => diags.push(*diag),
+                    }
+                }
+            }
+        }
+        level = next;
+    }
+    // Every module that could be reached was walked, so that all problems
+    // are reported at once.
+    if diags.has_errors() {
+        return Err(diags);
+    }
+
+    let manifest = Manifest(records);
+    let unchanged = !fetched_any && manifest == previous && target.join(MANIFEST_FILE).exists();
+    events.sort_by(|a, b| a.0.cmp(&b.0));
+    let events = events.into_iter().map(|(_, event)| event).collect();
+    if unchanged {
+        return Ok(PreparedModules {
+            named,
+            target,
+            staged: None,
+            _staging: None,
+            events,
+        });
+    }
+    let manifest_path = staged.join(MANIFEST_FILE);
+    crate::fsutil::write_atomic_umask(&manifest_path, manifest.render().as_bytes(), 0o644)
+        .map_err(|err| io_failure(&manifest_path, &err))?;
+    Ok(PreparedModules {
+        named,
+        target,
+        staged: Some(staged),
+        _staging: Some(staging),
+        events,
+    })
+}
+
+fn io_failure(path: &Path, err: &std::io::Error) -> Diagnostic {
+    Diagnostic::error(
+        "Failed to install modules",
+        format!(
+            "Could not write {}: {err}. Check the permissions of the working directory and run tfinstall init again.",
+            path.display()
+        ),
+    )
+}
+
+fn at(diag: Diagnostic, pos: &SourcePos) -> Diagnostic {
+    diag.at(pos.file.clone(), pos.line, pos.column)
+}
+
+/// `module.a.module.b`, as Terraform names a module in messages.
+fn module_path(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|name| format!("module.{name}"))
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// `/`-separated, as `modules.json` writes directories on every platform.
+fn slash_path(path: &Path) -> String {
+    let text = path.to_string_lossy().replace('\\', "/");
+    if text.is_empty() {
+        ".".to_string()
+    } else {
+        text
+    }
+}
+
+/// Parses one call's source and version, and decides whether it is local,
+/// kept from the previous install, or to be fetched.
+fn plan_call(
+    parent: &Node,
+    call: ModuleCall,
+    previous: &Manifest,
+    upgrade: bool,
+    root_dir: &Path,
+    named: &Path,
+) -> Result<Placement, Diagnostic> {
+    let mut names = parent.names.clone();
+    names.push(call.name.clone());
+    let key = names.join(".");
+    let source = match &call.version {
+        Some(_) => source_addr::parse_registry(&call.source)
+            .map(ModuleSource::Registry)
+            .map_err(|err| {
+                at(
+                    Diagnostic::error(
+                        "Invalid registry module source address",
+                        format!(
+                            "Failed to parse module registry address: {err}.\n\nTerraform assumed that you intended a module registry source address because you also set the argument \"version\", which applies only to registry modules."
+                        ),
+                    ),
+                    &call.source_pos,
+                )
+            })?,
+        None => source_addr::parse(&call.source).map_err(|err| {
+            let diag = match err {
+                SourceError::MaybeRelativePath(addr) => Diagnostic::error(
+                    "Invalid module source address",
+                    format!(
+                        "Terraform failed to determine your intended installation method for remote module package {addr:?}.\n\nIf you intended this as a path relative to the current module, use \"./{addr}\" instead. The \"./\" prefix indicates that the address is a relative filesystem path."
+                    ),
+                ),
+                SourceError::Invalid(message) => Diagnostic::error(
+                    "Invalid module source address",
+                    format!("Failed to parse module source address: {message}."),
+                ),
+            };
+            at(diag, &call.source_pos)
+        })?,
+    };
+    let constraints = match &call.version {
+        Some((text, pos)) => Some(
+            VersionConstraints::parse_config(text).map_err(|err| at(Diagnostic::from(err), pos))?,
+        ),
+        None => None,
+    };
+
+    if let ModuleSource::Local(path) = &source {
+        let dir = join_clean(&parent.dir, &call.source);
+        if let Some((root, package)) = &parent.package
+            && !dir.starts_with(root)
+        {
+            return Err(at(
+                Diagnostic::error(
+                    "Local module path escapes module package",
+                    format!(
+                        "The given source directory for {} would be outside of its containing package {package:?}. Local source addresses starting with ../ must stay within the same package that the calling module belongs to.",
+                        module_path(&names)
+                    ),
+                ),
+                &call.source_pos,
+            ));
+        }
+        let record = ManifestRecord {
+            key,
+            source: path.clone(),
+            version: String::new(),
+            dir: slash_path(&dir),
+        };
+        return Ok(Placement::Record(Recorded {
+            record,
+            package: parent.package.clone(),
+            kept: false,
+            fresh: parent.fresh,
+            call_pos: call.source_pos,
+        }));
+    }
+
+    // Kept as Terraform keeps it: same key and source, a version that still
+    // meets the constraint, its directory there, and a parent not
+    // reinstalled by this run.
+    if !upgrade
+        && !parent.fresh
+        && let Some(record) = previous.get(&key)
+        && record.source == source.to_string()
+        && root_dir.join(&record.dir).is_dir()
+    {
+        let version_holds = match &constraints {
+            Some(constraints) => {
+                Version::parse(&record.version).is_ok_and(|version| constraints.allows(&version))
+            }
+            None => true,
+        };
+        let package_root = named.join(&key);
+        if version_holds && Path::new(&record.dir).starts_with(&package_root) {
+            let package = Some((package_root, package_name(&source)));
+            return Ok(Placement::Record(Recorded {
+                record: record.clone(),
+                package,
+                kept: true,
+                fresh: false,
+                call_pos: call.source_pos,
+            }));
+        }
+    }
+    Ok(Placement::Fetch(FetchJob {
+        key,
+        names,
+        call,
+        source,
+        constraints,
+    }))
+}
+
+/// The package address messages name for a remote source.
+fn package_name(source: &ModuleSource) -> String {
+    match source {
+        ModuleSource::Registry(source) => source.package.to_string(),
+        ModuleSource::Remote(source) => source.package.clone(),
+        ModuleSource::Local(path) => path.clone(),
+    }
+}
+
+type Fetched = (ManifestRecord, (PathBuf, String), ModuleEvent);
+
+/// Resolves and fetches one call's package and places it at `KEY` in the
+/// staged modules directory.
+async fn fetch_call(
+    sources: &ModuleSources,
+    job: &FetchJob,
+    named: &Path,
+    staged: &Path,
+) -> Result<Fetched, Box<Diagnostic>> {
+    let call = &job.call;
+    let file_line = format!(
+        "{}:{}",
+        call.source_pos.file.display(),
+        call.source_pos.line
+    );
+    let key = &job.key;
+    let (package_addr, subdir, version, shown_source) = match &job.source {
+        ModuleSource::Registry(source) => {
+            let package = &source.package;
+            let host = package.host.for_display();
+            let versions = sources.versions(package).await.map_err(|err| {
+                Box::new(at(
+                    match err {
+                        RegistryError::NotFound => Diagnostic::error(
+                            "Module not found",
+                            format!(
+                                "Module {:?} (from {file_line}) cannot be found in the module registry at {host}.",
+                                call.name
+                            ),
+                        ),
+                        RegistryError::Other(message) => Diagnostic::error(
+                            "Error accessing remote module registry",
+                            format!(
+                                "Failed to retrieve available versions for module {:?} ({file_line}) from {host}: {message}.",
+                                call.name
+                            ),
+                        ),
+                    },
+                    &call.source_pos,
+                ))
+            })?;
+            let any = VersionConstraints::empty();
+            let constraints = job.constraints.as_ref().unwrap_or(&any);
+            let Some(version) = constraints.newest_allowed(&versions).cloned() else {
+                let newest = any
+                    .newest_allowed(&versions)
+                    .map(|v| format!(" The newest available version is {v}."))
+                    .unwrap_or_default();
+                return Err(Box::new(at(
+                    Diagnostic::error(
+                        "Unresolvable module version constraint",
+                        format!(
+                            "There is no available version of module {:?} ({file_line}) which matches the given version constraint.{newest}",
+                            call.name
+                        ),
+                    ),
+                    &call.source_pos,
+                )));
+            };
+            let location = sources.location(package, &version).await.map_err(|message| {
+                Box::new(at(
+                    Diagnostic::error(
+                        "Error accessing remote module registry",
+                        format!(
+                            "Failed to retrieve a download URL for {package} {version} from {host}: {message}"
+                        ),
+                    ),
+                    &call.source_pos,
+                ))
+            })?;
+            let remote = source_addr::parse_remote(&location).map_err(|err| {
+                let message = match err {
+                    SourceError::MaybeRelativePath(addr) => {
+                        format!("relative paths require a module with a pwd: {addr}")
+                    }
+                    SourceError::Invalid(message) => message,
+                };
+                Box::new(at(
+                    Diagnostic::error(
+                        "Invalid package location from module registry",
+                        format!(
+                            "Module registry {host} returned invalid source location {location:?} for {package} {version}: {message}."
+                        ),
+                    ),
+                    &call.source_pos,
+                ))
+            })?;
+            let subdir = match (remote.subdir.is_empty(), source.subdir.is_empty()) {
+                (_, true) => remote.subdir.clone(),
+                (true, false) => source.subdir.clone(),
+                (false, false) => {
+                    source_addr::clean_path(&format!("{}/{}", remote.subdir, source.subdir))
+                }
+            };
+            (
+                remote.package,
+                subdir,
+                Some(version.to_string()),
+                package.to_string(),
+            )
+        }
+        ModuleSource::Remote(remote) => (
+            remote.package.clone(),
+            remote.subdir.clone(),
+            None,
+            remote.package.clone(),
+        ),
+        ModuleSource::Local(_) => unreachable!("local calls are never fetched"),
+    };
+    let fetched = sources
+        .package(&package_addr)
+        .await
+        .map_err(|message| {
+            Box::new(at(
+                Diagnostic::error(
+                    "Failed to download module",
+                    format!(
+                        "Could not download module {:?} ({file_line}) source code from {:?}: {message}.",
+                        call.name,
+                        with_subdir(&package_addr, &subdir)
+                    ),
+                ),
+                &call.source_pos,
+            ))
+        })?;
+    let place = staged.join(key);
+    link_or_copy_tree(&fetched, &place).map_err(|err| Box::new(io_failure(&place, &err)))?;
+    let package_root = named.join(key);
+    let dir = if subdir.is_empty() {
+        package_root.clone()
+    } else {
+        package_root.join(&subdir)
+    };
+    let record = ManifestRecord {
+        key: key.clone(),
+        source: job.source.to_string(),
+        version: version.clone().unwrap_or_default(),
+        dir: slash_path(&dir),
+    };
+    let download = ModuleEvent::Downloading {
+        key: key.clone(),
+        source: shown_source,
+        version,
+    };
+    Ok((record, (package_root, package_addr), download))
+}
