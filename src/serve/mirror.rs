@@ -11,6 +11,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use futures_util::FutureExt;
 use futures_util::future::{BoxFuture, Shared};
