@@ -5,8 +5,8 @@ timing how long tfinstall takes to read a configuration's requirements
 
 Each file holds what real modules hold: variables, locals with `for`
 expressions, conditionals and templates, a data source and resources with
-`for_each`, and every tenth file a `required_providers` entry or a
-provider block. The files are the same on every run.
+`for_each`, and every tenth file a provider block; `versions.tf` requires
+ten providers. The files are the same on every run.
 
     python3 bench/many-tf-files.py /tmp/many 1000
     time tfinstall providers   # in /tmp/many
@@ -60,15 +60,10 @@ output "item_{i}_ids" {{
 }}
 """
 
-REQUIRED = """
-terraform {{
-  required_providers {{
-    {p} = {{
+REQUIRED = """    {p} = {{
       source  = "hashicorp/{p}"
       version = ">= {major}.0"
     }}
-  }}
-}}
 """
 
 PROVIDER = """
@@ -84,12 +79,13 @@ def main():
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "variables.tf"), "w") as f:
         f.write('variable "common_tags" {\n  type    = map(string)\n  default = {}\n}\n')
+    with open(os.path.join(out, "versions.tf"), "w") as f:
+        entries = "".join(REQUIRED.format(p=p, major=1 + i % 4) for i, p in enumerate(PROVIDERS))
+        f.write("terraform {\n  required_providers {\n" + entries + "  }\n}\n")
     for i in range(count):
         p = PROVIDERS[i % len(PROVIDERS)]
         text = FILE.format(i=i, p=p)
-        if i < len(PROVIDERS):
-            text += REQUIRED.format(p=p, major=1 + i % 4)
-        elif i % 10 == 0:
+        if i % 10 == 0:
             text += PROVIDER.format(p=p, i=i)
         with open(os.path.join(out, f"group_{i:04d}.tf"), "w") as f:
             f.write(text)

@@ -48,15 +48,7 @@ fn syntax_diagnostic(src: &str, err: SyntaxError, index: &LineIndex<'_>) -> Diag
         return Diagnostic::invalid_hcl_syntax(edit_err.message())
             .with_range(&index.range(offset..offset));
     }
-    let detail = match &err.first_set {
-        Some(first) => format!(
-            "The argument {:?} was already set at {}. Each argument may be set only once.",
-            &src[err.span.clone()],
-            index.range(first.clone())
-        ),
-        None => err.detail,
-    };
-    Diagnostic::error(err.summary, detail).with_range(&index.range(err.span))
+    Diagnostic::error(err.summary, err.detail).with_range(&index.range(err.span))
 }
 
 /// An hcl-edit span, moved from the start of an expression's own text to
@@ -317,16 +309,32 @@ mod tests {
 
     #[test]
     fn what_only_terraform_refuses_gets_hcls_message() {
-        let src = "locals {\n  a = 1\n  a = 2\n}\n";
+        let src = "locals {\n  a = 1.2.3\n}\n";
         assert!(hcl::edit::parser::parse_body(src).is_ok());
         let (body, diags) = parse(src);
         assert!(body.is_none());
-        assert_eq!(diags.0[0].summary, "Attribute redefined");
+        assert_eq!(diags.0[0].summary, "Invalid number literal");
         assert_eq!(
             diags.0[0].detail,
-            "The argument \"a\" was already set at main.tf:2,3-4. Each argument may be set only once."
+            "Failed to recognize the value of this number literal."
         );
-        assert_eq!(diags.0[0].subject.as_ref().map(|pos| pos.line), Some(3));
+        assert_eq!(
+            diags.0[0].subject.as_ref().map(|pos| (pos.line, pos.column)),
+            Some((2, 7))
+        );
+    }
+
+    #[test]
+    fn what_both_refuse_keeps_its_message() {
+        let src = "locals {\n  a = 1\n  a = 2\n}\n";
+        let expected = hcl::edit::parser::parse_body(src).expect_err("refused");
+        let (body, diags) = parse(src);
+        assert!(body.is_none());
+        assert_eq!(diags.0[0].summary, "Invalid HCL syntax");
+        assert_eq!(
+            diags.0[0].detail,
+            Diagnostic::invalid_hcl_syntax(expected.message()).detail
+        );
     }
 
     #[test]

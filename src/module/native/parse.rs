@@ -21,7 +21,7 @@
 //! differential test (`tests/native_syntax.rs`) holds it to real
 //! Terraform.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::ops::Range;
 
 use super::scan::{Tok, Token, scan};
@@ -57,9 +57,6 @@ pub(in crate::module) struct SyntaxError {
     pub summary: String,
     pub detail: String,
     pub span: Range<usize>,
-    /// For a repeated argument, where it was first set (HCL's detail
-    /// names that place, which only the caller can write as a range).
-    pub first_set: Option<Range<usize>>,
 }
 
 type Parsed<T> = Result<T, SyntaxError>;
@@ -90,7 +87,6 @@ fn error(summary: impl Into<String>, detail: impl Into<String>, at: &Token) -> S
         summary: summary.into(),
         detail: detail.into(),
         span: at.start..at.end,
-        first_set: None,
     }
 }
 
@@ -172,7 +168,7 @@ impl Parser<'_> {
     fn body(&mut self, end: Tok) -> Parsed<Body> {
         let src = self.src;
         let mut body = Body::default();
-        let mut names = HashMap::new();
+        let mut names = HashSet::new();
         loop {
             let next = self.peek();
             if next.tok == end {
@@ -187,14 +183,13 @@ impl Parser<'_> {
                     let item = self.body_item()?;
                     if let Item::Attr { name, .. } = &item {
                         let text = &src[name.clone()];
-                        if let Some(first) = names.insert(text, name.clone()) {
+                        if !names.insert(text) {
                             return Err(SyntaxError {
                                 summary: "Attribute redefined".into(),
                                 detail: format!(
                                     "The argument {text:?} was already set. Each argument may be set only once."
                                 ),
                                 span: name.clone(),
-                                first_set: Some(first),
                             });
                         }
                     }
@@ -616,7 +611,7 @@ impl Parser<'_> {
             }
             Tok::Ident => {
                 self.read();
-                if self.peek().tok == Tok::OParen {
+                if matches!(self.peek().tok, Tok::OParen | Tok::DoubleColon) {
                     self.function_call()
                 } else {
                     Ok(())
@@ -645,8 +640,28 @@ impl Parser<'_> {
         }
     }
 
+    /// A call, after the function's name: `(args)`, or for a provider's
+    /// function `::name::name(args)`.
     fn function_call(&mut self) -> Parsed<()> {
-        self.read(); // (
+        let mut open = self.read();
+        while open.tok == Tok::DoubleColon {
+            let name = self.read();
+            if name.tok != Tok::Ident {
+                return Err(error(
+                    "Missing function name",
+                    "Function scope resolution symbol :: must be followed by a function name in this scope.",
+                    &name,
+                ));
+            }
+            open = self.read();
+        }
+        if open.tok != Tok::OParen {
+            return Err(error(
+                "Missing open parenthesis",
+                "Function selector must be followed by an open parenthesis to begin the function call.",
+                &open,
+            ));
+        }
         self.with_newlines(false, |parser| {
             loop {
                 if parser.peek().tok == Tok::CParen {
@@ -1065,8 +1080,7 @@ fn check_directives(directives: &[(Directive, Token)], end: usize) -> Parsed<()>
                     "The {name} directive is missing its corresponding {closer} directive."
                 ),
                 span: end..end,
-                first_set: None,
-            })
+                    })
         }
     }
 }
@@ -1105,7 +1119,6 @@ fn unescape(text: &str, offset: usize, out: &mut String) -> Parsed<()> {
         summary: "Invalid escape sequence".into(),
         detail,
         span: offset + at..offset + at + len,
-        first_set: None,
     };
     let mut chars = text.char_indices().peekable();
     while let Some((at, ch)) = chars.next() {
@@ -1236,6 +1249,8 @@ mod tests {
         assert!(!accepts("a = 1.2.3\n"));
         assert!(!accepts("a = b.0.1\n"));
         assert!(accepts("a = b.0.c[1].*.d\n"));
+        assert!(accepts("a = provider::aws::arn_parse(x)\n"));
+        assert!(!accepts("a = provider::aws::\n"));
     }
 
     /// The bodies the differential test once found tfinstall and

@@ -40,6 +40,9 @@ pub(super) enum Tok {
     FatArrow,
     Question,
     Colon,
+    /// `::` between the parts of a provider function's name (HCL 2.20,
+    /// Terraform 1.8).
+    DoubleColon,
     /// `${` or `${~`.
     TemplateInterp,
     /// `%{` or `%{~`.
@@ -216,6 +219,7 @@ impl<'a> Scanner<'a> {
             },
             b'\n' => single(Tok::Newline),
             b'\r' if next == b'\n' => (Tok::Newline, start + 2),
+            b':' if next == b':' => (Tok::DoubleColon, start + 2),
             b'=' if next == b'=' => (Tok::EqualOp, start + 2),
             b'=' if next == b'>' => (Tok::FatArrow, start + 2),
             b'!' if next == b'=' => (Tok::NotEqual, start + 2),
