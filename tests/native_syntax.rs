@@ -290,7 +290,9 @@ fn tfinstall_refuses(work: &Path, bodies: &[String]) -> BTreeSet<usize> {
         let dir = root.join(&name);
         fs::create_dir_all(&dir).expect("mkdir");
         fs::write(dir.join("main.tf"), body).expect("write body");
-        calls.push_str(&format!("module \"{name}\" {{\n  source = \"./{name}\"\n}}\n"));
+        calls.push_str(&format!(
+            "module \"{name}\" {{\n  source = \"./{name}\"\n}}\n"
+        ));
     }
     fs::write(root.join("main.tf"), calls).expect("write root");
     let diags = match tfinstall::module::load_requirements(&root, &root.join(".terraform")) {
@@ -347,8 +349,30 @@ enum Piece {
 
 /// Tokens a mutation may drop in anywhere.
 const STRAY: &[&str] = &[
-    ",", ":", "?", "=>", "...", "=", "]", ")", "}", "[", "(", "{", "for", "in", "if", ".", "*",
-    "\"", "${", "%{ endif }", "<<EOT\n", "EOT\n", "#", "\n",
+    ",",
+    ":",
+    "?",
+    "=>",
+    "...",
+    "=",
+    "]",
+    ")",
+    "}",
+    "[",
+    "(",
+    "{",
+    "for",
+    "in",
+    "if",
+    ".",
+    "*",
+    "\"",
+    "${",
+    "%{ endif }",
+    "<<EOT\n",
+    "EOT\n",
+    "#",
+    "\n",
 ];
 
 /// Small deterministic generator (xorshift64*), so a seed names the same
@@ -483,7 +507,9 @@ impl Generator {
                 Self::text(pieces, number);
             }
             1 => {
-                let word = self.pick(&["true", "false", "null", "v", "local.x", "var.y", "_u", "ñu", "for"]);
+                let word = self.pick(&[
+                    "true", "false", "null", "v", "local.x", "var.y", "_u", "ñu", "for",
+                ]);
                 Self::text(pieces, word);
             }
             2 => self.traversal(pieces),
@@ -522,7 +548,9 @@ impl Generator {
             11 | 12 => {
                 self.expr(pieces);
                 pieces.push(Piece::Gap);
-                let op = self.pick(&["+", "-", "*", "/", "%", "==", "!=", "<", "<=", ">", ">=", "&&", "||"]);
+                let op = self.pick(&[
+                    "+", "-", "*", "/", "%", "==", "!=", "<", "<=", ">", ">=", "&&", "||",
+                ]);
                 Self::text(pieces, op);
                 pieces.push(Piece::Gap);
                 self.expr(pieces);

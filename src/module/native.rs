@@ -157,7 +157,10 @@ fn unreadable_kind(text: &str) -> ExprKind {
             .is_some_and(|token| token.tok == Tok::OParen)
     });
     let (summary, detail) = if call {
-        ("Function calls not allowed", "Functions may not be called here.")
+        (
+            "Function calls not allowed",
+            "Functions may not be called here.",
+        )
     } else if names.next().is_some() {
         ("Variables not allowed", "Variables may not be used here.")
     } else {
@@ -319,7 +322,10 @@ mod tests {
             "Failed to recognize the value of this number literal."
         );
         assert_eq!(
-            diags.0[0].subject.as_ref().map(|pos| (pos.line, pos.column)),
+            diags.0[0]
+                .subject
+                .as_ref()
+                .map(|pos| (pos.line, pos.column)),
             Some((2, 7))
         );
     }
@@ -357,7 +363,10 @@ mod tests {
         let version = provider.attr("version").expect("version");
         let problem = version.expr.static_problem().expect("not static");
         assert_eq!(problem.summary, "Variables not allowed");
-        assert_eq!(problem.subject.map(|pos| (pos.line, pos.column)), Some((2, 13)));
+        assert_eq!(
+            problem.subject.map(|pos| (pos.line, pos.column)),
+            Some((2, 13))
+        );
         let alias = provider.attr("alias").expect("alias");
         let problem = alias.expr.static_problem().expect("not static");
         assert_eq!(problem.summary, "Function calls not allowed");

@@ -301,7 +301,9 @@ impl Parser<'_> {
             }
         }
         let body = match self.peek().tok {
-            Tok::Newline | Tok::Eof | Tok::CBrace => self.deeper(|parser| parser.body(Tok::CBrace))?,
+            Tok::Newline | Tok::Eof | Tok::CBrace => {
+                self.deeper(|parser| parser.body(Tok::CBrace))?
+            }
             _ => self.single_attribute_body()?,
         };
         let end = self.peek();
@@ -953,7 +955,8 @@ impl Parser<'_> {
             "endif" => Directive::EndIf,
             "endfor" => Directive::EndFor,
             "for" => {
-                let invalid = |detail: &str, at: &Token| error("Invalid 'for' directive", detail, at);
+                let invalid =
+                    |detail: &str, at: &Token| error("Invalid 'for' directive", detail, at);
                 let name = self.peek();
                 if name.tok != Tok::Ident {
                     return Err(invalid(
@@ -1044,7 +1047,10 @@ fn check_directives(directives: &[(Directive, Token)], end: usize) -> Parsed<()>
                 return unexpected("else", "Already in the else clause for the if.");
             }
             (Directive::Else, Some((Directive::For, _))) => {
-                return unexpected("else", "An else clause is not expected for a for directive.");
+                return unexpected(
+                    "else",
+                    "An else clause is not expected for a for directive.",
+                );
             }
             (Directive::EndIf, Some((Directive::If, _)))
             | (Directive::EndFor, Some((Directive::For, _))) => {
@@ -1062,7 +1068,10 @@ fn check_directives(directives: &[(Directive, Token)], end: usize) -> Parsed<()>
                     Directive::EndIf => "endif",
                     _ => "endfor",
                 };
-                return unexpected(name, "The control directives within this template are unbalanced.");
+                return unexpected(
+                    name,
+                    "The control directives within this template are unbalanced.",
+                );
             }
         }
     }
@@ -1080,7 +1089,7 @@ fn check_directives(directives: &[(Directive, Token)], end: usize) -> Parsed<()>
                     "The {name} directive is missing its corresponding {closer} directive."
                 ),
                 span: end..end,
-                    })
+            })
         }
     }
 }
@@ -1126,7 +1135,8 @@ fn unescape(text: &str, offset: usize, out: &mut String) -> Parsed<()> {
             '\\' => {
                 let Some((_, selector)) = chars.next() else {
                     return Err(invalid(
-                        "Backslash must be followed by an escape sequence selector character.".into(),
+                        "Backslash must be followed by an escape sequence selector character."
+                            .into(),
                         at,
                         1,
                     ));
@@ -1140,12 +1150,18 @@ fn unescape(text: &str, offset: usize, out: &mut String) -> Parsed<()> {
                     'u' | 'U' => {
                         let wanted = if selector == 'u' { 4 } else { 8 };
                         let hex: String = std::iter::from_fn(|| {
-                            chars.next_if(|(_, c)| c.is_ascii_hexdigit()).map(|(_, c)| c)
+                            chars
+                                .next_if(|(_, c)| c.is_ascii_hexdigit())
+                                .map(|(_, c)| c)
                         })
                         .take(wanted)
                         .collect();
                         if hex.len() != wanted {
-                            let which = if wanted == 4 { "\\u escape sequence must be followed by four" } else { "\\U escape sequence must be followed by eight" };
+                            let which = if wanted == 4 {
+                                "\\u escape sequence must be followed by four"
+                            } else {
+                                "\\U escape sequence must be followed by eight"
+                            };
                             return Err(invalid(
                                 format!("The {which} hexadecimal digits."),
                                 at,
@@ -1166,7 +1182,10 @@ fn unescape(text: &str, offset: usize, out: &mut String) -> Parsed<()> {
                     }
                     other => {
                         return Err(invalid(
-                            format!("The symbol {:?} is not a valid escape sequence selector.", other.to_string()),
+                            format!(
+                                "The symbol {:?} is not a valid escape sequence selector.",
+                                other.to_string()
+                            ),
                             at,
                             1 + other.len_utf8(),
                         ));
@@ -1235,7 +1254,9 @@ mod tests {
     #[test]
     fn template_directives_must_balance() {
         assert!(accepts("a = \"%{ if x }y%{ else }z%{ endif }\"\n"));
-        assert!(accepts("a = <<EOT\n%{ for v in x ~}\n${v}\n%{ endfor ~}\nEOT\n"));
+        assert!(accepts(
+            "a = <<EOT\n%{ for v in x ~}\n${v}\n%{ endfor ~}\nEOT\n"
+        ));
         assert!(!accepts("a = \"%{ if x }y\"\n"));
         assert!(!accepts("a = \"%{ endif }\"\n"));
         assert!(!accepts("a = \"%{ for v in x }%{ else }%{ endfor }\"\n"));
@@ -1257,7 +1278,8 @@ mod tests {
     /// Terraform disagreeing on, filed under Terraform's verdict.
     #[test]
     fn regression_cases_get_terraforms_verdict() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/hcl-differential");
+        let root =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/hcl-differential");
         let mut checked = 0;
         for (verdict, accepted) in [("accepted", true), ("rejected", false)] {
             for entry in std::fs::read_dir(root.join(verdict)).expect("regression cases") {

@@ -139,7 +139,9 @@ pub(super) struct Token {
 enum Mode<'a> {
     /// Expressions and bodies; `braces` is the brace depth at which a `}`
     /// ends the template sequence that entered this mode (none at the top).
-    Main { closes_at: Option<usize> },
+    Main {
+        closes_at: Option<usize>,
+    },
     Quoted,
     Heredoc {
         marker: &'a str,
