@@ -383,6 +383,82 @@ fn the_lock_file_parser_survives_arbitrary_text() {
         .unwrap();
 }
 
+// ------------------------------------------------------ module configuration
+
+const CONFIGURATION_TOKENS: &[&str] = &[
+    "terraform",
+    "required_providers",
+    "provider",
+    "resource",
+    "module",
+    "locals",
+    "source",
+    "version",
+    "alias",
+    "for",
+    "in",
+    "if",
+    "for_each",
+    "=",
+    "=>",
+    ":",
+    "::",
+    "?",
+    "...",
+    ".",
+    "*",
+    "[*]",
+    "{",
+    "}",
+    "[",
+    "]",
+    "(",
+    ")",
+    ",",
+    "\n",
+    " ",
+    "\t",
+    "\"",
+    "${",
+    "%{",
+    "~}",
+    "$${",
+    "\\",
+    "\\u",
+    "#",
+    "//",
+    "/*",
+    "*/",
+    "<<EOT\n",
+    "<<-EOT\n",
+    "EOT\n",
+    "x",
+    "1",
+    "1.2.3",
+    "\"hashicorp/null\"",
+    "\"./child\"",
+    "\"~> 1.0\"",
+    "endif",
+    "endfor",
+];
+
+/// `.tf` files are read by tfinstall's own reader of HCL's native syntax,
+/// and a module downloaded from anywhere is such a file: nothing in it
+/// may crash the reader or make it loop.
+#[test]
+fn the_configuration_reader_survives_arbitrary_text() {
+    let strategy = prop_oneof![token_soup(CONFIGURATION_TOKENS, 60), any::<String>()];
+    let dir = tempfile::tempdir().unwrap();
+    runner(256)
+        .run(&strategy, |text| {
+            std::fs::write(dir.path().join("main.tf"), &text).unwrap();
+            let _ =
+                tfinstall::module::load_requirements(dir.path(), &dir.path().join(".terraform"));
+            Ok(())
+        })
+        .unwrap();
+}
+
 // ---------------------------------------------------------- CLI config file
 
 const CLI_CONFIG_TOKENS: &[&str] = &[

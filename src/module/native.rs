@@ -1,9 +1,16 @@
-//! The native HCL syntax (`.tf`), read with hcl-edit because it keeps the
-//! byte spans we need for Terraform-style `file:line` diagnostics.
+//! The native HCL syntax (`.tf`): the structure is read by tfinstall's own
+//! reader (`native/parse.rs`, which accepts exactly what Terraform
+//! accepts), and the few expressions that decide requirements are read by
+//! hcl-edit, which keeps the byte spans we need for Terraform-style
+//! `file:line` diagnostics and whose values hcl-rs can fold.
+
+mod parse;
+mod scan;
+
+use std::ops::Range;
 
 use hcl::edit::Span;
 use hcl::edit::expr::{Expression, ObjectKey};
-use hcl::edit::structure::{self, Structure};
 use hcl::eval::{Context, Evaluate};
 
 use crate::diag::{Diagnostic, Diagnostics};
@@ -13,6 +20,8 @@ use super::syntax::{
     Attr, AttrSchema, Block, Body, BodySchema, Expr, ExprKind, dynamic_kind, expr_from_value,
     label_count_problem, traversal_of,
 };
+use parse::{Item, SyntaxError};
+use scan::Tok;
 
 /// Parses a whole `.tf` file; a syntax error ends the file, as in HCL.
 pub(super) fn parse_file(
@@ -21,23 +30,39 @@ pub(super) fn parse_file(
     schema: &BodySchema,
     diags: &mut Diagnostics,
 ) -> Option<Body> {
-    match hcl::edit::parser::parse_body(src) {
-        Ok(body) => Some(lower_body(&body, schema, index, diags)),
+    match parse::parse_body(src) {
+        Ok(body) => Some(lower_body(src, &body, schema, index, diags)),
         Err(err) => {
-            let location = err.location();
-            let range = index.range(location.offset()..location.offset());
-            diags.push(Diagnostic::invalid_hcl_syntax(err.message()).with_range(&range));
+            diags.push(syntax_diagnostic(src, err, index));
             None
         }
     }
 }
 
-fn range_of(span: Option<std::ops::Range<usize>>, index: &LineIndex) -> SrcRange {
-    span.map_or_else(|| index.file_start(), |span| index.range(span))
+/// A file Terraform refuses gets the message tfinstall has always given
+/// for it when hcl-edit refuses it too, and HCL's own message (the one
+/// Terraform prints) when only Terraform's grammar refuses it.
+fn syntax_diagnostic(src: &str, err: SyntaxError, index: &LineIndex) -> Diagnostic {
+    if let Err(edit_err) = hcl::edit::parser::parse_body(src) {
+        let offset = edit_err.location().offset();
+        return Diagnostic::invalid_hcl_syntax(edit_err.message())
+            .with_range(&index.range(offset..offset));
+    }
+    Diagnostic::error(err.summary, err.detail).with_range(&index.range(err.span))
+}
+
+/// An hcl-edit span, moved from the start of an expression's own text to
+/// its place in the file.
+fn range_of(span: Option<Range<usize>>, offset: usize, index: &LineIndex) -> SrcRange {
+    span.map_or_else(
+        || index.file_start(),
+        |span| index.range(span.start + offset..span.end + offset),
+    )
 }
 
 fn lower_body(
-    body: &structure::Body,
+    src: &str,
+    body: &parse::Body,
     schema: &BodySchema,
     index: &LineIndex,
     diags: &mut Diagnostics,
@@ -46,20 +71,25 @@ fn lower_body(
         attrs: Vec::new(),
         blocks: Vec::new(),
     };
-    for structure in body.iter() {
-        match structure {
-            Structure::Attribute(attr) => {
-                if schema.attrs.keeps(attr.key.as_str()) {
+    for item in &body.items {
+        match item {
+            Item::Attr { name, expr } => {
+                let name_text = &src[name.clone()];
+                if schema.attrs.keeps(name_text) {
                     out.attrs.push(Attr {
-                        name: attr.key.as_str().to_string(),
-                        expr: lower_expr(&attr.value, index),
-                        name_range: range_of(attr.key.span(), index),
+                        name: name_text.to_string(),
+                        expr: read_expr(src, expr.clone(), index),
+                        name_range: index.range(name.clone()),
                     });
                 }
             }
-            Structure::Block(block) => {
-                let kind = block.ident.as_str();
-                let type_range = range_of(block.ident.span(), index);
+            Item::Block {
+                kind: kind_span,
+                labels,
+                body,
+            } => {
+                let kind = &src[kind_span.clone()];
+                let type_range = index.range(kind_span.clone());
                 if matches!(schema.attrs, AttrSchema::All) {
                     diags.push(
                         Diagnostic::error(
@@ -73,25 +103,19 @@ fn lower_body(
                 let Some(block_schema) = schema.block(kind) else {
                     continue;
                 };
-                let def_range = block.labels.last().map_or_else(
+                let def_range = labels.last().map_or_else(
                     || type_range.clone(),
-                    |label| type_range.to(&range_of(label.span(), index)),
+                    |label| type_range.to(&index.range(label.span.clone())),
                 );
-                if let Some(diag) =
-                    label_count_problem(block_schema, block.labels.len(), &def_range)
-                {
+                if let Some(diag) = label_count_problem(block_schema, labels.len(), &def_range) {
                     diags.push(diag);
                     continue;
                 }
                 out.blocks.push(Block {
                     kind: kind.to_string(),
-                    labels: block
-                        .labels
-                        .iter()
-                        .map(|label| label.as_str().to_string())
-                        .collect(),
+                    labels: labels.iter().map(|label| label.value.clone()).collect(),
                     def_range,
-                    body: lower_body(&block.body, block_schema.body, index, diags),
+                    body: lower_body(src, body, block_schema.body, index, diags),
                 });
             }
         }
@@ -99,16 +123,71 @@ fn lower_body(
     out
 }
 
-fn lower_expr(expr: &Expression, index: &LineIndex) -> Expr {
-    let range = range_of(expr.span(), index);
+/// Reads one kept expression from its span with hcl-edit. Where hcl-edit
+/// cannot read what Terraform can (the grammar is already checked), the
+/// value is one tfinstall does not fold, and it says why as Terraform
+/// would: every place that keeps an expression needs a static value.
+fn read_expr(src: &str, span: Range<usize>, index: &LineIndex) -> Expr {
+    let text = &src[span.clone()];
+    match hcl::edit::parser::parse_expr(text) {
+        Ok(expr) => lower_expr(&expr, span.start, index),
+        Err(_) => Expr {
+            kind: unreadable_kind(text),
+            range: index.range(span),
+            from_json: false,
+        },
+    }
+}
+
+/// What Terraform reports for an expression evaluated without variables
+/// or functions: its first function call or reference decides.
+fn unreadable_kind(text: &str) -> ExprKind {
+    let tokens = scan::scan(text);
+    let mut names = tokens.iter().enumerate().filter(|(_, token)| {
+        token.tok == Tok::Ident
+            && !matches!(
+                &text[token.start..token.end],
+                "true" | "false" | "null" | "for" | "in" | "if"
+            )
+    });
+    let call = names.clone().any(|(i, _)| {
+        tokens[i + 1..]
+            .iter()
+            .find(|token| !matches!(token.tok, Tok::Comment | Tok::Newline))
+            .is_some_and(|token| token.tok == Tok::OParen)
+    });
+    let (summary, detail) = if call {
+        (
+            "Function calls not allowed",
+            "Functions may not be called here.",
+        )
+    } else if names.next().is_some() {
+        ("Variables not allowed", "Variables may not be used here.")
+    } else {
+        (
+            "Invalid expression",
+            "A static value is required here: write it as a literal string, number, list or object.",
+        )
+    };
+    ExprKind::Dynamic {
+        summary: summary.to_string(),
+        detail: detail.to_string(),
+    }
+}
+
+fn lower_expr(expr: &Expression, offset: usize, index: &LineIndex) -> Expr {
+    let range = range_of(expr.span(), offset, index);
     let kind = match expr {
         Expression::Null(_) => ExprKind::Null,
         Expression::Bool(value) => ExprKind::Bool(*value.value()),
         Expression::Number(value) => ExprKind::Number(value.value().as_f64().unwrap_or(f64::NAN)),
         Expression::String(value) => ExprKind::String(value.value().clone()),
-        Expression::Array(array) => {
-            ExprKind::List(array.iter().map(|item| lower_expr(item, index)).collect())
-        }
+        Expression::Array(array) => ExprKind::List(
+            array
+                .iter()
+                .map(|item| lower_expr(item, offset, index))
+                .collect(),
+        ),
         Expression::Object(object) => ExprKind::Object(
             object
                 .iter()
@@ -116,12 +195,12 @@ fn lower_expr(expr: &Expression, index: &LineIndex) -> Expr {
                     let key = match key {
                         ObjectKey::Ident(ident) => Expr {
                             kind: ExprKind::String(ident.as_str().to_string()),
-                            range: range_of(ident.span(), index),
+                            range: range_of(ident.span(), offset, index),
                             from_json: false,
                         },
-                        ObjectKey::Expression(key) => lower_expr(key, index),
+                        ObjectKey::Expression(key) => lower_expr(key, offset, index),
                     };
-                    (key, lower_expr(value.expr(), index))
+                    (key, lower_expr(value.expr(), offset, index))
                 })
                 .collect(),
         ),
@@ -216,5 +295,80 @@ mod tests {
             diags.0[0].detail,
             "All resource blocks must have 2 labels (type, name)."
         );
+    }
+
+    #[test]
+    fn reads_what_hcl_edit_refuses() {
+        let src = "locals {\n  x = { for k in y : k => a == \"n\" ? b[k] :\n    lower(b[k])\n  }\n}\nprovider \"aws\" {\n  alias = \"west\"\n}\n";
+        assert!(hcl::edit::parser::parse_body(src).is_err());
+        let (body, diags) = parse(src);
+        assert!(diags.is_empty(), "{diags}");
+        let body = body.expect("parsed");
+        assert_eq!(body.blocks[0].labels, ["aws"]);
+        let alias = body.blocks[0].body.attr("alias").expect("alias kept");
+        assert_eq!(alias.expr.as_str(), Some("west"));
+        assert_eq!(alias.expr.range.to_string(), "main.tf:7,11-17");
+    }
+
+    #[test]
+    fn what_only_terraform_refuses_gets_hcls_message() {
+        let src = "locals {\n  a = 1.2.3\n}\n";
+        assert!(hcl::edit::parser::parse_body(src).is_ok());
+        let (body, diags) = parse(src);
+        assert!(body.is_none());
+        assert_eq!(diags.0[0].summary, "Invalid number literal");
+        assert_eq!(
+            diags.0[0].detail,
+            "Failed to recognize the value of this number literal."
+        );
+        assert_eq!(
+            diags.0[0]
+                .subject
+                .as_ref()
+                .map(|pos| (pos.line, pos.column)),
+            Some((2, 7))
+        );
+    }
+
+    #[test]
+    fn what_both_refuse_keeps_its_message() {
+        let src = "locals {\n  a = 1\n  a = 2\n}\n";
+        let expected = hcl::edit::parser::parse_body(src).expect_err("refused");
+        let (body, diags) = parse(src);
+        assert!(body.is_none());
+        assert_eq!(diags.0[0].summary, "Invalid HCL syntax");
+        assert_eq!(
+            diags.0[0].detail,
+            Diagnostic::invalid_hcl_syntax(expected.message()).detail
+        );
+    }
+
+    #[test]
+    fn heredoc_values_are_read() {
+        let (body, diags) = parse("module \"m\" {\n  source = <<EOT\n./mod\nEOT\n}\n");
+        assert!(diags.is_empty(), "{diags}");
+        let body = body.expect("parsed");
+        let source = body.blocks[0].body.attr("source").expect("source");
+        assert_eq!(source.expr.as_str(), Some("./mod\n"));
+    }
+
+    #[test]
+    fn expressions_hcl_edit_cannot_read_need_what_terraform_says() {
+        let (body, diags) = parse(
+            "provider \"aws\" {\n  version = { for k in x : k => a ?\n    b : c }\n  alias = lower({ for k in [1] : k => 1 ?\n    2 : 3 })\n}\n",
+        );
+        assert!(diags.is_empty(), "{diags}");
+        let body = body.expect("parsed");
+        let provider = &body.blocks[0].body;
+        let version = provider.attr("version").expect("version");
+        let problem = version.expr.static_problem().expect("not static");
+        assert_eq!(problem.summary, "Variables not allowed");
+        assert_eq!(
+            problem.subject.map(|pos| (pos.line, pos.column)),
+            Some((2, 13))
+        );
+        let alias = provider.attr("alias").expect("alias");
+        let problem = alias.expr.static_problem().expect("not static");
+        assert_eq!(problem.summary, "Function calls not allowed");
     }
 }

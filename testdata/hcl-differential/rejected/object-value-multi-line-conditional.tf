@@ -1,0 +1,4 @@
+locals {
+  labels = { name = local.case == "none" ? local.name :
+    lower(local.name) }
+}
