@@ -1375,7 +1375,7 @@ fn metric(samples: &[MetricSample], family: &str, with: &[(&str, &str)]) -> f64 
         .sum()
 }
 
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + TIMEOUT;
     while !done() {
         assert!(Instant::now() < deadline, "timed out waiting: {what}");
@@ -1629,7 +1629,7 @@ fn the_access_log_has_a_line_per_request_and_no_token() {
             .map(|line| serde_json::from_str(line).unwrap_or_else(|_| panic!("not JSON: {line}")))
             .collect()
     };
-    wait_until("every request logged", || {
+    wait_for("every request logged", || {
         read_lines(&log).len() >= asked.len()
     });
     let lines = read_lines(&log);
@@ -1688,11 +1688,11 @@ fn the_access_log_has_a_line_per_request_and_no_token() {
         .args(["-HUP", &serve.child.id().to_string()])
         .status()
         .unwrap();
-    wait_until("the log reopened", || {
+    wait_for("the log reopened", || {
         serve.log().contains("access log reopened")
     });
     assert_eq!(client.get(&format!("{}healthz", serve.url), None).0, 200);
-    wait_until("the new file written", || read_lines(&log).len() == 1);
+    wait_for("the new file written", || read_lines(&log).len() == 1);
     assert_eq!(read_lines(&log)[0]["path"], "/healthz");
     assert_eq!(read_lines(&rotated).len(), asked.len());
 }
@@ -1709,7 +1709,7 @@ fn sigterm_turns_readyz_to_503_before_the_listener_closes() {
     let store = upstream.path("store/x").parent().unwrap().to_path_buf();
     let serve = upstream.serve(&store, &["-metrics-listen=127.0.0.1:0", "-drain-delay=10s"]);
     let mut metrics_base = String::new();
-    wait_until("the metrics listener", || {
+    wait_for("the metrics listener", || {
         let log = serve.log();
         let found = log
             .lines()
@@ -1752,7 +1752,7 @@ fn sigterm_turns_readyz_to_503_before_the_listener_closes() {
         .args(["-TERM", &serve.child.id().to_string()])
         .status()
         .unwrap();
-    wait_until("/readyz answering 503", || {
+    wait_for("/readyz answering 503", || {
         client.get(&ready, None).0 == 503
     });
     // A new connection is still taken, and told the server is draining.
@@ -1791,7 +1791,7 @@ fn readyz_is_503_while_the_oci_store_cannot_be_reached() {
     let host = registry.host.clone();
     drop(registry);
     let mut last = String::new();
-    wait_until("/readyz answering 503", || {
+    wait_for("/readyz answering 503", || {
         let (status, body) = client.get(&ready, None);
         last = body;
         status == 503

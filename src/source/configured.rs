@@ -106,8 +106,9 @@ impl NetworkSources {
             )
             .with_memo_policy(policy),
         );
-        let registry = RegistrySource::new(discovery.clone(), api.clone(), cli_config.netrc.clone())
-            .with_memo_policy(policy);
+        let registry =
+            RegistrySource::new(discovery.clone(), api.clone(), cli_config.netrc.clone())
+                .with_memo_policy(policy);
         NetworkSources {
             discovery,
             registry: Arc::new(SharedQueries::with_policy(Arc::new(registry), policy)),

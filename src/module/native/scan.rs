@@ -465,7 +465,7 @@ impl<'a> Scanner<'a> {
         else {
             return;
         };
-        let marker: &'a str = *marker;
+        let marker: &'a str = marker;
         let line_start = std::mem::replace(at_line_start, false);
         let end = self.literal_end(start, false);
         let newline = match (self.at(end), self.at(end + 1)) {

@@ -89,8 +89,7 @@ pub(super) fn plan_entries<R: Read + Seek>(
                     method: method.to_string(),
                 });
             }
-            let is_executable =
-                !path.contains('/')
+            let is_executable = !path.contains('/')
                 && provider_type.is_some_and(|name| is_executable_name(path.as_bytes(), name));
             has_executable |= is_executable;
             let has_exec_bit = unix_mode.is_some_and(|mode| mode & 0o111 != 0);
