@@ -696,3 +696,35 @@ fn a_hostile_module_archive_is_refused_naming_the_module_with_nothing_written() 
     assert!(!world.tmp.path().join("work/escaped.tf").exists());
     assert!(!dir.parent().unwrap().join("escaped.tf").exists());
 }
+
+/// `-offline` keeps the modules already installed, with no request, and
+/// refuses to fetch one that is not, naming it and the fix, with nothing
+/// written.
+#[test]
+fn offline_keeps_installed_modules_and_fetches_none() {
+    let world = world_with_vpc();
+    let dir = world.workdir("offline", &vpc_call("1.0.0"), &[]);
+    let output = world.tfinstall(&dir, &["init", "-no-color", "-offline"]);
+    assert!(!output.status.success(), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("Error: Module not installed")
+            && stderr.contains("-offline makes no request")
+            && stderr.contains("Run tfinstall init without -offline"),
+        "{stderr}"
+    );
+    assert_eq!(world.server.requests().len(), 0);
+    assert!(!dir.join(".terraform").exists());
+
+    ok(
+        "online init",
+        &world.tfinstall(&dir, &["init", "-no-color"]),
+    );
+    world.server.clear_log();
+    let out = ok(
+        "offline init",
+        &world.tfinstall(&dir, &["init", "-no-color", "-offline"]),
+    );
+    assert!(!out.contains("Downloading"), "{out}");
+    assert_eq!(world.server.requests().len(), 0);
+}

@@ -346,7 +346,8 @@ impl<'a> Run<'a> {
             settings.clone(),
             cli_config.netrc.clone(),
             args.parallelism,
-        );
+        )
+        .offline(args.offline);
         let downloader =
             Arc::new(Downloader::new(client, settings).with_netrc(cli_config.netrc.clone()));
         let mut cache = cli_config.plugin_cache_dir.as_ref().map(|dir| {

@@ -54,6 +54,9 @@ pub struct ModuleSources {
     /// working directory that calls it.
     store: Mutex<Option<Arc<tempfile::TempDir>>>,
     counter: std::sync::atomic::AtomicUsize,
+    /// `-offline`: installed modules are kept as always, but a module that
+    /// would need a request is refused instead of fetched.
+    offline: bool,
 }
 
 impl ModuleSources {
@@ -85,7 +88,14 @@ impl ModuleSources {
             packages: Mutex::new(HashMap::new()),
             store: Mutex::new(None),
             counter: std::sync::atomic::AtomicUsize::new(0),
+            offline: false,
         }
+    }
+
+    /// `-offline`: no module request at all (see [`ModuleSources::offline`]).
+    pub fn offline(mut self, offline: bool) -> Self {
+        self.offline = offline;
+        self
     }
 
     async fn versions(&self, package: &RegistryPackage) -> Result<Vec<Version>, RegistryError> {
@@ -643,6 +653,19 @@ async fn fetch_call(
         call.source_pos.file.display(),
         call.source_pos.line
     );
+    if sources.offline {
+        return Err(Box::new(at(
+            Diagnostic::error(
+                "Module not installed",
+                format!(
+                    "Module {:?} ({file_line}, source {:?}) is not installed, and -offline makes no request to install it. Run tfinstall init without -offline once to install it.",
+                    call.name,
+                    job.source.to_string()
+                ),
+            ),
+            &call.source_pos,
+        )));
+    }
     let key = &job.key;
     let (package_addr, subdir, version, shown_source) = match &job.source {
         ModuleSource::Registry(source) => {

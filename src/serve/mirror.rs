@@ -350,7 +350,9 @@ impl Mirror {
     ) -> tokio::task::JoinHandle<Result<Vec<Version>, SourceError>> {
         let mirror = Arc::clone(self);
         let provider = provider.clone();
-        tokio::spawn(async move {
+        // The request that starts the refresh names its upstream URL in
+        // the access log, as a fill's does.
+        tokio::spawn(access_log::for_this_request(async move {
             let fetch = || async {
                 let stale = mirror.last_list(&provider).is_some();
                 if stale {
@@ -384,7 +386,7 @@ impl Mirror {
                 Ok(versions)
             };
             mirror.lists.get(provider.clone(), fetch).await
-        })
+        }))
     }
 
     /// `VERSION.json`: an archive for every platform served, each with the
