@@ -641,11 +641,11 @@ fn a_bad_version_or_source_is_refused_with_its_file_and_line() {
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("Error: Invalid version constraint\n\n  on main.tf line 3:"),
+        stderr.contains("Error: Invalid version constraint\n\n  on main.tf line 3, in module \"a\":\n   3:   version = \"~> one\"\n"),
         "{stderr}"
     );
     assert!(
-        stderr.contains("Error: Invalid module source address\n\n  on main.tf line 7:"),
+        stderr.contains("Error: Invalid module source address\n\n  on main.tf line 7, in module \"b\":\n   7:   source = \"modules/b\"\n"),
         "{stderr}"
     );
     assert!(stderr.contains("use \"./modules/b\" instead"), "{stderr}");
@@ -684,7 +684,7 @@ fn a_hostile_module_archive_is_refused_naming_the_module_with_nothing_written() 
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains("Error: Failed to download module\n\n  on main.tf line 2:"),
+        stderr.contains("Error: Failed to download module\n\n  on main.tf line 2, in module \"evil\":\n   2:   source  = \"registry.test/acme/evil/aws\"\n"),
         "{stderr}"
     );
     assert!(

@@ -489,7 +489,7 @@ fn io_failure(path: &Path, err: &std::io::Error) -> Diagnostic {
 }
 
 fn at(diag: Diagnostic, pos: &SourcePos) -> Diagnostic {
-    diag.at(pos.file.clone(), pos.line, pos.column)
+    diag.at_pos(pos)
 }
 
 /// `module.a.module.b`, as Terraform names a module in messages.
