@@ -113,7 +113,16 @@ const SCENARIOS: &[Scenario] = &[
             "module \"vpc\" {\n  source = \"hashicorp/vpc/aws/extra/bits\"\n}\n",
         )],
         cli_config: None,
-        expect: Expect::SamePlace,
+        expect: Expect::Same,
+    },
+    Scenario {
+        name: "module_version",
+        files: &[(
+            "main.tf",
+            "module \"vpc\" {\n  source  = \"localhost:1/acme/vpc/aws\"\n  version = \"~> bogus\"\n}\n",
+        )],
+        cli_config: None,
+        expect: Expect::Same,
     },
     Scenario {
         name: "module_version_on_local_source",
