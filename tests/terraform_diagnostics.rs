@@ -89,6 +89,18 @@ const SCENARIOS: &[Scenario] = &[
         expect: Expect::Same,
     },
     Scenario {
+        name: "duplicate_locals",
+        files: &[
+            (
+                "main.tf",
+                "locals {\n  a = 1\n  b = \"x\"\n}\n\nlocals {\n  a = 2\n}\n",
+            ),
+            ("x.tf.json", "{\n  \"locals\": {\n    \"a\": 1\n  }\n}\n"),
+        ],
+        cli_config: None,
+        expect: Expect::Same,
+    },
+    Scenario {
         name: "duplicate_required_providers",
         files: &[(
             "main.tf",

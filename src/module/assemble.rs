@@ -65,6 +65,7 @@ pub(super) fn assemble(
             .insert(entry.local_name.clone(), entry.clone());
     }
 
+    report_duplicate_locals(&primary, diags);
     let mut resources: Vec<ResourceDecl> = Vec::new();
     let mut imports: Vec<ImportDecl> = Vec::new();
     for file in primary {
@@ -83,6 +84,27 @@ pub(super) fn assemble(
         })
         .collect();
     module
+}
+
+/// A local value defined twice among a module's primary files is an error,
+/// as in Terraform, which names the definition seen last before it (an
+/// override file's replaces one instead, and values never bear on
+/// requirements, so only the names are kept).
+fn report_duplicate_locals(primary: &[FileDecls], diags: &mut Diagnostics) {
+    let mut seen: BTreeMap<&str, &SrcRange> = BTreeMap::new();
+    for (name, range) in primary.iter().flat_map(|file| &file.locals) {
+        if let Some(existing) = seen.insert(name, range) {
+            diags.push(
+                Diagnostic::error(
+                    "Duplicate local value definition",
+                    format!(
+                        "A local value named {name:?} was already defined at {existing}. Local value names must be unique within a module."
+                    ),
+                )
+                .with_range(range),
+            );
+        }
+    }
 }
 
 fn append_file(

@@ -17,6 +17,8 @@ pub(super) struct FileDecls {
     pub resources: Vec<ResourceDecl>,
     pub module_calls: Vec<ModuleCallDecl>,
     pub imports: Vec<ImportDecl>,
+    /// Each `locals` value's name and its whole definition (`a = 1`).
+    pub locals: Vec<(String, SrcRange)>,
 }
 
 #[derive(Debug)]
@@ -156,6 +158,13 @@ pub(super) fn decode_file(body: &Body, is_override: bool, diags: &mut Diagnostic
                 .module_calls
                 .push(decode_module_call(block, is_override, diags)),
             "import" => decls.imports.push(decode_import(block, diags)),
+            "locals" => decls.locals.extend(
+                block
+                    .body
+                    .attrs
+                    .iter()
+                    .map(|attr| (attr.name.clone(), attr.name_range.to(&attr.expr.range))),
+            ),
             _ => {}
         }
     }

@@ -118,7 +118,7 @@ impl Lowerer<'_> {
                 continue;
             }
             let block_schema = match schema.attrs {
-                AttrSchema::All => None,
+                AttrSchema::All | AttrSchema::NamesOnly => None,
                 AttrSchema::Named(_) => schema.block(&prop.key),
             };
             if let Some(block_schema) = block_schema {

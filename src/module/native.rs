@@ -76,9 +76,17 @@ fn lower_body(
             Item::Attr { name, expr } => {
                 let name_text = &src[name.clone()];
                 if schema.attrs.keeps(name_text) {
+                    let expr = match schema.attrs {
+                        AttrSchema::NamesOnly => Expr {
+                            kind: ExprKind::Unread,
+                            range: index.range(expr.clone()),
+                            from_json: false,
+                        },
+                        _ => read_expr(src, expr.clone(), index),
+                    };
                     out.attrs.push(Attr {
                         name: name_text.to_string(),
-                        expr: read_expr(src, expr.clone(), index),
+                        expr,
                         name_range: index.range(name.clone()),
                     });
                 }
@@ -90,7 +98,7 @@ fn lower_body(
             } => {
                 let kind = &src[kind_span.clone()];
                 let type_range = index.range(kind_span.clone());
-                if matches!(schema.attrs, AttrSchema::All) {
+                if matches!(schema.attrs, AttrSchema::All | AttrSchema::NamesOnly) {
                     diags.push(
                         Diagnostic::error(
                             format!("Unexpected {kind:?} block"),
@@ -304,8 +312,12 @@ mod tests {
         let (body, diags) = parse(src);
         assert!(diags.is_empty(), "{diags}");
         let body = body.expect("parsed");
-        assert_eq!(body.blocks[0].labels, ["aws"]);
-        let alias = body.blocks[0].body.attr("alias").expect("alias kept");
+        // The local's name is kept, its value is not read.
+        assert_eq!(body.blocks[0].kind, "locals");
+        let local = body.blocks[0].body.attr("x").expect("local kept");
+        assert!(matches!(local.expr.kind, ExprKind::Unread));
+        assert_eq!(body.blocks[1].labels, ["aws"]);
+        let alias = body.blocks[1].body.attr("alias").expect("alias kept");
         assert_eq!(alias.expr.as_str(), Some("west"));
         assert_eq!(alias.expr.range.to_string(), "main.tf:7,11-17");
     }

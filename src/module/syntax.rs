@@ -65,6 +65,9 @@ pub(super) enum ExprKind {
         summary: String,
         detail: String,
     },
+    /// Not read: a `locals` value, whose name matters (it must be unique in
+    /// its module) and whose value never does.
+    Unread,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -95,7 +98,11 @@ impl Expr {
             ExprKind::Object(items) => items
                 .iter()
                 .find_map(|(key, value)| key.static_problem().or_else(|| value.static_problem())),
-            ExprKind::Null | ExprKind::Bool(_) | ExprKind::Number(_) | ExprKind::String(_) => None,
+            ExprKind::Null
+            | ExprKind::Bool(_)
+            | ExprKind::Number(_)
+            | ExprKind::String(_)
+            | ExprKind::Unread => None,
         }
     }
 
@@ -203,13 +210,16 @@ pub(super) enum AttrSchema {
     /// Every argument is kept and nested blocks are errors (HCL's
     /// JustAttributes, used for `required_providers`).
     All,
+    /// Every argument's name and place are kept, its value is not read
+    /// (`locals`: Terraform refuses a name defined twice in a module).
+    NamesOnly,
 }
 
 impl AttrSchema {
     pub fn keeps(&self, name: &str) -> bool {
         match self {
             AttrSchema::Named(names) => names.contains(&name),
-            AttrSchema::All => true,
+            AttrSchema::All | AttrSchema::NamesOnly => true,
         }
     }
 }
@@ -287,6 +297,14 @@ pub(super) const TOP_LEVEL: BodySchema = BodySchema {
             labels: &[],
             body: &BodySchema {
                 attrs: AttrSchema::Named(&["to", "provider"]),
+                blocks: &[],
+            },
+        },
+        BlockSchema {
+            kind: "locals",
+            labels: &[],
+            body: &BodySchema {
+                attrs: AttrSchema::NamesOnly,
                 blocks: &[],
             },
         },
