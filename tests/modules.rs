@@ -13,7 +13,7 @@ mod support;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use support::git_server::{GitRepo, GitServer};
+use support::git_server::{self, GitRepo, GitServer};
 use support::terraform::Terraform;
 use support::*;
 
@@ -727,4 +727,49 @@ fn offline_keeps_installed_modules_and_fetches_none() {
     );
     assert!(!out.contains("Downloading"), "{out}");
     assert_eq!(world.server.requests().len(), 0);
+}
+
+/// A module repository's symbolic links are installed as links, as git
+/// leaves them for Terraform: one naming `/` is neither walked nor copied
+/// into `.terraform/modules`.
+#[test]
+fn a_module_links_are_kept_as_links_and_never_followed() {
+    let world = World::new();
+    let repo = world.git.create("linked");
+    let commit = repo.commit_changes(
+        "main",
+        "links",
+        &[
+            git_server::FileChange::Write {
+                path: "main.tf",
+                data: MODULE_TF.as_bytes(),
+                mode: "100644",
+            },
+            git_server::FileChange::Symlink {
+                path: "everything",
+                target: "/",
+            },
+            git_server::FileChange::Symlink {
+                path: "docs/main.tf",
+                target: "../main.tf",
+            },
+        ],
+    );
+    world.publish("acme", "linked", &repo, &[("1.0.0", &commit)]);
+    let dir = world.workdir(
+        "links",
+        "module \"linked\" {\n  source  = \"registry.test/acme/linked/aws\"\n  version = \"1.0.0\"\n}\n",
+        &[],
+    );
+    ok("init", &world.tfinstall(&dir, &["init", "-no-color"]));
+    let placed = dir.join(".terraform/modules/linked");
+    assert_eq!(
+        std::fs::read_link(placed.join("everything")).unwrap(),
+        Path::new("/")
+    );
+    assert_eq!(
+        std::fs::read_link(placed.join("docs/main.tf")).unwrap(),
+        Path::new("../main.tf")
+    );
+    assert_eq!(read_text(&placed.join("main.tf")), MODULE_TF);
 }

@@ -17,7 +17,26 @@ use crate::verify::hash::PackageHash;
 /// self-contained once installed.
 pub fn link_or_copy_tree(src: &Path, dst: &Path) -> io::Result<()> {
     let mut strategy = Strategy::Hardlink;
-    place_tree(src, dst, &mut strategy)
+    place_tree(src, dst, &mut strategy, Symlinks::Follow)
+}
+
+/// [`link_or_copy_tree`] for a module package, whose symbolic links are
+/// recreated as links, as `git` and go-getter leave them: a module's links
+/// are part of it (archives keep only those that stay inside the package),
+/// and following one that names a directory outside, such as `/`, would
+/// copy whatever it names.
+pub fn link_or_copy_module_tree(src: &Path, dst: &Path) -> io::Result<()> {
+    let mut strategy = Strategy::Hardlink;
+    place_tree(src, dst, &mut strategy, Symlinks::Keep)
+}
+
+/// What [`place_tree`] does with a symbolic link in the tree it places.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Symlinks {
+    /// Places what it names: a provider package must be self-contained.
+    Follow,
+    /// Recreates the link.
+    Keep,
 }
 
 /// How each file is placed; `Hardlink` and `HardlinkReadOnly` turn into
@@ -31,15 +50,24 @@ enum Strategy {
     Copy,
 }
 
-fn place_tree(src: &Path, dst: &Path, strategy: &mut Strategy) -> io::Result<()> {
+fn place_tree(
+    src: &Path,
+    dst: &Path,
+    strategy: &mut Strategy,
+    symlinks: Symlinks,
+) -> io::Result<()> {
     fs::create_dir(dst)?;
     for entry in fs::read_dir(src)? {
         let entry = entry?;
         let from = entry.path();
         let to = dst.join(entry.file_name());
+        if symlinks == Symlinks::Keep && entry.file_type()?.is_symlink() {
+            recreate_symlink(&from, &to)?;
+            continue;
+        }
         let meta = fs::metadata(&from)?;
         if meta.is_dir() {
-            place_tree(&from, &to, strategy)?;
+            place_tree(&from, &to, strategy, symlinks)?;
         } else if meta.is_file() {
             match *strategy {
                 Strategy::HardlinkOnly => fs::hard_link(&from, &to)?,
@@ -57,6 +85,22 @@ fn place_tree(src: &Path, dst: &Path, strategy: &mut Strategy) -> io::Result<()>
         }
     }
     Ok(())
+}
+
+#[cfg(unix)]
+fn recreate_symlink(from: &Path, to: &Path) -> io::Result<()> {
+    std::os::unix::fs::symlink(fs::read_link(from)?, to)
+}
+
+#[cfg(not(unix))]
+fn recreate_symlink(from: &Path, _to: &Path) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        format!(
+            "{} is a symbolic link, which tfinstall places only on Unix",
+            from.display()
+        ),
+    ))
 }
 
 /// A copy is writable even when its source is a read-only cache file, so
@@ -96,11 +140,11 @@ pub fn link_package(src: &Path, dst: &Path, mode: LinkMode) -> io::Result<()> {
         LinkMode::Auto => link_or_copy_tree(src, dst),
         LinkMode::Hardlink => {
             let mut hardlinks_only = Strategy::HardlinkOnly;
-            place_tree(src, dst, &mut hardlinks_only)
+            place_tree(src, dst, &mut hardlinks_only, Symlinks::Follow)
         }
         LinkMode::Copy => {
             let mut copies = Strategy::Copy;
-            place_tree(src, dst, &mut copies)
+            place_tree(src, dst, &mut copies, Symlinks::Follow)
         }
         LinkMode::Symlink => symlink_dir(&std::path::absolute(src)?, dst),
     }
@@ -116,7 +160,7 @@ pub fn link_cached_package(src: &Path, dst: &Path, mode: LinkMode) -> io::Result
     match mode {
         LinkMode::Auto => {
             let mut read_only_links = Strategy::HardlinkReadOnly;
-            place_tree(src, dst, &mut read_only_links)
+            place_tree(src, dst, &mut read_only_links, Symlinks::Follow)
         }
         other => link_package(src, dst, other),
     }
@@ -214,6 +258,41 @@ fn symlink_dir(src: &Path, dst: &Path) -> io::Result<()> {
 mod tests {
     use super::*;
     use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+
+    /// A module's links stay links: one that names a directory outside
+    /// the package (a hostile repository's `/`) is never walked or copied.
+    #[test]
+    fn module_trees_keep_their_symlinks_as_links() {
+        let root = tempfile::tempdir().unwrap();
+        let outside = root.path().join("outside");
+        fs::create_dir_all(outside.join("deep")).unwrap();
+        fs::write(outside.join("deep/secret"), "secret").unwrap();
+        let src = root.path().join("package");
+        fs::create_dir_all(src.join("sub")).unwrap();
+        fs::write(src.join("main.tf"), "# main").unwrap();
+        std::os::unix::fs::symlink(&outside, src.join("escape")).unwrap();
+        std::os::unix::fs::symlink("../main.tf", src.join("sub/main.tf")).unwrap();
+
+        let dst = root.path().join("placed");
+        link_or_copy_module_tree(&src, &dst).unwrap();
+        assert_eq!(fs::read_link(dst.join("escape")).unwrap(), outside);
+        assert_eq!(
+            fs::read_link(dst.join("sub/main.tf")).unwrap(),
+            Path::new("../main.tf")
+        );
+        assert!(
+            fs::symlink_metadata(dst.join("escape"))
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(fs::read(dst.join("main.tf")).unwrap(), b"# main");
+
+        // A provider package's links are followed, as before.
+        let followed = root.path().join("followed");
+        link_or_copy_tree(&src, &followed).unwrap();
+        assert!(followed.join("escape/deep/secret").is_file());
+    }
 
     #[test]
     fn cached_packages_link_read_only_files_and_copy_writable_ones() {

@@ -23,7 +23,7 @@ use tokio::sync::{OnceCell, Semaphore};
 use crate::cliconfig::netrc::Netrc;
 use crate::diag::{Diagnostic, Diagnostics, SourcePos};
 use crate::fetch::DownloadSettings;
-use crate::install::link::link_or_copy_tree;
+use crate::install::link::link_or_copy_module_tree;
 use crate::install::staging::Staging;
 use crate::module::manifest::{MANIFEST_FILE, Manifest, ManifestRecord};
 use crate::module::{ModuleCall, StagedModules, join_clean, module_calls};
@@ -389,7 +389,7 @@ pub async fn prepare(
                     if kept {
                         let root = named.join(&record.key);
                         if !staged.join(&record.key).exists()
-                            && let Err(err) = link_or_copy_tree(
+                            && let Err(err) = link_or_copy_module_tree(
                                 &target.join(&record.key),
                                 &staged.join(&record.key),
                             )
@@ -777,7 +777,7 @@ async fn fetch_call(
             ))
         })?;
     let place = staged.join(key);
-    link_or_copy_tree(&fetched, &place).map_err(|err| Box::new(io_failure(&place, &err)))?;
+    link_or_copy_module_tree(&fetched, &place).map_err(|err| Box::new(io_failure(&place, &err)))?;
     let package_root = named.join(key);
     let dir = if subdir.is_empty() {
         package_root.clone()
