@@ -28,7 +28,8 @@
 //! each tfinstall run with `perf record` beside its work dir, as
 //! `RUN.perf.data`; build with `CARGO_PROFILE_RELEASE_STRIP=false` for
 //! symbols; times and RSS then include perf's own), `--serve` (only start
-//! the registry and print how to reach it, for profiling by hand),
+//! the registry and print how to reach it, for profiling by hand; with
+//! `--scenarios modules` it serves the modules too),
 //! `--compressible` (executables that deflate about 2.6× like real ones, so
 //! unpacking costs what it does in real life; without it they are
 //! incompressible and unpacking is nearly free), `--aws-mb A` (the
@@ -772,6 +773,14 @@ impl Bench {
             );
             println!("{}: {}", kind.title(&self.options), dir.display());
         }
+        if self.modules.is_some() {
+            let dir = new_workdir(&self.work.join("serve-modules"), &modules_main_tf());
+            println!(
+                "{} (add GIT_SSL_CAINFO=$SSL_CERT_FILE): {}",
+                ScenarioKind::Modules.title(&self.options),
+                dir.display()
+            );
+        }
         println!(
             "registry up; in {} ({} × {} MB) or {} (1 × {} MB) run:\n  env -i PATH=/usr/bin:/bin HOME=$PWD/../home TF_CLI_CONFIG_FILE={} SSL_CERT_FILE={} {} init -layout providers",
             dir.display(),
@@ -1470,15 +1479,15 @@ impl Bench {
         let mut warm: BTreeMap<Tool, Vec<Sample>> = BTreeMap::new();
         let mut pipelines: Vec<Vec<Sample>> = vec![Vec::new(); followers.len()];
         let mut follow_up_requests = vec![0; followers.len()];
-        let mut mixes: BTreeMap<(&str, Tool), Vec<RequestMix>> = BTreeMap::new();
-        let log = |row: &str, tool: &str, sample: &Sample, mix: Option<&RequestMix>| {
+        let mut costs: BTreeMap<(&str, Tool), Vec<RunCost>> = BTreeMap::new();
+        let log = |row: &str, tool: &str, sample: &Sample, cost: Option<&RunCost>| {
             eprintln!(
                 "  {row:<5} {tool:<26} {:>8.3} s  {:>7.1} MB RSS  {} requests{}",
                 sample.wall.as_secs_f64(),
                 sample.peak_rss_kib as f64 / 1024.0,
                 sample.requests,
-                mix.map(RequestMix::describe)
-                    .map(|mix| format!(" ({mix})"))
+                cost.map(RunCost::describe)
+                    .map(|cost| format!(" ({cost})"))
                     .unwrap_or_default()
             );
         };
@@ -1486,10 +1495,10 @@ impl Bench {
             for &tool in &tools {
                 let (base, config) = self.run_with_fresh_cache("modules", tool, run);
                 let dir = new_workdir(&base.join(COLD), &main_tf);
-                let (init, mix) = self.timed_modules(tool, &dir, &config);
-                log(COLD, tool.name(), &init, Some(&mix));
+                let (init, cost) = self.timed_modules(tool, &dir, &config);
+                log(COLD, tool.name(), &init, Some(&cost));
                 cold.entry(tool).or_default().push(init);
-                mixes.entry((COLD, tool)).or_default().push(mix);
+                costs.entry((COLD, tool)).or_default().push(cost);
                 if tool == Tool::Tfinstall {
                     for (index, &follower) in followers.iter().enumerate() {
                         let (dir, config, init) = if index == 0 {
@@ -1503,7 +1512,7 @@ impl Bench {
                         };
                         let command = self.follow_up_command(follower, &dir, &config);
                         let follow_up = self.measure(follower, &dir, command);
-                        let mix = RequestMix::of(&self.server.requests(), 0);
+                        let cost = RunCost::of(&self.server.requests(), 0);
                         follow_up_requests[index] += follow_up.requests;
                         let pipeline = Sample {
                             wall: init.wall + follow_up.wall,
@@ -1515,7 +1524,7 @@ impl Bench {
                             COLD,
                             &format!("+ {} via exec", follower.name()),
                             &follow_up,
-                            Some(&mix),
+                            Some(&cost),
                         );
                         pipelines[index].push(pipeline);
                     }
@@ -1523,10 +1532,10 @@ impl Bench {
                 let (warm_base, warm_config, lock) = &warm_setups[&tool];
                 let dir = new_workdir(&warm_base.join(format!("run{run}")), &main_tf);
                 fs::write(dir.join(".terraform.lock.hcl"), lock).expect("write lock file");
-                let (sample, mix) = self.timed_modules(tool, &dir, warm_config);
-                log(WARM, tool.name(), &sample, Some(&mix));
+                let (sample, cost) = self.timed_modules(tool, &dir, warm_config);
+                log(WARM, tool.name(), &sample, Some(&cost));
                 warm.entry(tool).or_default().push(sample);
-                mixes.entry((WARM, tool)).or_default().push(mix);
+                costs.entry((WARM, tool)).or_default().push(cost);
                 let _ = fs::remove_dir_all(&dir);
                 let _ = fs::remove_dir_all(dir.with_extension("home"));
                 let _ = fs::remove_dir_all(&base);
@@ -1547,11 +1556,11 @@ impl Bench {
             fixtures.provider_zip_bytes as f64 / MB as f64,
             self.options.latency.as_millis()
         )];
-        for ((row, tool), runs) in &mixes {
+        for ((row, tool), runs) in &costs {
             notes.push(format!(
                 "modules, {row}, {}: {} (medians of {} runs).",
                 tool.name(),
-                RequestMix::median(runs).describe(),
+                RunCost::median(runs).describe(),
                 runs.len()
             ));
         }
@@ -1589,15 +1598,24 @@ impl Bench {
 
     /// A timed `init` of the `modules` configuration, checked to have
     /// installed every module, and the requests and bytes it cost.
-    fn timed_modules(&mut self, tool: Tool, dir: &Path, config: &Path) -> (Sample, RequestMix) {
+    fn timed_modules(&mut self, tool: Tool, dir: &Path, config: &Path) -> (Sample, RunCost) {
         let served_before = self.server.bytes_served();
+        // The server's CGI programs are this process's children too: what
+        // its children used beyond the run's own tree is the server's git.
+        let cpu_before = children_cpu();
         let sample = self.timed(tool, dir, config, self.options.parallelism);
-        let mix = RequestMix::of(
-            &self.server.requests(),
-            self.server.bytes_served() - served_before,
-        );
+        let all_cpu = children_cpu().saturating_sub(cpu_before);
+        let cpu = tree_cpu(dir);
+        let cost = RunCost {
+            cpu,
+            server_git_cpu: all_cpu.saturating_sub(cpu),
+            ..RunCost::of(
+                &self.server.requests(),
+                self.server.bytes_served() - served_before,
+            )
+        };
         assert_modules_installed(tool, dir);
-        (sample, mix)
+        (sample, cost)
     }
 
     /// `follower`'s `init` in `dir` as [`Bench::command`] runs it, but
@@ -1816,7 +1834,9 @@ impl Bench {
             .env("GIT_SSL_CAINFO", self.ca.ca_pem_path())
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .arg("-f")
-            .arg("%M")
+            // The CPU time of the process and its children (the git
+            // commands a module install runs), then the peak RSS last.
+            .arg("%U %S\\n%M")
             .arg("-o")
             .arg(dir.with_extension("rss"));
         match tool {
@@ -2395,19 +2415,23 @@ fn assert_modules_installed(tool: Tool, dir: &Path) {
     }
 }
 
-/// What one run of the `modules` scenario asked of each server: the
-/// module registry's API, git, and the provider registry (discovery
-/// included), and the body bytes served.
+/// What one run of the `modules` scenario asked of each server (the
+/// module registry's API, git, and the provider registry, discovery
+/// included) and the body bytes served, and the CPU time it took: the
+/// installer's with the git it runs, and the server's `git http-backend`
+/// with the git that runs.
 #[derive(Clone, Copy, Debug, Default)]
-struct RequestMix {
+struct RunCost {
     module_registry: usize,
     git: usize,
     providers: usize,
     bytes: u64,
+    cpu: Duration,
+    server_git_cpu: Duration,
 }
 
-impl RequestMix {
-    fn of(requests: &[support::LoggedRequest], bytes: u64) -> RequestMix {
+impl RunCost {
+    fn of(requests: &[support::LoggedRequest], bytes: u64) -> RunCost {
         let count = |prefix: &str| {
             requests
                 .iter()
@@ -2416,25 +2440,28 @@ impl RequestMix {
         };
         let module_registry = count("/v1/modules/");
         let git = count("/git/");
-        RequestMix {
+        RunCost {
             module_registry,
             git,
             providers: requests.len() - module_registry - git,
             bytes,
+            ..RunCost::default()
         }
     }
 
     /// Each count's median over `runs`, taken on its own.
-    fn median(runs: &[RequestMix]) -> RequestMix {
+    fn median(runs: &[RunCost]) -> RunCost {
         fn middle<T: Copy + Ord>(mut values: Vec<T>) -> T {
             values.sort();
             values[values.len() / 2]
         }
-        RequestMix {
+        RunCost {
             module_registry: middle(runs.iter().map(|m| m.module_registry).collect()),
             git: middle(runs.iter().map(|m| m.git).collect()),
             providers: middle(runs.iter().map(|m| m.providers).collect()),
             bytes: middle(runs.iter().map(|m| m.bytes).collect()),
+            cpu: middle(runs.iter().map(|m| m.cpu).collect()),
+            server_git_cpu: middle(runs.iter().map(|m| m.server_git_cpu).collect()),
         }
     }
 
@@ -2444,8 +2471,17 @@ impl RequestMix {
         } else {
             String::new()
         };
+        let cpu = if self.cpu.is_zero() {
+            String::new()
+        } else {
+            format!(
+                "; CPU {:.2} s (with the git it runs), the server's git {:.2} s",
+                self.cpu.as_secs_f64(),
+                self.server_git_cpu.as_secs_f64()
+            )
+        };
         format!(
-            "{} module-registry, {} git and {} provider-registry requests{served}",
+            "{} module-registry, {} git and {} provider-registry requests{served}{cpu}",
             self.module_registry, self.git, self.providers
         )
     }
@@ -2461,6 +2497,18 @@ fn main_tf(providers: &[String]) -> String {
     }
     text.push_str("  }\n}\n");
     text
+}
+
+/// The CPU time (user + system) GNU time recorded for the run in `dir`
+/// by [`Bench::command`]'s format, the process's and its children's.
+fn tree_cpu(dir: &Path) -> Duration {
+    let report = fs::read_to_string(dir.with_extension("rss")).expect("GNU time output");
+    let line = report.lines().rev().nth(1).expect("GNU time %U %S output");
+    let seconds: f64 = line
+        .split_whitespace()
+        .filter_map(|field| field.parse::<f64>().ok())
+        .sum();
+    Duration::from_secs_f64(seconds)
 }
 
 /// The peak RSS GNU time recorded for the run in `dir`.
