@@ -47,11 +47,12 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Install the providers the configuration in the working directory needs.
+    /// Install the modules and providers the configuration in the working directory needs.
     #[command(
-        long_about = "Install the providers the configuration in the working directory needs.\n\n\
-Reads every *.tf and *.tf.json file in the working directory, its local child \
-modules and the remote modules listed in .terraform/modules/modules.json; picks \
+        long_about = "Install the modules and providers the configuration in the working directory needs.\n\n\
+Installs the modules the configuration calls into .terraform/modules, as \
+terraform init does (-get=false skips them; see docs/modules.md); then reads \
+every *.tf and *.tf.json file in the working directory and its modules; picks \
 one version per provider (the one recorded in .terraform.lock.hcl unless \
 -upgrade is given); installs it below .terraform (or $TF_DATA_DIR); and \
 records the selections in .terraform.lock.hcl, which is rewritten only when \

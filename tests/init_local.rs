@@ -1035,6 +1035,7 @@ fn the_bundled_example_installs_offline() {
     assert_eq!(
         first.progress(),
         [
+            "- network in modules/network",
             "- Finding example.com/acme/widget versions matching \">= 1.0.0\"...",
             "- Finding latest version of hashicorp/null...",
             "- Finding hashicorp/random versions matching \"~> 3.5, < 3.6.0\"...",

@@ -443,7 +443,9 @@ fn missing_module_directories_are_named() {
             "{MAIN_TF}\nmodule \"local\" {{\n  source = \"./nope\"\n}}\n\nmodule \"remote\" {{\n  source = \"example/remote/aws\"\n}}\n"
         ),
     );
-    let run = t.fails(&[]);
+    // With -get=false the modules are read as installed: the remote one
+    // is not (init without it would install it).
+    let run = t.fails(&["-get=false"]);
     run.assert_stderr_has("Error: Failed to read module directory\n\n  on main.tf line 14:\n");
     run.assert_stderr_has("Error: Module not installed\n\n  on main.tf line 18:\n\nModule \"module.remote\" (source \"example/remote/aws\") is not yet installed.");
 }

@@ -512,6 +512,10 @@ fn hostile_archives_are_refused_with_nothing_written() {
         let err = result.expect_err(path);
         assert!(matches!(err, PackageError::Extract { .. }), "{path}: {err}");
         assert!(err.to_string().contains(path), "{path}: {err}");
+        assert!(
+            !err.to_string().contains("provider"),
+            "{path}: a module's error should not speak of providers: {err}"
+        );
         assert!(!dest.exists());
         assert!(!outside.exists());
         world.assert_out_holds(&[]);

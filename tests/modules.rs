@@ -514,3 +514,185 @@ fn get_false_skips_modules_and_get_installs_only_modules() {
         read_text(&dir.join(".terraform/modules/modules.json")).contains("\"Version\":\"1.1.0\"")
     );
 }
+
+#[test]
+fn providers_of_remote_modules_join_the_same_run() {
+    let world = World::new();
+    // The provider registry on the same server, beside the module registry.
+    let root = world.tmp.path().join("registry");
+    Registry::new(&PgpKey::generate_ecdsa())
+        .provider(ProviderSpec::new("acme", "alpha", "1.0.0").hostname(HOST))
+        .write(&root, &world.server.url());
+    world.server.serve_dir(&root);
+    std::fs::write(
+        &world.cli_config,
+        format!(
+            "host \"{HOST}\" {{\n  services = {{\n    \"modules.v1\" = \"{}\"\n    \"providers.v1\" = \"{}\"\n  }}\n}}\n",
+            world.server.url_for("/v1/modules/"),
+            world.server.url_for("/v1/providers/")
+        ),
+    )
+    .unwrap();
+
+    let repo = world.git.create("app");
+    let commit = repo.commit(
+        "main",
+        "app",
+        &[(
+            "main.tf",
+            b"terraform {\n  required_providers {\n    alpha = {\n      source  = \"registry.test/acme/alpha\"\n      version = \"1.0.0\"\n    }\n  }\n}\n",
+        )],
+    );
+    world.publish("acme", "app", &repo, &[("1.0.0", &commit)]);
+    let dir = world.workdir(
+        "providers",
+        "module \"app\" {\n  source  = \"registry.test/acme/app/aws\"\n  version = \"1.0.0\"\n}\n",
+        &[],
+    );
+    let out = ok(
+        "tfinstall init",
+        &world.tfinstall(&dir, &["init", "-no-color", "-layout=providers"]),
+    );
+    let modules_at = out
+        .find("- app in .terraform/modules/app")
+        .expect("module line");
+    let providers_at = out
+        .find("- Installed registry.test/acme/alpha v1.0.0")
+        .expect("provider line");
+    assert!(modules_at < providers_at, "{out}");
+    assert!(
+        read_text(&dir.join(".terraform.lock.hcl"))
+            .contains("provider \"registry.test/acme/alpha\"")
+    );
+
+    // Terraform 1.0.3 finds modules and providers in place: no module
+    // request, no package download. (It asks for the provider's version
+    // list on every init, after its own install too: the second run below.)
+    let requests = || -> Vec<String> {
+        world
+            .server
+            .requests()
+            .into_iter()
+            .map(|r| r.path)
+            .collect()
+    };
+    world.server.clear_log();
+    ok(
+        "terraform init after tfinstall",
+        &world.terraform_init(&dir),
+    );
+    let after_tfinstall = requests();
+    assert_eq!(after_tfinstall, ["/v1/providers/acme/alpha/versions"]);
+    world.server.clear_log();
+    ok("terraform init again", &world.terraform_init(&dir));
+    assert_eq!(requests(), after_tfinstall);
+}
+
+#[test]
+fn many_directories_fetch_each_package_once_and_tf_data_dir_is_honoured() {
+    let world = world_with_vpc();
+    let a = world.workdir("a", &vpc_call("1.0.0"), &[]);
+    let b = world.workdir("b", &vpc_call("1.0.0"), &[]);
+    let work = a.parent().unwrap();
+    ok(
+        "init DIR…",
+        &world.tfinstall(work, &["init", "-no-color", "a", "b"]),
+    );
+    for dir in [&a, &b] {
+        assert!(dir.join(".terraform/modules/vpc/main.tf").is_file());
+    }
+    assert_eq!(world.server.count("/v1/modules/acme/vpc/aws/versions"), 1);
+    assert_eq!(
+        world
+            .server
+            .count("/v1/modules/acme/vpc/aws/1.0.0/download"),
+        1
+    );
+
+    let c = world.workdir("c", &vpc_call("1.0.0"), &[]);
+    let mut command = tfinstall_command(&world.home());
+    world.ca.configure(&mut command);
+    let output = command
+        .current_dir(&c)
+        .env("TF_CLI_CONFIG_FILE", &world.cli_config)
+        .env("TF_DATA_DIR", "data")
+        .env("GIT_SSL_CAINFO", world.ca.ca_pem_path())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .args(["get", "-no-color"])
+        .output()
+        .unwrap();
+    let out = ok("get with TF_DATA_DIR", &output);
+    assert!(out.contains("- vpc in data/modules/vpc"), "{out}");
+    assert!(
+        read_text(&c.join("data/modules/modules.json")).contains("\"Dir\":\"data/modules/vpc\"")
+    );
+    assert!(!c.join(".terraform").exists());
+}
+
+#[test]
+fn a_bad_version_or_source_is_refused_with_its_file_and_line() {
+    let world = World::new();
+    let dir = world.workdir(
+        "bad",
+        "module \"a\" {\n  source  = \"registry.test/acme/vpc/aws\"\n  version = \"~> one\"\n}\n\nmodule \"b\" {\n  source = \"modules/b\"\n}\n",
+        &[],
+    );
+    let output = world.tfinstall(&dir, &["init", "-no-color"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("Error: Invalid version constraint\n\n  on main.tf line 3:"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("Error: Invalid module source address\n\n  on main.tf line 7:"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("use \"./modules/b\" instead"), "{stderr}");
+    assert!(!dir.join(".terraform").exists());
+    assert_eq!(world.server.requests().len(), 0);
+}
+
+#[test]
+fn a_hostile_module_archive_is_refused_naming_the_module_with_nothing_written() {
+    let world = World::new();
+    let zip = build_zip(
+        &[
+            ZipEntry::new("main.tf", MODULE_TF, 0o644),
+            ZipEntry::new("../../escaped.tf", MODULE_TF, 0o644),
+        ],
+        Compression::Deflated,
+    );
+    world.server.route(
+        "/archives/evil.zip",
+        Response::bytes("application/zip", zip),
+    );
+    world.server.route(
+        "/v1/modules/acme/evil/aws/versions",
+        Response::json(r#"{"modules":[{"versions":[{"version":"1.0.0"}]}]}"#),
+    );
+    world.server.route(
+        "/v1/modules/acme/evil/aws/1.0.0/download",
+        Response::new(204).header("X-Terraform-Get", "/archives/evil.zip"),
+    );
+    let dir = world.workdir(
+        "hostile",
+        "module \"evil\" {\n  source  = \"registry.test/acme/evil/aws\"\n  version = \"1.0.0\"\n}\n",
+        &[],
+    );
+    let output = world.tfinstall(&dir, &["init", "-no-color"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("Error: Failed to download module\n\n  on main.tf line 2:"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("Could not download module \"evil\""),
+        "{stderr}"
+    );
+    assert!(stderr.contains("escaped.tf"), "{stderr}");
+    assert!(!dir.join(".terraform").exists(), "{stderr}");
+    assert!(!world.tmp.path().join("work/escaped.tf").exists());
+    assert!(!dir.parent().unwrap().join("escaped.tf").exists());
+}

@@ -262,10 +262,19 @@ fn json_stream_of_a_successful_install_follows_the_schema() {
     assert_eq!(
         codes,
         [
+            "initializing_modules_message",
             "initializing_provider_plugin_message",
             "lock_info",
             "output_init_success_message"
         ]
+    );
+    // The configuration's local module, as Terraform's `log` line.
+    let modules = of_event(&stream, "module_installed");
+    assert_eq!(modules.len(), 1);
+    assert!(
+        modules[0]["@message"].as_str().unwrap().starts_with("- "),
+        "{:?}",
+        modules[0]
     );
 
     let summary = stream.last().unwrap();

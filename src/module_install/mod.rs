@@ -246,6 +246,8 @@ struct Node {
     package: Option<(PathBuf, String)>,
     /// Installed by this run: its children cannot be kept from before.
     fresh: bool,
+    /// The source argument of the call that reached it.
+    call_pos: Option<SourcePos>,
 }
 
 /// What one call turned out to need.
@@ -264,6 +266,7 @@ struct Recorded {
     kept: bool,
     /// Its package was installed by this run.
     fresh: bool,
+    call_pos: SourcePos,
 }
 
 struct FetchJob {
@@ -325,6 +328,7 @@ pub async fn prepare(
         dir: PathBuf::new(),
         package: None,
         fresh: false,
+        call_pos: None,
     }];
     while !level.is_empty() {
         let view = StagedModules {
@@ -333,16 +337,24 @@ pub async fn prepare(
         };
         let mut placements = Vec::new();
         for node in &level {
-            let calls = module_calls(dir, &node.dir, Some(&view))?;
+            let calls = match module_calls(dir, &node.dir, Some(&view)) {
+                Ok(calls) => calls,
+                Err(found) => {
+                    for diag in found.0 {
+                        diags.push(match (&diag.subject, &node.call_pos) {
+                            (None, Some(pos)) => at(diag, pos),
+                            _ => diag,
+                        });
+                    }
+                    continue;
+                }
+            };
             for call in calls {
                 match plan_call(node, call, &previous, upgrade, dir, &named) {
                     Ok(placement) => placements.push((node.names.clone(), placement)),
                     Err(diag) => diags.push(diag),
                 }
             }
-        }
-        if diags.has_errors() {
-            return Err(diags);
         }
         let jobs = placements.iter().filter_map(|(_, p)| match p {
             Placement::Fetch(job) => Some(job),
@@ -361,6 +373,7 @@ pub async fn prepare(
                     package,
                     kept,
                     fresh,
+                    call_pos,
                 }) => {
                     let names: Vec<String> = record.key.split('.').map(str::to_string).collect();
                     if kept {
@@ -389,6 +402,7 @@ pub async fn prepare(
                         dir: PathBuf::from(&record.dir),
                         package,
                         fresh,
+                        call_pos: Some(call_pos),
                     });
                     records.insert(record.key.clone(), record);
                 }
@@ -412,6 +426,7 @@ pub async fn prepare(
                                 dir: PathBuf::from(&record.dir),
                                 package: Some(package),
                                 fresh: true,
+                                call_pos: Some(job.call.source_pos.clone()),
                             });
                             records.insert(record.key.clone(), record);
                         }
@@ -420,10 +435,12 @@ pub async fn prepare(
                 }
             }
         }
-        if diags.has_errors() {
-            return Err(diags);
-        }
         level = next;
+    }
+    // Every module that could be reached was walked, so that all problems
+    // are reported at once.
+    if diags.has_errors() {
+        return Err(diags);
     }
 
     let manifest = Manifest(records);
@@ -561,6 +578,7 @@ fn plan_call(
             package: parent.package.clone(),
             kept: false,
             fresh: parent.fresh,
+            call_pos: call.source_pos,
         }));
     }
 
@@ -587,6 +605,7 @@ fn plan_call(
                 package,
                 kept: true,
                 fresh: false,
+                call_pos: call.source_pos,
             }));
         }
     }

@@ -221,6 +221,13 @@ pub enum ExtractError {
         "archive entry {name:?} is a symbolic link to {target:?}, outside the package or through another link; a module package's links must point at a path inside it"
     )]
     LinkOutOfPackage { name: String, target: String },
+    /// A module package's links are kept only from tar archives, where
+    /// they are checked ([`module`]); a zip's are refused, as a provider
+    /// package's are.
+    #[error(
+        "archive entry {name:?} is a symbolic link in a zip archive; tfinstall keeps a module package's links only from tar archives, so repack the module as a .tar.gz or without the link"
+    )]
+    ZipLink { name: String },
     #[error(
         "archive entry {name:?} is a hard link; module packages may contain only files, directories and symbolic links within the package"
     )]
@@ -501,6 +508,7 @@ fn plan_entries<R: Read + Seek>(
         let file_type = unix_mode.map_or(0, |mode| mode & S_IFMT);
         match file_type {
             0 | S_IFREG | S_IFDIR => {}
+            S_IFLNK if provider_type.is_none() => return Err(ExtractError::ZipLink { name }),
             S_IFLNK => return Err(ExtractError::Symlink { name }),
             _ => {
                 return Err(ExtractError::SpecialFile {

@@ -88,6 +88,9 @@ impl Sshd {
             ),
         )
         .expect("sshd_config");
+        // Its log, read when it fails to start (the readiness probe below
+        // alone would fill a terminal with "connection closed" lines).
+        let log = dir.path().join("sshd.log");
         let child = Command::new(&sshd)
             .arg("-D")
             .arg("-e")
@@ -95,7 +98,7 @@ impl Sshd {
             .arg(&config)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
+            .stderr(std::fs::File::create(&log).expect("sshd log"))
             .spawn()
             .expect("start sshd");
         let mut server = Sshd {
@@ -110,7 +113,10 @@ impl Sshd {
                 return server;
             }
             if let Ok(Some(status)) = server.child.try_wait() {
-                panic!("sshd exited at start: {status}");
+                panic!(
+                    "sshd exited at start ({status}): {}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                );
             }
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
