@@ -16,7 +16,7 @@
 //! `--big-mb B` (the one big provider), `--latency-ms L` (added before every
 //! response's headers), `--bandwidth-mbps R` (one link of R MB/s shared by
 //! all connections; 0 = none), `--runs K` (median of K),
-//! `--scenarios cold,warm-nolock,noop-shared,warm,noop,one,big,many,sequence,dirs,sixteen,e2e,lock,init-platforms,lock-big,typical,aws-shaped`,
+//! `--scenarios cold,warm-nolock,noop-shared,warm,noop,one,big,many,sequence,dirs,sixteen,e2e,lock,init-platforms,lock-big,typical,aws-shaped,modules`,
 //! `--tools tfinstall,terraform,terraform-latest,baseline`, `--baseline
 //! PATH` (the `baseline` tool: another tfinstall binary, an older build, run
 //! side by side with this one for a before/after table),
@@ -28,7 +28,8 @@
 //! each tfinstall run with `perf record` beside its work dir, as
 //! `RUN.perf.data`; build with `CARGO_PROFILE_RELEASE_STRIP=false` for
 //! symbols; times and RSS then include perf's own), `--serve` (only start
-//! the registry and print how to reach it, for profiling by hand),
+//! the registry and print how to reach it, for profiling by hand; with
+//! `--scenarios modules` it serves the modules too),
 //! `--compressible` (executables that deflate about 2.6× like real ones, so
 //! unpacking costs what it does in real life; without it they are
 //! incompressible and unpacking is nearly free), `--aws-mb A` (the
@@ -44,6 +45,20 @@
 //! notes tfinstall's CPU time beside its wall time and the floor: the same
 //! archive inflated to nowhere, on one thread, by the inflater tfinstall
 //! uses, timed as a whole process the same way.
+//!
+//! The `modules` scenario is a configuration calling 8 registry modules,
+//! each backed by a git repository of 300 commits and about 100 files
+//! (written with `git fast-import`) served by git's own `git http-backend`
+//! (smart HTTP, protocol v2) behind the same HTTPS server, and each
+//! requiring a small provider of its own (5 MB). The module registry
+//! answers a download as registry.terraform.io does: 204 with
+//! `X-Terraform-Get: git::https://HOST/REPO?ref=<40-hex commit>`. Every
+//! response, git's included, waits the `--latency-ms`. Its rows: a cold
+//! `init` (fresh directory, empty plugin cache); tfinstall's cold `init`
+//! followed by each Terraform's `init` through `tfinstall exec`, which
+//! must make no request; and a warm `init` in a fresh clone with the lock
+//! file committed and the plugin cache filled (Terraform clones every
+//! module again there).
 //!
 //! The fixtures are real: pseudo-random (by default incompressible) executables in
 //! deflated zips, `SHA256SUMS` signed with an ECDSA key (Terraform 1.0 cannot
@@ -65,7 +80,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use support::terraform::Terraform;
-use support::{Fault, Payload, PgpKey, ProviderSpec, Registry, Response, TestCa, TestServer};
+use support::{
+    Fault, GitServer, Payload, PgpKey, ProviderSpec, Registry, Response, TestCa, TestServer,
+};
 
 use flate2::{Decompress, FlushDecompress, Status};
 
@@ -82,6 +99,13 @@ const AWS: &str = "aws";
 const TYPICAL_SMALL: [(&str, usize); 4] =
     [("random", 5), ("null", 10), ("tls", 15), ("archive", 20)];
 const MB: usize = 1 << 20;
+/// The `modules` scenario: how many registry modules the configuration
+/// calls, the commits and files of each module's git repository, and the
+/// size of the provider each requires.
+const MODULES: usize = 8;
+const MODULE_COMMITS: usize = 300;
+const MODULE_FILES: usize = 100;
+const MODULE_PROVIDER_MB: usize = 5;
 
 #[derive(Clone, Debug)]
 struct Options {
@@ -361,10 +385,14 @@ enum ScenarioKind {
     AwsShaped,
     /// The same for the aws-shaped package and four small providers.
     Typical,
+    /// [`MODULES`] git-backed registry modules and their providers (see
+    /// the header): cold, cold with the hand-off, and warm in a fresh
+    /// clone with the committed lock file.
+    Modules,
 }
 
 impl ScenarioKind {
-    const ALL: [ScenarioKind; 17] = [
+    const ALL: [ScenarioKind; 18] = [
         ScenarioKind::Cold,
         ScenarioKind::WarmNoLock,
         ScenarioKind::NoopShared,
@@ -382,6 +410,7 @@ impl ScenarioKind {
         ScenarioKind::LockBig,
         ScenarioKind::Typical,
         ScenarioKind::AwsShaped,
+        ScenarioKind::Modules,
     ];
 
     fn parse(name: &str) -> Result<ScenarioKind, String> {
@@ -390,7 +419,7 @@ impl ScenarioKind {
             .find(|kind| kind.name() == name)
             .ok_or_else(|| {
                 format!(
-                    "unknown scenario {name} (cold, warm-nolock, noop-shared, warm, noop, one, big, many, sequence, dirs, sixteen, e2e, lock, init-platforms, lock-big, typical, aws-shaped)"
+                    "unknown scenario {name} (cold, warm-nolock, noop-shared, warm, noop, one, big, many, sequence, dirs, sixteen, e2e, lock, init-platforms, lock-big, typical, aws-shaped, modules)"
                 )
             })
     }
@@ -414,6 +443,7 @@ impl ScenarioKind {
             ScenarioKind::LockBig => "lock-big",
             ScenarioKind::AwsShaped => "aws-shaped",
             ScenarioKind::Typical => "typical",
+            ScenarioKind::Modules => "modules",
         }
     }
 
@@ -481,6 +511,9 @@ impl ScenarioKind {
             ScenarioKind::Typical => format!(
                 "typical (aws-shaped + {}), in order, fresh plugin cache",
                 typical_small_list()
+            ),
+            ScenarioKind::Modules => format!(
+                "{MODULES} registry modules in git ({MODULE_COMMITS} commits, {MODULE_FILES} files each) and their {MODULES} providers × {MODULE_PROVIDER_MB} MB"
             ),
         }
     }
@@ -552,7 +585,19 @@ struct Bench {
     big: String,
     /// A copy of the aws-shaped package's zip, for the floor.
     aws_archive: Option<PathBuf>,
+    /// The `modules` scenario's git repositories, served while it lives.
+    modules: Option<ModuleFixtures>,
     run_counter: usize,
+}
+
+/// The git repositories behind the `modules` scenario's registry modules.
+struct ModuleFixtures {
+    /// Owns the repositories' directory, which `git http-backend` serves.
+    git: GitServer,
+    /// What a full clone of one repository receives (the same for each).
+    objects: usize,
+    /// The bytes of the provider archives one cold install downloads.
+    provider_zip_bytes: u64,
 }
 
 fn main() {
@@ -644,6 +689,16 @@ impl Bench {
             );
         }
         registry = with_lock_platform_providers(registry, &options);
+        let with_modules = options.scenarios.contains(&ScenarioKind::Modules);
+        if with_modules {
+            for index in 0..MODULES {
+                registry = registry.provider(
+                    ProviderSpec::new(NAMESPACE, &module_provider(index), VERSION)
+                        .hostname(HOST)
+                        .payload(options.payload(MODULE_PROVIDER_MB)),
+                );
+            }
+        }
         let workloads = options.serve
             || options
                 .scenarios
@@ -671,6 +726,7 @@ impl Bench {
         registry.write(&root, &url);
         serve_from_memory(&server, &root);
         let aws_archive = workloads.then(|| keep_aws_archive(&root, &work));
+        let modules = with_modules.then(|| publish_modules(&server, &url, &root));
         fs::remove_dir_all(&root).expect("remove the written registry");
         eprintln!("{:.1} s", started.elapsed().as_secs_f64());
 
@@ -695,6 +751,7 @@ impl Bench {
             small,
             big,
             aws_archive,
+            modules,
             run_counter: 0,
         }
     }
@@ -715,6 +772,14 @@ impl Bench {
                 &main_tf(&providers),
             );
             println!("{}: {}", kind.title(&self.options), dir.display());
+        }
+        if self.modules.is_some() {
+            let dir = new_workdir(&self.work.join("serve-modules"), &modules_main_tf());
+            println!(
+                "{} (add GIT_SSL_CAINFO=$SSL_CERT_FILE): {}",
+                ScenarioKind::Modules.title(&self.options),
+                dir.display()
+            );
         }
         println!(
             "registry up; in {} ({} × {} MB) or {} (1 × {} MB) run:\n  env -i PATH=/usr/bin:/bin HOME=$PWD/../home TF_CLI_CONFIG_FILE={} SSL_CERT_FILE={} {} init -layout providers",
@@ -746,6 +811,10 @@ impl Bench {
             }
             if kind == ScenarioKind::EndToEnd {
                 results.extend(self.end_to_end());
+                continue;
+            }
+            if kind == ScenarioKind::Modules {
+                results.extend(self.modules());
                 continue;
             }
             if let Some(providers) = kind.workload() {
@@ -871,7 +940,8 @@ impl Bench {
             | ScenarioKind::InitPlatforms
             | ScenarioKind::LockBig
             | ScenarioKind::AwsShaped
-            | ScenarioKind::Typical => {
+            | ScenarioKind::Typical
+            | ScenarioKind::Modules => {
                 unreachable!("{} has its own preparation", kind.name())
             }
         };
@@ -895,7 +965,8 @@ impl Bench {
             | ScenarioKind::InitPlatforms
             | ScenarioKind::LockBig
             | ScenarioKind::AwsShaped
-            | ScenarioKind::Typical => None,
+            | ScenarioKind::Typical
+            | ScenarioKind::Modules => None,
             ScenarioKind::Noop | ScenarioKind::NoopShared => {
                 let dir = new_workdir(&base.join("noop"), &main_tf);
                 self.untimed(tool, &dir, &config_path, parallelism);
@@ -1343,13 +1414,7 @@ impl Bench {
                 let _ = fs::remove_dir_all(&dir);
             }
         }
-        let follower_name = match follower {
-            Tool::TerraformLatest => self
-                .terraform_latest
-                .as_ref()
-                .map_or("the terraform on PATH".to_owned(), |(_, v)| v.clone()),
-            _ => "Terraform 1.0.3".to_owned(),
-        };
+        let follower_name = self.follower_name(follower);
         ScenarioResult {
             title: format!(
                 "end to end, {temperature}{}, {workload}: `tfinstall init` then {follower_name}'s `init` through `tfinstall exec`, vs its `init` alone",
@@ -1365,6 +1430,192 @@ impl Bench {
                 self.options.runs
             )],
         }
+    }
+
+    /// The name of a Terraform that follows `tfinstall init`, for titles.
+    fn follower_name(&self, follower: Tool) -> String {
+        match follower {
+            Tool::TerraformLatest => self
+                .terraform_latest
+                .as_ref()
+                .map_or("the terraform on PATH".to_owned(), |(_, v)| v.clone()),
+            _ => "Terraform 1.0.3".to_owned(),
+        }
+    }
+
+    /// The `modules` scenario (see [`ScenarioKind::Modules`]): per run and
+    /// tool, a cold `init` in a fresh directory with an empty plugin cache,
+    /// and a warm one in a fresh clone holding the committed lock file, on
+    /// a plugin cache the tool filled once before the runs. tfinstall's
+    /// cold directory then gets the first Terraform's `init` through
+    /// `tfinstall exec`; each further Terraform follows a cold `tfinstall
+    /// init` of its own. Rows: cold, one per follow-up Terraform (its
+    /// column is its cold `init` alone), warm.
+    fn modules(&mut self) -> Vec<ScenarioResult> {
+        const COLD: &str = "cold";
+        const WARM: &str = "warm";
+        let main_tf = modules_main_tf();
+        let tools = self.options.tools.clone();
+        let followers: Vec<Tool> = if tools.contains(&Tool::Tfinstall) {
+            tools.iter().copied().filter(|t| t.is_terraform()).collect()
+        } else {
+            Vec::new()
+        };
+        // The warm runs' plugin caches, each filled by its own tool, and
+        // the lock files those fills wrote: a project whose lock file is
+        // committed, on a CI runner that keeps its plugin cache.
+        let mut warm_setups = BTreeMap::new();
+        for &tool in &tools {
+            let base = self.work.join("modules").join(tool.name()).join("warm");
+            let config = self.write_cli_config(&base, true);
+            let fill = new_workdir(&base.join("fill"), &main_tf);
+            self.untimed(tool, &fill, &config, self.options.parallelism);
+            let lock =
+                fs::read(fill.join(".terraform.lock.hcl")).expect("lock file after the fill");
+            let _ = fs::remove_dir_all(&fill);
+            warm_setups.insert(tool, (base, config, lock));
+        }
+        let mut cold: BTreeMap<Tool, Vec<Sample>> = BTreeMap::new();
+        let mut warm: BTreeMap<Tool, Vec<Sample>> = BTreeMap::new();
+        let mut pipelines: Vec<Vec<Sample>> = vec![Vec::new(); followers.len()];
+        let mut follow_up_requests = vec![0; followers.len()];
+        let mut costs: BTreeMap<(&str, Tool), Vec<RunCost>> = BTreeMap::new();
+        let log = |row: &str, tool: &str, sample: &Sample, cost: Option<&RunCost>| {
+            eprintln!(
+                "  {row:<5} {tool:<26} {:>8.3} s  {:>7.1} MB RSS  {} requests{}",
+                sample.wall.as_secs_f64(),
+                sample.peak_rss_kib as f64 / 1024.0,
+                sample.requests,
+                cost.map(RunCost::describe)
+                    .map(|cost| format!(" ({cost})"))
+                    .unwrap_or_default()
+            );
+        };
+        for run in 0..self.options.runs {
+            for &tool in &tools {
+                let (base, config) = self.run_with_fresh_cache("modules", tool, run);
+                let dir = new_workdir(&base.join(COLD), &main_tf);
+                let (init, cost) = self.timed_modules(tool, &dir, &config);
+                log(COLD, tool.name(), &init, Some(&cost));
+                cold.entry(tool).or_default().push(init);
+                costs.entry((COLD, tool)).or_default().push(cost);
+                if tool == Tool::Tfinstall {
+                    for (index, &follower) in followers.iter().enumerate() {
+                        let (dir, config, init) = if index == 0 {
+                            (dir.clone(), config.clone(), init)
+                        } else {
+                            let other = base.join(follower.name());
+                            let config = self.write_cli_config(&other, true);
+                            let dir = new_workdir(&other.join(COLD), &main_tf);
+                            let (init, _) = self.timed_modules(tool, &dir, &config);
+                            (dir, config, init)
+                        };
+                        let command = self.follow_up_command(follower, &dir, &config);
+                        let follow_up = self.measure(follower, &dir, command);
+                        let cost = RunCost::of(&self.server.requests(), 0);
+                        follow_up_requests[index] += follow_up.requests;
+                        let pipeline = Sample {
+                            wall: init.wall + follow_up.wall,
+                            peak_rss_kib: init.peak_rss_kib.max(follow_up.peak_rss_kib),
+                            requests: init.requests + follow_up.requests,
+                            archives: init.archives + follow_up.archives,
+                        };
+                        log(
+                            COLD,
+                            &format!("+ {} via exec", follower.name()),
+                            &follow_up,
+                            Some(&cost),
+                        );
+                        pipelines[index].push(pipeline);
+                    }
+                }
+                let (warm_base, warm_config, lock) = &warm_setups[&tool];
+                let dir = new_workdir(&warm_base.join(format!("run{run}")), &main_tf);
+                fs::write(dir.join(".terraform.lock.hcl"), lock).expect("write lock file");
+                let (sample, cost) = self.timed_modules(tool, &dir, warm_config);
+                log(WARM, tool.name(), &sample, Some(&cost));
+                warm.entry(tool).or_default().push(sample);
+                costs.entry((WARM, tool)).or_default().push(cost);
+                let _ = fs::remove_dir_all(&dir);
+                let _ = fs::remove_dir_all(dir.with_extension("home"));
+                let _ = fs::remove_dir_all(&base);
+            }
+        }
+        let _ = fs::remove_dir_all(self.work.join("modules"));
+
+        let fixtures = self.modules.as_ref().expect("built for the scenario");
+        let repositories_bytes: u64 = walk_files(fixtures.git.root())
+            .iter()
+            .filter_map(|path| fs::metadata(path).ok())
+            .map(|meta| meta.len())
+            .sum();
+        let mut notes = vec![format!(
+            "modules: each module's repository holds {} objects ({MODULE_COMMITS} commits), {:.2} MB on disk; the {MODULES} providers' archives are {:.1} MB in all, so what a cold run served beyond that is the modules' git packs and the registries' JSON. Every response, git's included, waits {} ms.",
+            fixtures.objects,
+            repositories_bytes as f64 / MODULES as f64 / MB as f64,
+            fixtures.provider_zip_bytes as f64 / MB as f64,
+            self.options.latency.as_millis()
+        )];
+        for ((row, tool), runs) in &costs {
+            notes.push(format!(
+                "modules, {row}, {}: {} (medians of {} runs).",
+                tool.name(),
+                RunCost::median(runs).describe(),
+                runs.len()
+            ));
+        }
+        let mut rows = vec![ScenarioResult {
+            title: "modules, cold: `init` in a fresh directory, empty plugin cache".to_owned(),
+            samples: cold.clone(),
+            notes,
+        }];
+        for (index, &follower) in followers.iter().enumerate() {
+            let follower_name = self.follower_name(follower);
+            let mut samples = BTreeMap::new();
+            if let Some(alone) = cold.get(&follower) {
+                samples.insert(follower, alone.clone());
+            }
+            samples.insert(Tool::Tfinstall, pipelines[index].clone());
+            rows.push(ScenarioResult {
+                title: format!(
+                    "modules, cold, end to end: `tfinstall init` then {follower_name}'s `init` through `tfinstall exec`, vs its `init` alone"
+                ),
+                samples,
+                notes: vec![format!(
+                    "modules, cold, {follower_name}: the follow-ups through `tfinstall exec` made {} requests in {} runs.",
+                    follow_up_requests[index], self.options.runs
+                )],
+            });
+        }
+        rows.push(ScenarioResult {
+            title: "modules, warm: a fresh clone with the lock file committed, plugin cache filled"
+                .to_owned(),
+            samples: warm,
+            notes: Vec::new(),
+        });
+        rows
+    }
+
+    /// A timed `init` of the `modules` configuration, checked to have
+    /// installed every module, and the requests and bytes it cost.
+    fn timed_modules(&mut self, tool: Tool, dir: &Path, config: &Path) -> (Sample, RunCost) {
+        let served_before = self.server.bytes_served();
+        // The server's CGI programs are this process's children too: what
+        // its children used beyond the run's own tree is the server's git.
+        let cpu_before = children_cpu();
+        let sample = self.timed(tool, dir, config, self.options.parallelism);
+        let all_cpu = children_cpu().saturating_sub(cpu_before);
+        let cpu = tree_cpu(dir);
+        let cost = RunCost {
+            cpu,
+            server_git_cpu: all_cpu.saturating_sub(cpu),
+            ..RunCost::of(
+                &self.server.requests(),
+                self.server.bytes_served() - served_before,
+            )
+        };
+        assert_modules_installed(tool, dir);
+        (sample, cost)
     }
 
     /// `follower`'s `init` in `dir` as [`Bench::command`] runs it, but
@@ -1551,7 +1802,7 @@ impl Bench {
 
     fn host_block(&self) -> String {
         format!(
-            "host {HOST:?} {{\n  services = {{\n    \"providers.v1\" = \"{}v1/providers/\"\n  }}\n}}\n",
+            "host {HOST:?} {{\n  services = {{\n    \"providers.v1\" = \"{0}v1/providers/\"\n    \"modules.v1\"   = \"{0}v1/modules/\"\n  }}\n}}\n",
             self.url
         )
     }
@@ -1578,8 +1829,14 @@ impl Bench {
             .env("TF_IN_AUTOMATION", "1")
             .env("CHECKPOINT_DISABLE", "1")
             .env("SSL_CERT_FILE", self.ca.ca_pem_path())
+            // Module sources are fetched by git, for Terraform and
+            // tfinstall alike; Debian's git (GnuTLS) reads no SSL_CERT_FILE.
+            .env("GIT_SSL_CAINFO", self.ca.ca_pem_path())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
             .arg("-f")
-            .arg("%M")
+            // The CPU time of the process and its children (the git
+            // commands a module install runs), then the peak RSS last.
+            .arg("%U %S\\n%M")
             .arg("-o")
             .arg(dir.with_extension("rss"));
         match tool {
@@ -2051,6 +2308,185 @@ fn with_lock_platform_providers(mut registry: Registry, options: &Options) -> Re
     registry
 }
 
+/// The `modules` scenario's module `index`: `HOST/NAMESPACE/NAME/aws`.
+fn module_name(index: usize) -> String {
+    format!("mod{index}")
+}
+
+/// The provider module `index` requires.
+fn module_provider(index: usize) -> String {
+    format!("modp{index}")
+}
+
+/// The root module of the `modules` scenario: one call of each module.
+fn modules_main_tf() -> String {
+    let mut text = String::new();
+    for index in 0..MODULES {
+        let name = module_name(index);
+        let _ = writeln!(
+            text,
+            "module \"{name}\" {{\n  source  = \"{HOST}/{NAMESPACE}/{name}/aws\"\n  version = \"{VERSION}\"\n}}\n"
+        );
+    }
+    text
+}
+
+/// Writes the `modules` scenario's git repositories, one per module, each
+/// a history of [`MODULE_COMMITS`] commits over [`MODULE_FILES`] files
+/// whose last commit adds the module's `required_providers`, and
+/// publishes them in the module registry as registry.terraform.io does:
+/// the version list, and a download answered 204 with `X-Terraform-Get:
+/// git::URL?ref=<commit>`, `URL` reached as `url` (through the delaying
+/// link with `--rtt-ms`). `root` is the written provider registry.
+fn publish_modules(server: &TestServer, url: &str, root: &Path) -> ModuleFixtures {
+    let git = GitServer::start(server);
+    let mut objects = 0;
+    for index in 0..MODULES {
+        let name = module_name(index);
+        let repo = git.create(&name);
+        repo.history("main", MODULE_COMMITS - 1, MODULE_FILES);
+        let provider = module_provider(index);
+        let versions_tf = format!(
+            "terraform {{\n  required_providers {{\n    {provider} = {{\n      source  = \"{HOST}/{NAMESPACE}/{provider}\"\n      version = \"{VERSION}\"\n    }}\n  }}\n}}\n"
+        );
+        let commit = repo.commit("main", VERSION, &[("versions.tf", versions_tf.as_bytes())]);
+        repo.tag(&format!("v{VERSION}"), &commit);
+        objects = repo.object_count();
+        let base = format!("/{NAMESPACE}/{name}/aws");
+        server.route(
+            &format!("/v1/modules{base}/versions"),
+            Response::json(format!(
+                "{{\"modules\":[{{\"versions\":[{{\"version\":\"{VERSION}\"}}]}}]}}"
+            )),
+        );
+        server.route(
+            &format!("/v1/modules{base}/{VERSION}/download"),
+            Response::new(204).header(
+                "X-Terraform-Get",
+                format!("git::{url}git/{name}.git?ref={commit}"),
+            ),
+        );
+    }
+    let provider_zip_bytes = walk_files(root)
+        .iter()
+        .filter(|path| {
+            path.file_name()
+                .and_then(|name| name.to_str())
+                .is_some_and(|name| {
+                    name.starts_with("terraform-provider-modp") && name.ends_with(".zip")
+                })
+        })
+        .filter_map(|path| fs::metadata(path).ok())
+        .map(|meta| meta.len())
+        .sum();
+    ModuleFixtures {
+        git,
+        objects,
+        provider_zip_bytes,
+    }
+}
+
+/// Panics unless `tool` left every module of the `modules` scenario in
+/// `dir`: recorded in `modules.json`, and its files in place.
+fn assert_modules_installed(tool: Tool, dir: &Path) {
+    let manifest =
+        fs::read_to_string(dir.join(".terraform/modules/modules.json")).unwrap_or_else(|err| {
+            panic!(
+                "{} left no modules.json in {}: {err}",
+                tool.name(),
+                dir.display()
+            )
+        });
+    for index in 0..MODULES {
+        let name = module_name(index);
+        assert!(
+            manifest.contains(&format!("\"Key\":\"{name}\"")),
+            "{} did not record {name} in {}: {manifest}",
+            tool.name(),
+            dir.display()
+        );
+        let module = dir.join(".terraform/modules").join(&name);
+        assert!(
+            module.join("versions.tf").is_file() && module.join("file0000.tf").is_file(),
+            "{} did not install {name}'s files in {}",
+            tool.name(),
+            module.display()
+        );
+    }
+}
+
+/// What one run of the `modules` scenario asked of each server (the
+/// module registry's API, git, and the provider registry, discovery
+/// included) and the body bytes served, and the CPU time it took: the
+/// installer's with the git it runs, and the server's `git http-backend`
+/// with the git that runs.
+#[derive(Clone, Copy, Debug, Default)]
+struct RunCost {
+    module_registry: usize,
+    git: usize,
+    providers: usize,
+    bytes: u64,
+    cpu: Duration,
+    server_git_cpu: Duration,
+}
+
+impl RunCost {
+    fn of(requests: &[support::LoggedRequest], bytes: u64) -> RunCost {
+        let count = |prefix: &str| {
+            requests
+                .iter()
+                .filter(|r| r.path.starts_with(prefix))
+                .count()
+        };
+        let module_registry = count("/v1/modules/");
+        let git = count("/git/");
+        RunCost {
+            module_registry,
+            git,
+            providers: requests.len() - module_registry - git,
+            bytes,
+            ..RunCost::default()
+        }
+    }
+
+    /// Each count's median over `runs`, taken on its own.
+    fn median(runs: &[RunCost]) -> RunCost {
+        fn middle<T: Copy + Ord>(mut values: Vec<T>) -> T {
+            values.sort();
+            values[values.len() / 2]
+        }
+        RunCost {
+            module_registry: middle(runs.iter().map(|m| m.module_registry).collect()),
+            git: middle(runs.iter().map(|m| m.git).collect()),
+            providers: middle(runs.iter().map(|m| m.providers).collect()),
+            bytes: middle(runs.iter().map(|m| m.bytes).collect()),
+            cpu: middle(runs.iter().map(|m| m.cpu).collect()),
+            server_git_cpu: middle(runs.iter().map(|m| m.server_git_cpu).collect()),
+        }
+    }
+
+    fn describe(&self) -> String {
+        let served = if self.bytes > 0 {
+            format!(", {:.1} MB served", self.bytes as f64 / MB as f64)
+        } else {
+            String::new()
+        };
+        let cpu = if self.cpu.is_zero() {
+            String::new()
+        } else {
+            format!(
+                "; CPU {:.2} s (with the git it runs), the server's git {:.2} s",
+                self.cpu.as_secs_f64(),
+                self.server_git_cpu.as_secs_f64()
+            )
+        };
+        format!(
+            "{} module-registry, {} git and {} provider-registry requests{served}{cpu}",
+            self.module_registry, self.git, self.providers
+        )
+    }
+}
+
 fn main_tf(providers: &[String]) -> String {
     let mut text = String::from("terraform {\n  required_providers {\n");
     for name in providers {
@@ -2061,6 +2497,18 @@ fn main_tf(providers: &[String]) -> String {
     }
     text.push_str("  }\n}\n");
     text
+}
+
+/// The CPU time (user + system) GNU time recorded for the run in `dir`
+/// by [`Bench::command`]'s format, the process's and its children's.
+fn tree_cpu(dir: &Path) -> Duration {
+    let report = fs::read_to_string(dir.with_extension("rss")).expect("GNU time output");
+    let line = report.lines().rev().nth(1).expect("GNU time %U %S output");
+    let seconds: f64 = line
+        .split_whitespace()
+        .filter_map(|field| field.parse::<f64>().ok())
+        .sum();
+    Duration::from_secs_f64(seconds)
 }
 
 /// The peak RSS GNU time recorded for the run in `dir`.
