@@ -46,6 +46,12 @@ impl Git<'_> {
                 "protocol.ext.allow=never",
                 "-c",
                 "advice.detachedHead=false",
+                // A repository that lives for one fetch needs no upkeep: each
+                // fetch would otherwise start `git maintenance run --auto`.
+                "-c",
+                "maintenance.auto=false",
+                "-c",
+                "gc.auto=0",
             ])
             .args(args)
             .env("GIT_TERMINAL_PROMPT", "0")
