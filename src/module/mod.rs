@@ -481,7 +481,8 @@ fn unreadable_module_dir(dir: &Path, call: Option<&ModuleCallSite<'_>>) -> Diagn
     }
 }
 
-fn module_path(names: &[String]) -> String {
+/// `module.a.module.b`, as Terraform names a module in messages.
+pub fn module_path(names: &[String]) -> String {
     names
         .iter()
         .map(|name| format!("module.{name}"))

@@ -26,7 +26,7 @@ use crate::fetch::DownloadSettings;
 use crate::install::link::link_or_copy_module_tree;
 use crate::install::staging::Staging;
 use crate::module::manifest::{MANIFEST_FILE, Manifest, ManifestRecord};
-use crate::module::{ModuleCall, StagedModules, join_clean, module_calls};
+use crate::module::{ModuleCall, StagedModules, join_clean, module_calls, module_path};
 use crate::module_package::{PackageAddr, PackageFetcher};
 use crate::source::configured::NetworkSources;
 use crate::version::{Version, VersionConstraints};
@@ -490,15 +490,6 @@ fn io_failure(path: &Path, err: &std::io::Error) -> Diagnostic {
 
 fn at(diag: Diagnostic, pos: &SourcePos) -> Diagnostic {
     diag.at_pos(pos)
-}
-
-/// `module.a.module.b`, as Terraform names a module in messages.
-fn module_path(names: &[String]) -> String {
-    names
-        .iter()
-        .map(|name| format!("module.{name}"))
-        .collect::<Vec<_>>()
-        .join(".")
 }
 
 /// `/`-separated, as `modules.json` writes directories on every platform.
