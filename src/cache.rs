@@ -89,6 +89,7 @@ use crate::verify::{AuthResult, SignatureCheck, Trust};
 use crate::version::Version;
 
 pub mod facts;
+pub mod modules;
 mod process_locks;
 mod prune;
 mod usage;
@@ -290,6 +291,44 @@ fn open_for_use(lock_path: &Path, dir: &Path) -> io::Result<Option<File>> {
     }
 }
 
+/// The file beside `entry` named `.NAME{suffix}` (the lock, provenance and
+/// use record of an entry): dot-files, which Terraform's scan of the plugin
+/// cache skips.
+fn sidecar(entry: &Path, suffix: &str) -> PathBuf {
+    let name = entry
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    entry.with_file_name(format!(".{name}{suffix}"))
+}
+
+/// The work directory of the entry at `entry` in the cache at `root`:
+/// `.tmp/` and the entry's path below `root` with `~` for `/` (`~` occurs
+/// in none of the parts), flat so nothing is left behind.
+fn work_dir(root: &Path, entry: &Path) -> PathBuf {
+    let name = entry
+        .strip_prefix(root)
+        .unwrap_or(entry)
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("~");
+    root.join(TMP_DIR).join(name)
+}
+
+/// Marks `root` as a cache so backup tools skip it
+/// (https://bford.info/cachedir/).
+fn mark_cache_dir(root: &Path) {
+    let tag = root.join(CACHEDIR_TAG);
+    if !tag.exists() {
+        let _ = crate::fsutil::write_atomic(
+            &tag,
+            b"Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by tfinstall.\n",
+            0o644,
+        );
+    }
+}
+
 /// Removes a tree that may hold read-only files (cache entries do); absent
 /// is fine.
 fn remove_tree(dir: &Path) -> io::Result<()> {
@@ -326,11 +365,7 @@ impl PluginCache {
     }
 
     fn sidecar(&self, entry: &Path, suffix: &str) -> PathBuf {
-        let name = entry
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        entry.with_file_name(format!(".{name}{suffix}"))
+        sidecar(entry, suffix)
     }
 
     fn meta_path(&self, entry: &Path) -> PathBuf {
@@ -470,14 +505,7 @@ impl PluginCache {
     /// The entry's work directory: `.tmp/HOST~NS~TYPE~VERSION~OS_ARCH`
     /// (`~` occurs in none of the parts), flat so nothing is left behind.
     fn work_dir(&self, entry: &Path) -> PathBuf {
-        let name = entry
-            .strip_prefix(&self.root)
-            .unwrap_or(entry)
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .collect::<Vec<_>>()
-            .join("~");
-        self.root.join(TMP_DIR).join(name)
+        work_dir(&self.root, entry)
     }
 
     /// Publishes the package built in `lock`'s [`EntryLock::build_dir`]
@@ -562,17 +590,8 @@ impl PluginCache {
         }
     }
 
-    /// Marks the directory as a cache so backup tools skip it
-    /// (https://bford.info/cachedir/).
     fn mark_cache_dir(&self) {
-        let tag = self.root.join(CACHEDIR_TAG);
-        if !tag.exists() {
-            let _ = crate::fsutil::write_atomic(
-                &tag,
-                b"Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by tfinstall.\n",
-                0o644,
-            );
-        }
+        mark_cache_dir(&self.root);
     }
 
     /// Every unpacked entry, for `cache verify`.

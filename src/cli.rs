@@ -11,7 +11,7 @@ use clap::{Args, CommandFactory as _, Parser, Subcommand};
 
 use crate::engine::Engine;
 use crate::install::layout::LayoutKind;
-use crate::install::link::LinkMode;
+use crate::install::link::{LinkMode, ModuleLinkMode};
 
 pub use crate::install::context::DEFAULT_PARALLELISM;
 
@@ -590,6 +590,19 @@ pub struct InitArgs {
     )]
     pub link_mode: LinkMode,
 
+    /// How module packages from the module cache are placed in
+    /// .terraform/modules: `auto` (hard links to the cache's read-only
+    /// files, copies where links are refused) or `copy` (writable copies,
+    /// for a module that edits its own files).
+    #[arg(
+        long = "module-link-mode",
+        value_enum,
+        default_value = "auto",
+        value_name = "MODE",
+        env = "TFINSTALL_MODULE_LINK_MODE"
+    )]
+    pub module_link_mode: ModuleLinkMode,
+
     /// Make no network request: choose among the versions in the plugin
     /// cache, -plugin-dir directories, filesystem mirrors and implied local
     /// directories (the newest allowed, or the locked one).
@@ -670,6 +683,18 @@ pub struct GetArgs {
     /// How many module packages to fetch at once.
     #[arg(long, default_value_t = DEFAULT_PARALLELISM, value_name = "N")]
     pub parallelism: usize,
+
+    /// How module packages from the module cache are placed in
+    /// .terraform/modules: `auto` (hard links to the cache's read-only
+    /// files) or `copy` (writable copies).
+    #[arg(
+        long = "module-link-mode",
+        value_enum,
+        default_value = "auto",
+        value_name = "MODE",
+        env = "TFINSTALL_MODULE_LINK_MODE"
+    )]
+    pub module_link_mode: ModuleLinkMode,
 
     /// Disable coloured output (also: the NO_COLOR environment variable).
     #[arg(long = "no-color")]

@@ -6,7 +6,7 @@ use crate::cli::GetArgs;
 use crate::cliconfig::{self, CliEnv};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::fetch::DownloadSettings;
-use crate::module_install::{ModuleSources, prepare};
+use crate::module_install::{ModuleSources, module_cache, prepare};
 use crate::output::Output;
 use crate::source::configured::NetworkSources;
 use crate::workdir::data_dir;
@@ -34,11 +34,14 @@ async fn get(args: &GetArgs, out: &Output) -> Result<(), Diagnostics> {
         DownloadSettings::default(),
         cli_config.netrc.clone(),
         args.parallelism,
-    );
+    )
+    .with_cache(module_cache(&cli_config))
+    .link_mode(args.module_link_mode);
     let prepared = prepare(&modules, Path::new("."), &data_dir(), args.update).await?;
     for event in &prepared.events {
         out.module_event(event);
     }
+    out.diagnostics(&prepared.warnings);
     prepared.commit().map_err(|err| {
         Diagnostics::from(Diagnostic::error(
             "Failed to install modules",

@@ -17,7 +17,7 @@ use crate::install::layout::{InstallLayout, LayoutKind};
 use crate::install::link::LinkMode;
 use crate::install::staging::{FileMode, Staging};
 use crate::lockfile::Locks;
-use crate::module_install::{ModuleSources, PreparedModules};
+use crate::module_install::{ModuleSources, PreparedModules, module_cache};
 use crate::output::{LockFileChange, Output};
 use crate::package::extract::ExtractLimits;
 use crate::platform_hashes::PlatformHashes;
@@ -347,7 +347,9 @@ impl<'a> Run<'a> {
             cli_config.netrc.clone(),
             args.parallelism,
         )
-        .offline(args.offline);
+        .offline(args.offline)
+        .with_cache(module_cache(&cli_config))
+        .link_mode(args.module_link_mode);
         let downloader =
             Arc::new(Downloader::new(client, settings).with_netrc(cli_config.netrc.clone()));
         let mut cache = cli_config.plugin_cache_dir.as_ref().map(|dir| {
@@ -600,6 +602,7 @@ async fn install_modules(
     for event in &prepared.events {
         out.module_event(event);
     }
+    out.diagnostics(&prepared.warnings);
     Ok(Some(prepared))
 }
 

@@ -30,6 +30,29 @@ pub fn link_or_copy_module_tree(src: &Path, dst: &Path) -> io::Result<()> {
     place_tree(src, dst, &mut strategy, Symlinks::Keep)
 }
 
+/// How module packages from the module cache are placed in
+/// `.terraform/modules`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ModuleLinkMode {
+    /// Hard links to the cache's read-only files (copies where the
+    /// filesystem refuses links); directories are made anew, so a module
+    /// may add files to its own directory, but not change the cached ones.
+    #[default]
+    Auto,
+    /// Independent, writable copies, for a module that edits its own files.
+    Copy,
+}
+
+/// Places the module package at `src` at `dst` (which must not exist) as
+/// `mode` says; symbolic links are recreated as links either way.
+pub fn place_module_tree(src: &Path, dst: &Path, mode: ModuleLinkMode) -> io::Result<()> {
+    let mut strategy = match mode {
+        ModuleLinkMode::Auto => Strategy::Hardlink,
+        ModuleLinkMode::Copy => Strategy::Copy,
+    };
+    place_tree(src, dst, &mut strategy, Symlinks::Keep)
+}
+
 /// What [`place_tree`] does with a symbolic link in the tree it places.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Symlinks {

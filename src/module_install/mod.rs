@@ -20,14 +20,15 @@ use std::sync::{Arc, Mutex};
 
 use tokio::sync::{OnceCell, Semaphore};
 
+use crate::cache::modules::{ModuleCache, RefRecord};
 use crate::cliconfig::netrc::Netrc;
 use crate::diag::{Diagnostic, Diagnostics, SourcePos};
 use crate::fetch::DownloadSettings;
-use crate::install::link::link_or_copy_module_tree;
+use crate::install::link::{ModuleLinkMode, link_or_copy_module_tree, place_module_tree};
 use crate::install::staging::Staging;
 use crate::module::manifest::{MANIFEST_FILE, Manifest, ManifestRecord};
 use crate::module::{ModuleCall, StagedModules, join_clean, module_calls, module_path};
-use crate::module_package::{PackageAddr, PackageFetcher};
+use crate::module_package::{GitAddr, PackageAddr, PackageFetcher, PackageIdentity, RefKind};
 use crate::source::configured::NetworkSources;
 use crate::version::{Version, VersionConstraints};
 
@@ -48,15 +49,43 @@ pub struct ModuleSources {
     fetches: Semaphore,
     versions: Mutex<HashMap<RegistryPackage, Shared<Vec<Version>, RegistryError>>>,
     locations: Mutex<HashMap<(RegistryPackage, Version), Shared<String>>>,
-    packages: Mutex<HashMap<String, Shared<PathBuf>>>,
+    packages: Mutex<HashMap<String, Shared<Package>>>,
     /// Where fetched packages are kept for the run (a temporary directory,
     /// removed when the run ends), each placed from there into every
     /// working directory that calls it.
     store: Mutex<Option<Arc<tempfile::TempDir>>>,
     counter: std::sync::atomic::AtomicUsize,
-    /// `-offline`: installed modules are kept as always, but a module that
-    /// would need a request is refused instead of fetched.
+    /// `-offline`: installed modules are kept as always, and a module that
+    /// would need a request is installed from the module cache's records
+    /// and entries, or refused.
     offline: bool,
+    /// The shared module cache, when one is configured.
+    cache: Option<ModuleCache>,
+    /// How packages from the module cache are placed.
+    link_mode: ModuleLinkMode,
+}
+
+/// A fetched package: its directory, and what a tag it was fetched by
+/// named before, when that changed.
+#[derive(Clone, Debug)]
+struct Package {
+    dir: PathBuf,
+    /// In the module cache: held for use while it is placed.
+    cached: bool,
+    moved_tag: Option<MovedTag>,
+}
+
+/// A tag that names another commit than when the module cache last saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct MovedTag {
+    tag: String,
+    was: String,
+    now: String,
+}
+
+/// A full commit id, which names what it fetches: no ref listing needed.
+fn is_full_commit(reference: &str) -> bool {
+    reference.len() == 40 && reference.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
 impl ModuleSources {
@@ -89,7 +118,22 @@ impl ModuleSources {
             store: Mutex::new(None),
             counter: std::sync::atomic::AtomicUsize::new(0),
             offline: false,
+            cache: None,
+            link_mode: ModuleLinkMode::Auto,
         }
+    }
+
+    /// Fetches through the shared module cache `cache` (none: each run
+    /// fetches into a temporary directory of its own).
+    pub fn with_cache(mut self, cache: Option<ModuleCache>) -> Self {
+        self.cache = cache;
+        self
+    }
+
+    /// How packages from the module cache are placed.
+    pub fn link_mode(mut self, mode: ModuleLinkMode) -> Self {
+        self.link_mode = mode;
+        self
     }
 
     /// `-offline`: no module request at all (see [`ModuleSources::offline`]).
@@ -103,9 +147,37 @@ impl ModuleSources {
             .entry(package.clone())
             .or_default()
             .clone();
-        cell.get_or_init(|| self.registry.versions(package))
-            .await
-            .clone()
+        cell.get_or_init(|| async {
+            let versions = self.registry.versions(package).await?;
+            if let Some(cache) = &self.cache {
+                let listed = versions.iter().map(Version::to_string).collect();
+                cache.remember_registry_versions(&package.to_string(), listed);
+            }
+            Ok(versions)
+        })
+        .await
+        .clone()
+    }
+
+    /// The version list the module cache kept for `package` (`-offline`).
+    fn cached_versions(&self, package: &RegistryPackage) -> Option<Vec<Version>> {
+        let listed = self
+            .cache
+            .as_ref()?
+            .registry_versions(&package.to_string())?;
+        Some(
+            listed
+                .iter()
+                .filter_map(|v| Version::parse(v).ok())
+                .collect(),
+        )
+    }
+
+    /// The download location the module cache kept (`-offline`).
+    fn cached_location(&self, package: &RegistryPackage, version: &Version) -> Option<String> {
+        self.cache
+            .as_ref()?
+            .registry_location(&package.to_string(), &version.to_string())
     }
 
     async fn location(
@@ -118,43 +190,257 @@ impl ModuleSources {
             .or_default()
             .clone();
         cell.get_or_init(|| async {
-            self.registry
-                .location(package, version)
-                .await
-                .map_err(|err| match err {
-                    RegistryError::NotFound => "module not found".to_string(),
-                    RegistryError::Other(message) => message,
-                })
+            let location =
+                self.registry
+                    .location(package, version)
+                    .await
+                    .map_err(|err| match err {
+                        RegistryError::NotFound => "module not found".to_string(),
+                        RegistryError::Other(message) => message,
+                    })?;
+            if let Some(cache) = &self.cache {
+                cache.remember_registry_location(
+                    &package.to_string(),
+                    &version.to_string(),
+                    &location,
+                );
+            }
+            Ok(location)
         })
         .await
         .clone()
     }
 
-    /// The directory holding the package at the go-getter address `addr`,
-    /// fetched by the first caller, shared by the others.
-    async fn package(&self, addr: &str) -> Result<PathBuf, String> {
+    /// The package at the go-getter address `addr`, fetched by the first
+    /// caller (through the module cache when there is one), shared by the
+    /// others.
+    async fn package(&self, addr: &str) -> Result<Package, String> {
         let cell = lock(&self.packages)
             .entry(addr.to_string())
             .or_default()
             .clone();
         cell.get_or_init(|| async {
             let parsed = PackageAddr::parse(addr).map_err(|err| err.to_string())?;
-            let store = self.store().map_err(|err| {
-                format!("could not create a temporary directory for module packages: {err}")
-            })?;
-            let n = self
-                .counter
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let dest = store.path().join(n.to_string());
-            let _permit = self.fetches.acquire().await.map_err(|e| e.to_string())?;
-            self.fetcher
-                .fetch(&parsed, &dest)
-                .await
-                .map_err(|err| err.to_string())?;
-            Ok(dest)
+            match &self.cache {
+                Some(cache) => self.cached_package(cache, addr, &parsed).await,
+                None => self.run_package(&parsed).await,
+            }
         })
         .await
         .clone()
+    }
+
+    /// Fetches into the run's own temporary store (no module cache).
+    async fn run_package(&self, parsed: &PackageAddr) -> Result<Package, String> {
+        let store = self.store().map_err(|err| {
+            format!("could not create a temporary directory for module packages: {err}")
+        })?;
+        let n = self
+            .counter
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dest = store.path().join(n.to_string());
+        let _permit = self.fetches.acquire().await.map_err(|e| e.to_string())?;
+        self.fetcher
+            .fetch(parsed, &dest)
+            .await
+            .map_err(|err| err.to_string())?;
+        Ok(Package {
+            dir: dest,
+            cached: false,
+            moved_tag: None,
+        })
+    }
+
+    /// The module cache's entry for `parsed` (the go-getter address
+    /// `addr`), filled first if need be. A git ref is resolved with one ref
+    /// listing (a full commit needs none) so that an entry already there is
+    /// used with no fetch, and an absent one is filled by one process while
+    /// the others wait for it; what cannot be known before it is fetched
+    /// (an archive's SHA-256) is fetched, then put in the cache.
+    async fn cached_package(
+        &self,
+        cache: &ModuleCache,
+        addr: &str,
+        parsed: &PackageAddr,
+    ) -> Result<Package, String> {
+        let mut moved_tag = None;
+        if let PackageAddr::Git(git) = parsed {
+            let url = git.url.to_string();
+            let commit = match git.reference.as_deref() {
+                Some(reference) if is_full_commit(reference) => {
+                    Some(reference.to_ascii_lowercase())
+                }
+                reference => {
+                    let name = reference.unwrap_or("HEAD");
+                    let resolved = self
+                        .fetcher
+                        .resolve_git_ref(git)
+                        .await
+                        .map_err(|err| err.to_string())?;
+                    resolved.map(|resolved| {
+                        if let Some(before) = cache.resolved_ref(&url, name)
+                            && resolved.kind == RefKind::Tag
+                            && before.kind == RefKind::Tag
+                            && before.commit != resolved.commit
+                        {
+                            moved_tag = Some(MovedTag {
+                                tag: name.to_owned(),
+                                was: before.commit,
+                                now: resolved.commit.clone(),
+                            });
+                        }
+                        cache.remember_ref(&RefRecord {
+                            url: url.clone(),
+                            reference: name.to_owned(),
+                            kind: resolved.kind,
+                            commit: resolved.commit.clone(),
+                        });
+                        resolved.commit
+                    })
+                }
+            };
+            if let Some(commit) = commit {
+                let identity = PackageIdentity::Git { url, commit };
+                let dir = self.fill_entry(cache, &identity, git).await?;
+                cache.remember_fetched(addr, &identity);
+                return Ok(Package {
+                    dir,
+                    cached: true,
+                    moved_tag,
+                });
+            }
+        }
+        let dir = self.fetch_then_insert(cache, addr, parsed).await?;
+        Ok(Package {
+            dir,
+            cached: true,
+            moved_tag,
+        })
+    }
+
+    /// The entry for the git package `identity`, filled from `git` at its
+    /// commit unless it is there: under the entry's lock, taken only when
+    /// it is absent, and looked for again once held.
+    async fn fill_entry(
+        &self,
+        cache: &ModuleCache,
+        identity: &PackageIdentity,
+        git: &GitAddr,
+    ) -> Result<PathBuf, String> {
+        let failed = |err: std::io::Error| {
+            format!(
+                "could not use the module cache at {}: {err}",
+                cache.root().display()
+            )
+        };
+        if let Some(entry) = cache.lookup(identity) {
+            return Ok(entry.dir);
+        }
+        let held = cache.lock_entry(identity, || {}).await.map_err(failed)?;
+        if let Some(entry) = cache.lookup(identity) {
+            return Ok(entry.dir);
+        }
+        let build = held.build_dir().map_err(failed)?;
+        let PackageIdentity::Git { commit, .. } = identity else {
+            unreachable!("git packages have git identities")
+        };
+        let pinned = PackageAddr::Git(GitAddr {
+            reference: Some(commit.clone()),
+            ..git.clone()
+        });
+        let _permit = self.fetches.acquire().await.map_err(|e| e.to_string())?;
+        let fetched = self
+            .fetcher
+            .fetch(&pinned, &build)
+            .await
+            .map_err(|err| err.to_string())?;
+        if fetched.identity != *identity {
+            return Err(format!(
+                "git checked out {:?} where the ref listing named {identity:?}; run again",
+                fetched.identity
+            ));
+        }
+        cache.insert(&held, identity).map_err(failed)
+    }
+
+    /// Fetches `parsed` into the module cache's `.tmp/`, then moves it
+    /// into the entry its identity names, unless another run put it there
+    /// first (that one is used, and this fetch dropped).
+    async fn fetch_then_insert(
+        &self,
+        cache: &ModuleCache,
+        addr: &str,
+        parsed: &PackageAddr,
+    ) -> Result<PathBuf, String> {
+        let failed = |err: std::io::Error| {
+            format!(
+                "could not use the module cache at {}: {err}",
+                cache.root().display()
+            )
+        };
+        let scratch = cache.fetch_dir().map_err(failed)?;
+        let tree = scratch.path().join("package");
+        let fetched = {
+            let _permit = self.fetches.acquire().await.map_err(|e| e.to_string())?;
+            self.fetcher
+                .fetch(parsed, &tree)
+                .await
+                .map_err(|err| err.to_string())?
+        };
+        let identity = fetched.identity;
+        cache.remember_fetched(addr, &identity);
+        if let Some(entry) = cache.lookup(&identity) {
+            return Ok(entry.dir);
+        }
+        let held = cache.lock_entry(&identity, || {}).await.map_err(failed)?;
+        if let Some(entry) = cache.lookup(&identity) {
+            return Ok(entry.dir);
+        }
+        std::fs::rename(&tree, held.build_dir().map_err(failed)?).map_err(failed)?;
+        cache.insert(&held, &identity).map_err(failed)
+    }
+
+    /// The package at `addr` as the module cache holds it, with no request
+    /// (`-offline`): by its commit when the address names one, else by what
+    /// the address gave when it was last fetched.
+    fn offline_package(&self, addr: &str) -> Option<Package> {
+        let cache = self.cache.as_ref()?;
+        let identity = match PackageAddr::parse(addr).ok()? {
+            PackageAddr::Git(git) if git.reference.as_deref().is_some_and(is_full_commit) => {
+                PackageIdentity::Git {
+                    url: git.url.to_string(),
+                    commit: git.reference?.to_ascii_lowercase(),
+                }
+            }
+            _ => cache.last_fetched(addr)?,
+        };
+        Some(Package {
+            dir: cache.lookup(&identity)?.dir,
+            cached: true,
+            moved_tag: None,
+        })
+    }
+
+    /// Places `package` at `dst`: a module cache entry held for use
+    /// meanwhile (so `cache prune` cannot remove it half-way), as the link
+    /// mode says; a package of the run's own store by hard links.
+    async fn place(&self, package: &Package, dst: &Path) -> std::io::Result<()> {
+        let Some(cache) = self.cache.as_ref().filter(|_| package.cached) else {
+            return link_or_copy_module_tree(&package.dir, dst);
+        };
+        let _used = cache.hold_for_use(&package.dir).await?;
+        if !package.dir.is_dir() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!(
+                    "{} was removed from the module cache while this run used it; run again",
+                    package.dir.display()
+                ),
+            ));
+        }
+        place_module_tree(&package.dir, dst, self.link_mode)?;
+        cache.record_use(&package.dir);
+        Ok(())
     }
 
     fn store(&self) -> std::io::Result<Arc<tempfile::TempDir>> {
@@ -170,6 +456,15 @@ impl ModuleSources {
         *store = Some(created.clone());
         Ok(created)
     }
+}
+
+/// The module cache a run uses: `TFINSTALL_MODULE_CACHE_DIR`, else
+/// `.modules/` in the configured plugin cache, else none.
+pub fn module_cache(cli_config: &crate::cliconfig::CliConfig) -> Option<ModuleCache> {
+    ModuleCache::configured(
+        std::env::var_os(crate::cache::modules::MODULE_CACHE_DIR_ENV).map(PathBuf::from),
+        cli_config.plugin_cache_dir.as_deref(),
+    )
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -217,6 +512,8 @@ pub struct PreparedModules {
     staged: Option<PathBuf>,
     _staging: Option<Staging>,
     pub events: Vec<ModuleEvent>,
+    /// Warnings to print with the module lines (a tag that moved).
+    pub warnings: Diagnostics,
 }
 
 impl PreparedModules {
@@ -333,6 +630,7 @@ pub async fn prepare(
     );
     let mut events: Vec<(Vec<String>, ModuleEvent)> = Vec::new();
     let mut fetched_any = false;
+    let mut warnings = Diagnostics::new();
     let mut level = vec![Node {
         names: Vec::new(),
         dir: PathBuf::new(),
@@ -421,8 +719,11 @@ pub async fn prepare(
                         continue;
                     };
                     match result {
-                        Ok((record, package, download)) => {
+                        Ok((record, package, download, warning)) => {
                             fetched_any = true;
+                            if let Some(warning) = warning {
+                                warnings.push(warning);
+                            }
                             events.push((job.names.clone(), download));
                             events.push((
                                 job.names.clone(),
@@ -464,6 +765,7 @@ pub async fn prepare(
             staged: None,
             _staging: None,
             events,
+            warnings,
         });
     }
     let manifest_path = staged.join(MANIFEST_FILE);
@@ -475,6 +777,7 @@ pub async fn prepare(
         staged: Some(staged),
         _staging: Some(staging),
         events,
+        warnings,
     })
 }
 
@@ -628,7 +931,12 @@ fn package_name(source: &ModuleSource) -> String {
     }
 }
 
-type Fetched = (ManifestRecord, (PathBuf, String), ModuleEvent);
+type Fetched = (
+    ManifestRecord,
+    (PathBuf, String),
+    ModuleEvent,
+    Option<Diagnostic>,
+);
 
 /// Resolves and fetches one call's package and places it at `KEY` in the
 /// staged modules directory.
@@ -644,25 +952,42 @@ async fn fetch_call(
         call.source_pos.file.display(),
         call.source_pos.line
     );
-    if sources.offline {
-        return Err(Box::new(at(
+    // `-offline`: what a request would have said comes from the module
+    // cache, or the module is refused, naming what is missing and the fix.
+    let not_installed = |missing: &str| {
+        let fix = match &sources.cache {
+            Some(cache) => format!(
+                "{missing}, in the module cache at {}. Run tfinstall init without -offline once (with this module cache) to fill it.",
+                cache.root().display()
+            ),
+            None => "No module cache is configured (plugin_cache_dir, or TFINSTALL_MODULE_CACHE_DIR) to install it from. Run tfinstall init without -offline once to install it.".to_string(),
+        };
+        Box::new(at(
             Diagnostic::error(
                 "Module not installed",
                 format!(
-                    "Module {:?} ({file_line}, source {:?}) is not installed, and -offline makes no request to install it. Run tfinstall init without -offline once to install it.",
+                    "Module {:?} ({file_line}, source {:?}) is not installed, and -offline makes no request to install it. {fix}",
                     call.name,
                     job.source.to_string()
                 ),
             ),
             &call.source_pos,
-        )));
+        ))
+    };
+    if sources.offline && sources.cache.is_none() {
+        return Err(not_installed(""));
     }
     let key = &job.key;
     let (package_addr, subdir, version, shown_source) = match &job.source {
         ModuleSource::Registry(source) => {
             let package = &source.package;
             let host = package.host.for_display();
-            let versions = sources.versions(package).await.map_err(|err| {
+            let versions = if sources.offline {
+                sources
+                    .cached_versions(package)
+                    .ok_or_else(|| not_installed(&format!("There is no version list of {package}")))
+            } else {
+                sources.versions(package).await.map_err(|err| {
                 Box::new(at(
                     match err {
                         RegistryError::NotFound => Diagnostic::error(
@@ -682,7 +1007,8 @@ async fn fetch_call(
                     },
                     &call.source_pos,
                 ))
-            })?;
+            })
+            }?;
             let any = VersionConstraints::empty();
             let constraints = job.constraints.as_ref().unwrap_or(&any);
             let Some(version) = constraints.newest_allowed(&versions).cloned() else {
@@ -701,7 +1027,14 @@ async fn fetch_call(
                     &call.source_pos,
                 )));
             };
-            let location = sources.location(package, &version).await.map_err(|message| {
+            let location = if sources.offline {
+                sources.cached_location(package, &version).ok_or_else(|| {
+                    not_installed(&format!(
+                        "There is no download location of {package} {version}"
+                    ))
+                })
+            } else {
+                sources.location(package, &version).await.map_err(|message| {
                 Box::new(at(
                     Diagnostic::error(
                         "Error accessing remote module registry",
@@ -711,7 +1044,8 @@ async fn fetch_call(
                     ),
                     &call.source_pos,
                 ))
-            })?;
+            })
+            }?;
             let remote = source_addr::parse_remote(&location).map_err(|err| {
                 let message = match err {
                     SourceError::MaybeRelativePath(addr) => {
@@ -751,10 +1085,15 @@ async fn fetch_call(
         ),
         ModuleSource::Local(_) => unreachable!("local calls are never fetched"),
     };
-    let fetched = sources
-        .package(&package_addr)
-        .await
-        .map_err(|message| {
+    let fetched = if sources.offline {
+        sources.offline_package(&package_addr).ok_or_else(|| {
+            not_installed(&format!(
+                "There is no entry for {}",
+                with_subdir(&package_addr, &subdir)
+            ))
+        })
+    } else {
+        sources.package(&package_addr).await.map_err(|message| {
             Box::new(at(
                 Diagnostic::error(
                     "Failed to download module",
@@ -766,9 +1105,13 @@ async fn fetch_call(
                 ),
                 &call.source_pos,
             ))
-        })?;
+        })
+    }?;
     let place = staged.join(key);
-    link_or_copy_module_tree(&fetched, &place).map_err(|err| Box::new(io_failure(&place, &err)))?;
+    sources
+        .place(&fetched, &place)
+        .await
+        .map_err(|err| Box::new(io_failure(&place, &err)))?;
     let package_root = named.join(key);
     let dir = if subdir.is_empty() {
         package_root.clone()
@@ -786,5 +1129,22 @@ async fn fetch_call(
         source: shown_source,
         version,
     };
-    Ok((record, (package_root, package_addr), download))
+    let warning = fetched.moved_tag.map(|moved| {
+        at(
+            Diagnostic::warning(
+                "Module tag moved",
+                format!(
+                    "The tag {:?} of module {:?} ({file_line}, source {:?}) now names commit {}, but it named commit {} when the module cache last fetched it. A tag that moves can mean that someone changed the module under its version; check the repository before you trust it. This run installed commit {}.",
+                    moved.tag,
+                    call.name,
+                    job.source.to_string(),
+                    moved.now,
+                    moved.was,
+                    moved.now,
+                ),
+            ),
+            &call.source_pos,
+        )
+    });
+    Ok((record, (package_root, package_addr), download, warning))
 }

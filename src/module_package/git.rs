@@ -203,3 +203,123 @@ pub(super) fn remove_git_metadata(dir: &Path) -> std::io::Result<()> {
     }
     Ok(())
 }
+
+/// What a git ref names on the remote, by one ref listing.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResolvedRef {
+    pub kind: RefKind,
+    /// The commit (a tag's peeled commit).
+    pub commit: String,
+}
+
+/// What a ref name turned out to be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RefKind {
+    /// `refs/tags/…`: expected never to move.
+    Tag,
+    /// `refs/heads/…`, the remote's `HEAD`, or another ref: moves as
+    /// commits land.
+    Branch,
+}
+
+/// Resolves the ref of `addr` (the remote's `HEAD` when it names none)
+/// with one `git ls-remote`, run with [`Git::command`]'s safety settings,
+/// in a new empty directory so that no repository around it is read. The
+/// ref is looked for as `git fetch` looks for it: the exact name, then
+/// under `refs/`, `refs/tags/`, `refs/heads/`. `None` when nothing
+/// matches (an abbreviated commit, which only a fetch can find).
+pub(super) async fn resolve_ref(
+    addr: &GitAddr,
+    env: &[(OsString, OsString)],
+) -> Result<Option<ResolvedRef>, PackageError> {
+    let scratch = tempfile::tempdir().map_err(|source| PackageError::Io {
+        what: "create a directory to list the refs in".to_owned(),
+        source,
+    })?;
+    let git = Git {
+        addr,
+        dir: scratch.path(),
+        env,
+    };
+    let wanted = addr.reference.as_deref().unwrap_or("HEAD");
+    let candidates: Vec<String> = if wanted == "HEAD" {
+        vec!["HEAD".to_owned()]
+    } else {
+        let mut names = vec![wanted.to_owned()];
+        if !wanted.starts_with("refs/") {
+            for prefix in ["refs/", "refs/tags/", "refs/heads/"] {
+                names.push(format!("{prefix}{wanted}"));
+            }
+        }
+        names
+    };
+    let mut args = vec!["ls-remote", addr.url.as_str()];
+    args.extend(candidates.iter().map(String::as_str));
+    let listing = git
+        .run(&format!("list the refs to find {wanted}"), &args)
+        .await?;
+    Ok(pick_ref(&listing, &candidates))
+}
+
+/// The first of `candidates` that `listing` (`git ls-remote` output:
+/// `<commit>\t<name>` lines, a tag's peeled commit as `<name>^{}`) holds.
+/// `ls-remote` patterns match the ends of names, so only exact names count.
+fn pick_ref(listing: &str, candidates: &[String]) -> Option<ResolvedRef> {
+    let refs: Vec<(&str, &str)> = listing
+        .lines()
+        .filter_map(|line| line.split_once('\t'))
+        .filter(|(commit, _)| commit.len() == 40 && commit.bytes().all(|b| b.is_ascii_hexdigit()))
+        .collect();
+    let find = |name: &str| {
+        refs.iter()
+            .find(|(_, listed)| *listed == name)
+            .map(|(commit, _)| commit.to_ascii_lowercase())
+    };
+    candidates.iter().find_map(|name| {
+        let commit = find(&format!("{name}^{{}}")).or_else(|| find(name))?;
+        let kind = if name.starts_with("refs/tags/") {
+            RefKind::Tag
+        } else {
+            RefKind::Branch
+        };
+        Some(ResolvedRef { kind, commit })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_win_over_branches_and_peel() {
+        let a = "a".repeat(40);
+        let b = "b".repeat(40);
+        let c = "c".repeat(40);
+        let listing = format!(
+            "{a}\trefs/heads/v1\n{b}\trefs/tags/v1\n{c}\trefs/tags/v1^{{}}\n{a}\trefs/heads/x/v1\n"
+        );
+        let candidates: Vec<String> = ["v1", "refs/v1", "refs/tags/v1", "refs/heads/v1"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(
+            pick_ref(&listing, &candidates),
+            Some(ResolvedRef {
+                kind: RefKind::Tag,
+                commit: c
+            })
+        );
+        let only_branch = format!("{a}\trefs/heads/x/v1\n{b}\trefs/heads/v1\n");
+        assert_eq!(
+            pick_ref(&only_branch, &candidates),
+            Some(ResolvedRef {
+                kind: RefKind::Branch,
+                commit: b
+            })
+        );
+        assert_eq!(
+            pick_ref(&format!("{a}\trefs/heads/x/v1\n"), &candidates),
+            None
+        );
+    }
+}

@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use addr::{GitAddr, HttpAddr, OciAddr, OciReference, PackageAddr, PackageAddrError};
+pub use git::{RefKind, ResolvedRef};
 pub use oci::MODULE_ARTIFACT_TYPE;
 
 use crate::cliconfig::netrc::Netrc;
@@ -139,6 +140,15 @@ impl PackageFetcher {
     pub fn with_git_env(mut self, env: Vec<(OsString, OsString)>) -> PackageFetcher {
         self.git_env = env;
         self
+    }
+
+    /// What the ref of the git package `addr` names now, by one ref
+    /// listing (see [`git::resolve_ref`]); `None` when no ref has that name.
+    pub async fn resolve_git_ref(
+        &self,
+        addr: &GitAddr,
+    ) -> Result<Option<ResolvedRef>, PackageError> {
+        git::resolve_ref(addr, &self.git_env).await
     }
 
     /// Materialises the package's whole tree at `dest`, which must not

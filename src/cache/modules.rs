@@ -1,0 +1,514 @@
+//! The shared module package cache: each module package fetched once per
+//! machine, with the plugin cache's guarantees (see [`super`]): entries
+//! built in `.tmp/` and renamed into place whole, a per-entry `flock` held
+//! once per process ([`super::process_locks`]) so each package is fetched
+//! once however many processes want it, shared holds while a run places an
+//! entry's files so `prune` never takes one from under it, files made
+//! read-only, provenance beside the entry.
+//!
+//! # Where it is
+//!
+//! `.modules/` inside the plugin cache when one is configured (Terraform's
+//! scan of the plugin cache skips dot-directories, as it skips the plugin
+//! entries' own dot-files and `.tmp/`), or `TFINSTALL_MODULE_CACHE_DIR`,
+//! which wins over it ([`ModuleCache::configured`]).
+//!
+//! # Layout
+//!
+//! ```text
+//! ROOT/
+//!   CACHEDIR.TAG
+//!   .tmp/KIND~URLKEY~ID/                 an entry's work directory (its lock holder's)
+//!   .tmp/fetch-XXXXXX/                   a fetch whose identity is not known yet
+//!   git/URLKEY/COMMIT/                   a git package: the tree at COMMIT, no .git
+//!   git/URLKEY/.COMMIT.lock              the entry's lock
+//!   git/URLKEY/.COMMIT.tfinstall.json    its provenance (ModuleEntryMeta)
+//!   git/URLKEY/.COMMIT.used              touched at each use
+//!   git/URLKEY/ref-REFKEY.json           the last resolution of a ref (RefRecord)
+//!   archive/URLKEY/SHA256/               an archive's extraction (and .SHA256.* as above)
+//!   sources/SRCKEY.json                  what a source address last gave (SourceRecord)
+//!   registry/PKGKEY/versions.json        a registry's version list (RegistryVersions)
+//!   registry/PKGKEY/VERSION.json         its download location (RegistryLocation)
+//! ```
+//!
+//! `URLKEY` is the first 32 hex digits of the SHA-256 of the URL as git or
+//! the downloader was given it (with `//subdir` when an `X-Terraform-Get`
+//! answer named one), `REFKEY`, `SRCKEY` and `PKGKEY` likewise of the ref
+//! name, of the go-getter source address and of the registry package
+//! address (`HOST/NS/NAME/SYSTEM`); the
+//! records name what they hash. `ID` is the full commit or the archive's
+//! SHA-256 in hex.
+//!
+//! # Keyed by content, so a mutable source cannot poison it
+//!
+//! An entry's name is the identity of what it holds: a commit, or the
+//! SHA-256 of the archive it was extracted from. A moved tag or a
+//! republished archive therefore makes a new entry, never changes one, and
+//! entries are never replaced: complete or absent. The records beside them
+//! (`ref-*.json`, `sources/`, `registry/`) are memories of the last
+//! answers, each replaced by rename; they are read only where no request
+//! may be made (`-offline`), and to notice a tag that moved.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::process_locks::EntryLocks;
+use super::{
+    EntryLock, EntryUse, TMP_DIR, make_read_only, mark_cache_dir, open_for_use, sidecar, work_dir,
+};
+use crate::module_package::{PackageIdentity, RefKind};
+
+/// The environment variable that puts the module cache elsewhere (or
+/// turns it on without a plugin cache).
+pub const MODULE_CACHE_DIR_ENV: &str = "TFINSTALL_MODULE_CACHE_DIR";
+
+/// Where the module cache lives inside a plugin cache.
+pub const IN_PLUGIN_CACHE: &str = ".modules";
+
+const ENTRY_META_SUFFIX: &str = ".tfinstall.json";
+pub const MODULE_META_FORMAT: u32 = 1;
+
+#[derive(Clone, Debug)]
+pub struct ModuleCache {
+    root: PathBuf,
+}
+
+/// Provenance of one module entry, stored beside it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModuleEntryMeta {
+    pub format: u32,
+    /// The entry's identity: where it came from and what it was.
+    #[serde(flatten)]
+    pub identity: IdentityRecord,
+}
+
+/// [`PackageIdentity`] as the records spell it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum IdentityRecord {
+    Git { url: String, commit: String },
+    Archive { url: String, sha256: String },
+}
+
+impl From<&PackageIdentity> for IdentityRecord {
+    fn from(identity: &PackageIdentity) -> Self {
+        match identity {
+            PackageIdentity::Git { url, commit } => IdentityRecord::Git {
+                url: url.clone(),
+                commit: commit.clone(),
+            },
+            PackageIdentity::Archive { url, sha256 } => IdentityRecord::Archive {
+                url: url.clone(),
+                sha256: sha256.clone(),
+            },
+        }
+    }
+}
+
+/// What a git ref named when it was last resolved.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefRecord {
+    pub url: String,
+    /// The ref as the source wrote it (`HEAD` when it wrote none).
+    #[serde(rename = "ref")]
+    pub reference: String,
+    pub kind: RefKind,
+    pub commit: String,
+}
+
+/// What a source address (a go-getter address, as the module installer
+/// fetches it) gave when it was last fetched.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceRecord {
+    pub source: String,
+    pub identity: IdentityRecord,
+}
+
+/// A module registry's version list for one package.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegistryVersions {
+    pub package: String,
+    pub versions: Vec<String>,
+}
+
+/// A module registry's download location for one version.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegistryLocation {
+    pub package: String,
+    pub version: String,
+    pub location: String,
+}
+
+/// A complete entry.
+#[derive(Clone, Debug)]
+pub struct ModuleEntry {
+    pub dir: PathBuf,
+    pub meta: Option<ModuleEntryMeta>,
+}
+
+/// The first 32 hex digits of the SHA-256 of `text`: a directory name for
+/// a URL or a name that may hold any character.
+fn short_key(text: &str) -> String {
+    let digest = Sha256::digest(text.as_bytes());
+    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `id` if it can be a directory name of an entry: hex digits only (a
+/// commit or a SHA-256), so nothing a server says can name a path.
+fn hex_id(id: &str) -> io::Result<&str> {
+    if !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(id)
+    } else {
+        Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{id:?} is not a commit id or a SHA-256"),
+        ))
+    }
+}
+
+impl ModuleCache {
+    pub fn new(root: impl Into<PathBuf>) -> Self {
+        ModuleCache { root: root.into() }
+    }
+
+    /// The module cache a run uses: `TFINSTALL_MODULE_CACHE_DIR` (`env`)
+    /// when set and not empty, else `.modules/` in the plugin cache, else
+    /// none.
+    pub fn configured(env: Option<PathBuf>, plugin_cache: Option<&Path>) -> Option<ModuleCache> {
+        match env.filter(|dir| !dir.as_os_str().is_empty()) {
+            Some(dir) => Some(ModuleCache::new(dir)),
+            None => plugin_cache.map(|dir| ModuleCache::new(dir.join(IN_PLUGIN_CACHE))),
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Where the entry for `identity` is, or would be.
+    pub fn entry_dir(&self, identity: &PackageIdentity) -> io::Result<PathBuf> {
+        Ok(match identity {
+            PackageIdentity::Git { url, commit } => self
+                .root
+                .join("git")
+                .join(short_key(url))
+                .join(hex_id(commit)?.to_ascii_lowercase()),
+            PackageIdentity::Archive { url, sha256 } => self
+                .root
+                .join("archive")
+                .join(short_key(url))
+                .join(hex_id(sha256)?.to_ascii_lowercase()),
+        })
+    }
+
+    /// The entry for `identity`, if one is complete. Entries are renamed
+    /// into place whole and never replaced, so existence means complete.
+    pub fn lookup(&self, identity: &PackageIdentity) -> Option<ModuleEntry> {
+        let dir = self.entry_dir(identity).ok()?;
+        if !dir.is_dir() {
+            return None;
+        }
+        let meta = read_json::<ModuleEntryMeta>(&sidecar(&dir, ENTRY_META_SUFFIX))
+            .filter(|meta| meta.format == MODULE_META_FORMAT);
+        Some(ModuleEntry { dir, meta })
+    }
+
+    /// Takes the lock of `identity`'s entry exclusively, to fill it,
+    /// waiting (off the runtime's threads) for this process's other holders
+    /// and for other processes; `on_wait` is called once if another process
+    /// still holds it after [`super::WAIT_NOTICE_AFTER`]. The holder looks
+    /// the entry up again before filling it: another may have filled it.
+    pub async fn lock_entry(
+        &self,
+        identity: &PackageIdentity,
+        on_wait: impl FnOnce(),
+    ) -> io::Result<EntryLock> {
+        let dir = self.entry_dir(identity)?;
+        let lock_path = sidecar(&dir, ".lock");
+        let open = || {
+            fs::create_dir_all(dir.parent().unwrap_or(&self.root))?;
+            mark_cache_dir(&self.root);
+            fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&lock_path)
+                .map(Some)
+        };
+        let hold = EntryLocks::of(&lock_path)
+            .hold_exclusive(&open, on_wait)
+            .await?;
+        Ok(EntryLock {
+            work: work_dir(&self.root, &dir),
+            entry: dir,
+            _hold: hold,
+        })
+    }
+
+    /// Holds the entry at `dir` for use (its lock, shared) while a run
+    /// places its files; the caller checks that it is still there once it
+    /// holds it.
+    pub async fn hold_for_use(&self, dir: &Path) -> io::Result<EntryUse> {
+        let lock_path = sidecar(dir, ".lock");
+        let hold = EntryLocks::of(&lock_path)
+            .hold_shared(&|| open_for_use(&lock_path, dir))
+            .await?;
+        Ok(EntryUse { _hold: hold })
+    }
+
+    /// Publishes the package built in `lock`'s [`EntryLock::build_dir`]:
+    /// its files made read-only, its provenance written (by rename), then
+    /// the tree renamed into place. A crash between the two renames leaves
+    /// provenance without an entry, which reads as no entry. An entry that
+    /// is there already is kept as it is (entries are immutable) and the
+    /// build is dropped with the lock.
+    pub fn insert(&self, lock: &EntryLock, identity: &PackageIdentity) -> io::Result<PathBuf> {
+        let built = lock.work.join("package");
+        let dir = &lock.entry;
+        if dir.is_dir() {
+            return Ok(dir.clone());
+        }
+        make_read_only(&built)?;
+        let meta = ModuleEntryMeta {
+            format: MODULE_META_FORMAT,
+            identity: IdentityRecord::from(identity),
+        };
+        write_json(&sidecar(dir, ENTRY_META_SUFFIX), &meta)?;
+        crate::failpoint::pause("module-insert-midway");
+        fs::rename(&built, dir)?;
+        Ok(dir.clone())
+    }
+
+    /// A new, empty directory in `.tmp/` for a fetch whose identity is
+    /// known only once it is done (an archive's SHA-256): on the cache's
+    /// filesystem, so its tree can be renamed into an entry. Removed when
+    /// dropped; one a killed process left is for `cache prune`.
+    pub fn fetch_dir(&self) -> io::Result<tempfile::TempDir> {
+        let tmp = self.root.join(TMP_DIR);
+        fs::create_dir_all(&tmp)?;
+        mark_cache_dir(&self.root);
+        tempfile::Builder::new().prefix("fetch-").tempdir_in(tmp)
+    }
+
+    /// Records that a run used the entry now (see
+    /// [`super::PluginCache::record_use`]).
+    pub fn record_use(&self, entry: &Path) {
+        use std::io::Write as _;
+        let _ = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(sidecar(entry, ".used"))
+            .and_then(|mut file| file.write_all(b"\n"));
+    }
+
+    fn ref_path(&self, url: &str, reference: &str) -> PathBuf {
+        self.root
+            .join("git")
+            .join(short_key(url))
+            .join(format!("ref-{}.json", short_key(reference)))
+    }
+
+    /// What `reference` of the repository at `url` named when last resolved.
+    pub fn resolved_ref(&self, url: &str, reference: &str) -> Option<RefRecord> {
+        read_json::<RefRecord>(&self.ref_path(url, reference))
+            .filter(|record| record.url == url && record.reference == reference)
+    }
+
+    /// Remembers a resolution of a ref; failing only costs the memory.
+    pub fn remember_ref(&self, record: &RefRecord) {
+        let _ = write_json(&self.ref_path(&record.url, &record.reference), record);
+    }
+
+    fn source_path(&self, source: &str) -> PathBuf {
+        self.root
+            .join("sources")
+            .join(format!("{}.json", short_key(source)))
+    }
+
+    /// The identity the source address `source` gave when last fetched.
+    pub fn last_fetched(&self, source: &str) -> Option<PackageIdentity> {
+        read_json::<SourceRecord>(&self.source_path(source))
+            .filter(|record| record.source == source)
+            .map(|record| match record.identity {
+                IdentityRecord::Git { url, commit } => PackageIdentity::Git { url, commit },
+                IdentityRecord::Archive { url, sha256 } => PackageIdentity::Archive { url, sha256 },
+            })
+    }
+
+    /// Remembers what `source` gave; failing only costs the memory.
+    pub fn remember_fetched(&self, source: &str, identity: &PackageIdentity) {
+        let record = SourceRecord {
+            source: source.to_owned(),
+            identity: IdentityRecord::from(identity),
+        };
+        let _ = write_json(&self.source_path(source), &record);
+    }
+
+    fn registry_dir(&self, package: &str) -> PathBuf {
+        self.root.join("registry").join(short_key(package))
+    }
+
+    /// The version list last answered for the registry package `package`
+    /// (`HOST/NS/NAME/SYSTEM`).
+    pub fn registry_versions(&self, package: &str) -> Option<Vec<String>> {
+        read_json::<RegistryVersions>(&self.registry_dir(package).join("versions.json"))
+            .filter(|record| record.package == package)
+            .map(|record| record.versions)
+    }
+
+    pub fn remember_registry_versions(&self, package: &str, versions: Vec<String>) {
+        let record = RegistryVersions {
+            package: package.to_owned(),
+            versions,
+        };
+        let _ = write_json(&self.registry_dir(package).join("versions.json"), &record);
+    }
+
+    fn location_path(&self, package: &str, version: &str) -> PathBuf {
+        self.registry_dir(package)
+            .join(format!("{}.json", short_key(version)))
+    }
+
+    /// The download location last answered for `version` of `package`.
+    pub fn registry_location(&self, package: &str, version: &str) -> Option<String> {
+        read_json::<RegistryLocation>(&self.location_path(package, version))
+            .filter(|record| record.package == package && record.version == version)
+            .map(|record| record.location)
+    }
+
+    pub fn remember_registry_location(&self, package: &str, version: &str, location: &str) {
+        let record = RegistryLocation {
+            package: package.to_owned(),
+            version: version.to_owned(),
+            location: location.to_owned(),
+        };
+        let _ = write_json(&self.location_path(package, version), &record);
+    }
+}
+
+/// A record, if it is there and reads; records are replaced by rename only,
+/// so one is read whole or not at all.
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
+    fs::read(path)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+}
+
+fn write_json<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent)?;
+    }
+    let json = serde_json::to_vec_pretty(value).map_err(io::Error::other)?;
+    crate::fsutil::write_atomic(path, &json, 0o644)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git_identity() -> PackageIdentity {
+        PackageIdentity::Git {
+            url: "https://example.com/vpc.git".into(),
+            commit: "0123456789abcdef0123456789abcdef01234567".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn entries_are_published_whole_read_only_with_provenance() {
+        let root = tempfile::tempdir().unwrap();
+        let cache = ModuleCache::new(root.path());
+        let identity = git_identity();
+        assert!(cache.lookup(&identity).is_none());
+        let lock = cache.lock_entry(&identity, || {}).await.unwrap();
+        let built = lock.build_dir().unwrap();
+        fs::create_dir(&built).unwrap();
+        fs::write(built.join("main.tf"), "x").unwrap();
+        let dir = cache.insert(&lock, &identity).unwrap();
+        drop(lock);
+        assert!(dir.starts_with(root.path().join("git")));
+        let entry = cache.lookup(&identity).unwrap();
+        assert_eq!(entry.dir, dir);
+        assert_eq!(
+            entry.meta.unwrap().identity,
+            IdentityRecord::from(&identity)
+        );
+        assert!(
+            fs::metadata(dir.join("main.tf"))
+                .unwrap()
+                .permissions()
+                .readonly()
+        );
+        assert!(root.path().join("CACHEDIR.TAG").is_file());
+        assert_eq!(fs::read_dir(root.path().join(TMP_DIR)).unwrap().count(), 0);
+    }
+
+    /// What a killed filler left in the entry's work directory is removed
+    /// by the next holder, and no entry appears.
+    #[tokio::test]
+    async fn a_killed_fill_leaves_no_entry() {
+        let root = tempfile::tempdir().unwrap();
+        let cache = ModuleCache::new(root.path());
+        let identity = git_identity();
+        let dir = cache.entry_dir(&identity).unwrap();
+        let work = work_dir(root.path(), &dir);
+        fs::create_dir_all(work.join("package")).unwrap();
+        fs::write(work.join("package/half"), "...").unwrap();
+        assert!(cache.lookup(&identity).is_none());
+        let lock = cache.lock_entry(&identity, || {}).await.unwrap();
+        assert!(!lock.build_dir().unwrap().exists());
+        drop(lock);
+        assert!(!work.exists());
+    }
+
+    #[test]
+    fn identities_name_no_path_and_records_read_back() {
+        let root = tempfile::tempdir().unwrap();
+        let cache = ModuleCache::new(root.path());
+        let bad = PackageIdentity::Git {
+            url: "u".into(),
+            commit: "../../etc".into(),
+        };
+        assert!(cache.entry_dir(&bad).is_err());
+        let record = RefRecord {
+            url: "https://example.com/r.git".into(),
+            reference: "v1.0.0".into(),
+            kind: RefKind::Tag,
+            commit: "ab".repeat(20),
+        };
+        cache.remember_ref(&record);
+        assert_eq!(cache.resolved_ref(&record.url, "v1.0.0"), Some(record));
+        assert_eq!(cache.resolved_ref("https://example.com/r.git", "v2"), None);
+        cache.remember_registry_versions("h/n/x/aws", vec!["1.0.0".into()]);
+        assert_eq!(
+            cache.registry_versions("h/n/x/aws"),
+            Some(vec!["1.0.0".to_string()])
+        );
+        cache.remember_registry_location("h/n/x/aws", "1.0.0", "git::https://h/x?ref=v1");
+        assert_eq!(
+            cache.registry_location("h/n/x/aws", "1.0.0").as_deref(),
+            Some("git::https://h/x?ref=v1")
+        );
+        assert_eq!(cache.registry_location("h/n/x/aws", "2.0.0"), None);
+    }
+
+    #[test]
+    fn the_environment_wins_over_the_plugin_cache() {
+        let plugin = Path::new("/p");
+        assert_eq!(
+            ModuleCache::configured(None, Some(plugin)).unwrap().root(),
+            Path::new("/p/.modules")
+        );
+        assert_eq!(
+            ModuleCache::configured(Some("/m".into()), Some(plugin))
+                .unwrap()
+                .root(),
+            Path::new("/m")
+        );
+        assert!(ModuleCache::configured(Some("".into()), None).is_none());
+    }
+}
