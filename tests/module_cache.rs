@@ -1,0 +1,446 @@
+//! The shared module cache, with real processes against a module registry
+//! on the test HTTPS server whose downloads name real git repositories
+//! served by `git http-backend` on the same server. What is counted is what
+//! the server saw: requests per path (git's `git-upload-pack` POSTs carry
+//! both its ref listings and its object fetches), never time.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use support::git_server::{GitRepo, GitServer};
+use support::*;
+
+const HOST: &str = "registry.test";
+const MODULE_TF: &str = "variable \"name\" {\n  default = \"x\"\n}\n";
+
+struct World {
+    tmp: tempfile::TempDir,
+    ca: TestCa,
+    server: Option<TestServer>,
+    git: GitServer,
+    cli_config: PathBuf,
+}
+
+impl World {
+    /// A registry with `acme/vpc/aws` 1.0.0 and `acme/dns/aws` 2.0.0, each
+    /// answered with `git::…?ref=<commit>` as registry.terraform.io
+    /// answers, and a plugin cache configured (so the module cache is on,
+    /// in its `.modules/`).
+    fn new() -> (World, GitRepo, GitRepo) {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        std::fs::create_dir_all(tmp.path().join("home")).expect("create home");
+        let ca = TestCa::new();
+        let server = TestServer::https(&ca);
+        let git = GitServer::start(&server);
+        let cli_config = tmp.path().join("cli.tfrc");
+        std::fs::write(
+            &cli_config,
+            format!(
+                "plugin_cache_dir = \"{}\"\nhost \"{HOST}\" {{\n  services = {{\n    \"modules.v1\" = \"{}\"\n  }}\n}}\n",
+                tmp.path().join("plugin-cache").display(),
+                server.url_for("/v1/modules/")
+            ),
+        )
+        .expect("write CLI config");
+        std::fs::create_dir_all(tmp.path().join("plugin-cache")).unwrap();
+        let world = World {
+            tmp,
+            ca,
+            server: Some(server),
+            git,
+            cli_config,
+        };
+        let vpc = world.git.create("vpc");
+        let v1 = vpc.commit("main", "1.0.0", &[("main.tf", MODULE_TF.as_bytes())]);
+        world.publish("acme", "vpc", &vpc, &[("1.0.0", &v1)]);
+        let dns = world.git.create("dns");
+        let d2 = dns.commit(
+            "main",
+            "2.0.0",
+            &[
+                ("main.tf", MODULE_TF.as_bytes()),
+                ("zones/main.tf", MODULE_TF.as_bytes()),
+            ],
+        );
+        world.publish("acme", "dns", &dns, &[("2.0.0", &d2)]);
+        (world, vpc, dns)
+    }
+
+    fn server(&self) -> &TestServer {
+        self.server.as_ref().expect("the server is up")
+    }
+
+    fn publish(&self, namespace: &str, name: &str, repo: &GitRepo, versions: &[(&str, &str)]) {
+        let base = format!("/v1/modules/{namespace}/{name}/aws");
+        let list: Vec<String> = versions
+            .iter()
+            .map(|(version, _)| format!("{{\"version\":\"{version}\"}}"))
+            .collect();
+        self.server().route(
+            &format!("{base}/versions"),
+            Response::json(format!(
+                "{{\"modules\":[{{\"versions\":[{}]}}]}}",
+                list.join(",")
+            )),
+        );
+        for (version, commit) in versions {
+            self.server().route(
+                &format!("{base}/{version}/download"),
+                Response::new(204).header(
+                    "X-Terraform-Get",
+                    format!("git::{}?ref={commit}", repo.url()),
+                ),
+            );
+        }
+    }
+
+    fn module_cache(&self) -> PathBuf {
+        self.tmp.path().join("plugin-cache/.modules")
+    }
+
+    fn workdir(&self, name: &str, main_tf: &str) -> PathBuf {
+        let dir = self.tmp.path().join("work").join(name);
+        std::fs::create_dir_all(&dir).expect("create work dir");
+        std::fs::write(dir.join("main.tf"), main_tf).expect("write main.tf");
+        dir
+    }
+
+    fn command(&self, dir: &Path, args: &[&str]) -> assert_cmd::Command {
+        let mut command = tfinstall_command(&self.tmp.path().join("home"));
+        self.ca.configure(&mut command);
+        command
+            .current_dir(dir)
+            .env("TF_CLI_CONFIG_FILE", &self.cli_config)
+            .env("GIT_SSL_CAINFO", self.ca.ca_pem_path())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .args(args);
+        command
+    }
+
+    fn init(&self, dir: &Path, args: &[&str]) -> Output {
+        let mut all = vec!["init", "-no-color"];
+        all.extend(args);
+        self.command(dir, &all).output().expect("run tfinstall")
+    }
+
+    /// `git-upload-pack` requests to the repository `name`: its ref
+    /// listings and its fetches.
+    fn upload_packs(&self, name: &str) -> usize {
+        self.server()
+            .requests_to(&format!("/git/{name}.git/git-upload-pack"))
+            .iter()
+            .filter(|r| r.method == "POST")
+            .count()
+    }
+}
+
+fn ok(what: &str, output: &Output) -> String {
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{what} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+fn calls() -> String {
+    "module \"vpc\" {\n  source  = \"registry.test/acme/vpc/aws\"\n  version = \"1.0.0\"\n}\n\
+     module \"dns\" {\n  source  = \"registry.test/acme/dns/aws\"\n  version = \"~> 2.0\"\n}\n"
+        .to_string()
+}
+
+/// The complete entries of the module cache at `root` (`git/URLKEY/ID`).
+fn git_entries(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(repos) = std::fs::read_dir(root.join("git")) else {
+        return out;
+    };
+    for repo in repos.flatten() {
+        for entry in std::fs::read_dir(repo.path()).unwrap().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !name.starts_with('.') && entry.file_type().unwrap().is_dir() {
+                out.push(entry.path());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// 16 processes on one cold cache install the same modules, and the git
+/// server sees each repository fetched once: as many `git-upload-pack`
+/// requests as one process alone makes. The packages are pinned by commit,
+/// so no process needs a ref listing; the others wait for the one that
+/// fills each entry and link from it.
+#[test]
+fn sixteen_processes_on_a_cold_cache_fetch_each_repository_once() {
+    let (world, _, _) = World::new();
+    let alone = world.workdir("alone", &calls());
+    ok("init alone", &world.init(&alone, &[]));
+    let (vpc_once, dns_once) = (world.upload_packs("vpc"), world.upload_packs("dns"));
+    assert!(vpc_once >= 1 && dns_once >= 1);
+    assert_eq!(git_entries(&world.module_cache()).len(), 2);
+
+    // A cold cache again, and 16 processes at once.
+    std::fs::remove_dir_all(world.tmp.path().join("plugin-cache")).unwrap();
+    std::fs::create_dir_all(world.tmp.path().join("plugin-cache")).unwrap();
+    world.server().clear_log();
+    let children: Vec<_> = (0..16)
+        .map(|n| {
+            let dir = world.workdir(&format!("p{n}"), &calls());
+            spawnable(&world.command(&dir, &["init", "-no-color"]))
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("start tfinstall")
+        })
+        .collect();
+    for child in children {
+        ok("concurrent init", &child.wait_with_output().unwrap());
+    }
+    assert_eq!(world.upload_packs("vpc"), vpc_once);
+    assert_eq!(world.upload_packs("dns"), dns_once);
+    for n in 0..16 {
+        let modules = world
+            .tmp
+            .path()
+            .join(format!("work/p{n}/.terraform/modules"));
+        assert_eq!(
+            read_text(&modules.join("dns/zones/main.tf")),
+            MODULE_TF,
+            "p{n}"
+        );
+        assert_eq!(
+            read_text(&modules.join("modules.json")),
+            read_text(&alone.join(".terraform/modules/modules.json"))
+        );
+    }
+    assert_eq!(git_entries(&world.module_cache()).len(), 2);
+    // Nothing is left in the cache's staging area.
+    let tmp = world.module_cache().join(".tmp");
+    assert_eq!(std::fs::read_dir(&tmp).map(|d| d.count()).unwrap_or(0), 0);
+}
+
+/// A process killed with SIGKILL while git fetches into the cache leaves no
+/// entry (what it left in `.tmp/` is no entry), and the next run fills it
+/// and succeeds.
+#[test]
+fn a_fetch_killed_midway_leaves_no_entry_and_the_next_run_succeeds() {
+    let (world, _, _) = World::new();
+    let dir = world.workdir("killed", &calls());
+    world.server().fault(
+        "/git/vpc.git/git-upload-pack",
+        Fault::Latency(Duration::from_secs(600)),
+    );
+    let mut child = spawnable(&world.command(&dir, &["init", "-no-color"]))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start tfinstall");
+    let work = world.module_cache().join(".tmp");
+    let mut waited = 0;
+    while world.upload_packs("vpc") == 0
+        || std::fs::read_dir(&work).map(|d| d.count()).unwrap_or(0) == 0
+    {
+        assert!(waited < 6000, "the fetch never reached the server");
+        std::thread::sleep(Duration::from_millis(10));
+        waited += 1;
+    }
+    // SIGKILL: tfinstall gets no chance to clean up (its git child, which
+    // kill_on_drop would end, lives on until the server's stall ends).
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let vpc_entries = || {
+        git_entries(&world.module_cache())
+            .into_iter()
+            .filter(|entry| entry.join("main.tf").exists() && !entry.join("zones").exists())
+            .count()
+    };
+    assert_eq!(vpc_entries(), 0, "a partial entry was published");
+    assert!(!dir.join(".terraform/modules").exists());
+
+    world.server().clear_faults();
+    ok("init after the kill", &world.init(&dir, &[]));
+    assert_eq!(vpc_entries(), 1);
+    assert_eq!(
+        read_text(&dir.join(".terraform/modules/vpc/main.tf")),
+        MODULE_TF
+    );
+    // The killed process's work directory went with the next fill.
+    assert_eq!(std::fs::read_dir(&work).map(|d| d.count()).unwrap_or(0), 0);
+}
+
+/// Runs `script` with `sh -c` as a user the file modes bind: root without
+/// the capabilities that override them.
+fn sh_as_user(script: &str) -> Output {
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false);
+    let mut command = if root {
+        let mut command = Command::new("setpriv");
+        command.args([
+            "--bounding-set=-dac_override,-dac_read_search,-fowner",
+            "--inh-caps=-all",
+            "sh",
+        ]);
+        command
+    } else {
+        Command::new("sh")
+    };
+    command.arg("-c").arg(script).output().expect("run sh")
+}
+
+/// Installed from the cache, a module's files are hard links to the
+/// cache's read-only files in directories of its own: a module can write a
+/// new file into its directory (as `archive_file` and rendered templates
+/// do), but a write to one of its files fails instead of changing the
+/// cache. `-module-link-mode=copy` installs writable copies instead.
+#[test]
+fn a_module_can_add_files_but_not_change_the_cached_ones() {
+    let (world, _, _) = World::new();
+    let dir = world.workdir("writes", &calls());
+    ok("init", &world.init(&dir, &[]));
+    let module = dir.join(".terraform/modules/vpc");
+    let added = sh_as_user(&format!(
+        "echo rendered > '{}'",
+        module.join("out.txt").display()
+    ));
+    assert!(added.status.success(), "{added:?}");
+    assert_eq!(read_text(&module.join("out.txt")), "rendered\n");
+
+    let changed = sh_as_user(&format!(
+        "echo changed >> '{}'",
+        module.join("main.tf").display()
+    ));
+    assert!(!changed.status.success(), "a cached file was written");
+    assert!(
+        String::from_utf8_lossy(&changed.stderr).contains("Permission denied"),
+        "{changed:?}"
+    );
+    for entry in git_entries(&world.module_cache()) {
+        assert_eq!(read_text(&entry.join("main.tf")), MODULE_TF);
+        assert!(!entry.join("out.txt").exists());
+    }
+
+    let copied = world.workdir("copies", &calls());
+    ok(
+        "init with copies",
+        &world.init(&copied, &["-module-link-mode=copy"]),
+    );
+    let main_tf = copied.join(".terraform/modules/vpc/main.tf");
+    let edited = sh_as_user(&format!("echo edited >> '{}'", main_tf.display()));
+    assert!(edited.status.success(), "{edited:?}");
+    for entry in git_entries(&world.module_cache()) {
+        assert_eq!(read_text(&entry.join("main.tf")), MODULE_TF);
+    }
+}
+
+/// With a warm cache, `init -offline` in a new directory, with the
+/// registry and the git host down, writes the `modules.json` an online run
+/// writes: registry modules from the kept version lists and locations, and
+/// a direct git source with a tag from the tag's last resolution. With a
+/// cold cache it refuses, naming the module and the fix.
+#[test]
+fn offline_with_a_warm_cache_installs_what_an_online_run_installs() {
+    let (mut world, vpc, _) = World::new();
+    vpc.tag("v1.0.0", &vpc.rev_parse("refs/heads/main"));
+    let main_tf = format!(
+        "{}module \"tagged\" {{\n  source = \"git::{}?ref=v1.0.0\"\n}}\n",
+        calls(),
+        vpc.url()
+    );
+    let cold = world.workdir("cold", &main_tf);
+    let output = world.init(&cold, &["-offline"]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("Error: Module not installed")
+            && stderr.contains("module cache")
+            && stderr.contains("without -offline"),
+        "{stderr}"
+    );
+    assert_eq!(world.server().requests().len(), 0);
+
+    let online = world.workdir("online", &main_tf);
+    ok("online init", &world.init(&online, &[]));
+    let expected = read_text(&online.join(".terraform/modules/modules.json"));
+    assert!(expected.contains("\"Key\":\"tagged\""), "{expected}");
+
+    // The host goes down: nothing answers on its port any more.
+    drop(world.server.take());
+    let offline = world.workdir("offline", &main_tf);
+    let out = ok("offline init", &world.init(&offline, &["-offline"]));
+    assert!(out.contains("Downloading"), "{out}");
+    assert_eq!(
+        read_text(&offline.join(".terraform/modules/modules.json")),
+        expected
+    );
+    assert_eq!(
+        read_text(&offline.join(".terraform/modules/dns/zones/main.tf")),
+        MODULE_TF
+    );
+}
+
+/// A tag that now names another commit than the cache last saw it name is
+/// said in a warning naming the module, the tag and both commits.
+#[test]
+fn a_moved_tag_is_warned_about_with_both_commits() {
+    let (world, vpc, _) = World::new();
+    let first = vpc.rev_parse("refs/heads/main");
+    vpc.tag("v1", &first);
+    let main_tf = format!(
+        "module \"net\" {{\n  source = \"git::{}?ref=v1\"\n}}\n",
+        vpc.url()
+    );
+    let a = world.workdir("a", &main_tf);
+    let out = ok("first init", &world.init(&a, &[]));
+    assert!(!out.contains("Warning"), "{out}");
+
+    // The same tag again: no warning, and no fetch (one ref listing only).
+    let b = world.workdir("b", &main_tf);
+    world.server().clear_log();
+    let output = world.init(&b, &[]);
+    let out = ok("second init", &output);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !out.contains("Warning") && !stderr.contains("Warning"),
+        "{out}{stderr}"
+    );
+
+    let second = vpc.commit("main", "changed", &[("main.tf", b"# changed\n")]);
+    let moved = Command::new("git")
+        .current_dir(vpc.path())
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .args(["tag", "-f", "v1", &second])
+        .output()
+        .unwrap();
+    assert!(moved.status.success(), "{moved:?}");
+    let c = world.workdir("c", &main_tf);
+    let output = world.init(&c, &[]);
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.status.success(), "{all}");
+    assert!(
+        all.contains("Warning: Module tag moved")
+            && all.contains("\"net\"")
+            && all.contains("\"v1\"")
+            && all.contains(&first)
+            && all.contains(&second),
+        "{all}"
+    );
+    assert_eq!(
+        read_text(&c.join(".terraform/modules/net/main.tf")),
+        "# changed\n"
+    );
+}
