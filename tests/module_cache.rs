@@ -394,7 +394,7 @@ fn offline_with_a_warm_cache_installs_what_an_online_run_installs() {
 fn a_moved_tag_is_warned_about_with_both_commits() {
     let (world, vpc, _) = World::new();
     let first = vpc.rev_parse("refs/heads/main");
-    vpc.tag("v1", &first);
+    vpc.annotated_tag("v1", &first);
     let main_tf = format!(
         "module \"net\" {{\n  source = \"git::{}?ref=v1\"\n}}\n",
         vpc.url()
@@ -443,4 +443,34 @@ fn a_moved_tag_is_warned_about_with_both_commits() {
         read_text(&c.join(".terraform/modules/net/main.tf")),
         "# changed\n"
     );
+}
+
+/// A git server that serves only what its refs name (protocol version 0
+/// without `uploadpack.allowReachableSHA1InWant`) refuses a fetch by
+/// commit id: the tag resolved by the ref listing is then fetched by name,
+/// and the entry is still keyed by the commit the listing named.
+#[test]
+fn a_server_refusing_commit_ids_is_fetched_by_the_ref() {
+    let (world, vpc, _) = World::new();
+    vpc.annotated_tag("v1", &vpc.rev_parse("refs/heads/main"));
+    let main_tf = format!(
+        "module \"net\" {{\n  source = \"git::{}?ref=v1\"\n}}\n",
+        vpc.url()
+    );
+    let dir = world.workdir("v0", &main_tf);
+    let output = world
+        .command(&dir, &["init", "-no-color"])
+        .env("GIT_CONFIG_COUNT", "1")
+        .env("GIT_CONFIG_KEY_0", "protocol.version")
+        .env("GIT_CONFIG_VALUE_0", "0")
+        .output()
+        .unwrap();
+    ok("init over protocol version 0", &output);
+    assert_eq!(
+        read_text(&dir.join(".terraform/modules/net/main.tf")),
+        MODULE_TF
+    );
+    let entries = git_entries(&world.module_cache());
+    assert_eq!(entries.len(), 1);
+    assert!(entries[0].ends_with(vpc.rev_parse("refs/heads/main")));
 }

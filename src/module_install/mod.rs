@@ -28,7 +28,9 @@ use crate::install::link::{ModuleLinkMode, link_or_copy_module_tree, place_modul
 use crate::install::staging::Staging;
 use crate::module::manifest::{MANIFEST_FILE, Manifest, ManifestRecord};
 use crate::module::{ModuleCall, StagedModules, join_clean, module_calls, module_path};
-use crate::module_package::{GitAddr, PackageAddr, PackageFetcher, PackageIdentity, RefKind};
+use crate::module_package::{
+    GitAddr, PackageAddr, PackageError, PackageFetcher, PackageIdentity, RefKind,
+};
 use crate::source::configured::NetworkSources;
 use crate::version::{Version, VersionConstraints};
 
@@ -349,11 +351,23 @@ impl ModuleSources {
             ..git.clone()
         });
         let _permit = self.fetches.acquire().await.map_err(|e| e.to_string())?;
-        let fetched = self
-            .fetcher
-            .fetch(&pinned, &build)
-            .await
-            .map_err(|err| err.to_string())?;
+        let fetched = match self.fetcher.fetch(&pinned, &build).await {
+            Ok(fetched) => fetched,
+            // A server that serves only what its refs name (protocol v0
+            // without `uploadpack.allowReachableSHA1InWant`) refuses a
+            // commit id: the ref itself is fetched then, and must still
+            // name the commit listed.
+            Err(PackageError::Git { .. })
+                if !git.reference.as_deref().is_some_and(is_full_commit) =>
+            {
+                tracing::debug!("fetching {commit} by id was refused; fetching the ref");
+                self.fetcher
+                    .fetch(&PackageAddr::Git(git.clone()), &build)
+                    .await
+                    .map_err(|err| err.to_string())?
+            }
+            Err(err) => return Err(err.to_string()),
+        };
         if fetched.identity != *identity {
             return Err(format!(
                 "git checked out {:?} where the ref listing named {identity:?}; run again",

@@ -254,8 +254,14 @@ pub(super) async fn resolve_ref(
         }
         names
     };
+    // A tag's peeled commit is listed as `NAME^{}`, which protocol
+    // version 0 matches against the patterns as a name of its own.
+    let peeled: Vec<String> = candidates
+        .iter()
+        .map(|name| format!("{name}^{{}}"))
+        .collect();
     let mut args = vec!["ls-remote", addr.url.as_str()];
-    args.extend(candidates.iter().map(String::as_str));
+    args.extend(candidates.iter().chain(&peeled).map(String::as_str));
     let listing = git
         .run(&format!("list the refs to find {wanted}"), &args)
         .await?;
