@@ -109,8 +109,18 @@ impl World {
     }
 
     fn tfinstall(&self, dir: &Path, args: &[&str]) -> std::process::Output {
+        self.tfinstall_env(dir, args, &[])
+    }
+
+    fn tfinstall_env(
+        &self,
+        dir: &Path,
+        args: &[&str],
+        env: &[(&str, &Path)],
+    ) -> std::process::Output {
         let mut command = tfinstall_command(&self.home());
         self.ca.configure(&mut command);
+        command.envs(env.iter().copied());
         command
             .current_dir(dir)
             .env("TF_CLI_CONFIG_FILE", &self.cli_config)
@@ -332,6 +342,26 @@ module "local" {{
         files(&ours.join(".terraform/modules")),
         files(&theirs.join(".terraform/modules"))
     );
+
+    // Through a module cache, cold and then warm: the same records, files.
+    let module_cache = world.tmp.path().join("module-cache");
+    for name in ["cached-cold", "cached-warm"] {
+        let cached = world.workdir(name, &main_tf, &files_in);
+        ok(
+            name,
+            &world.tfinstall_env(
+                &cached,
+                &["init", "-no-color"],
+                &[("TFINSTALL_MODULE_CACHE_DIR", &module_cache)],
+            ),
+        );
+        assert_eq!(manifest(&cached), manifest(&ours), "{name}");
+        assert_eq!(
+            files(&cached.join(".terraform/modules")),
+            files(&theirs.join(".terraform/modules")),
+            "{name}"
+        );
+    }
 
     // Terraform accepts what tfinstall left: no module request, no request
     // at all. Nor does a second tfinstall make any.
