@@ -474,3 +474,73 @@ fn a_server_refusing_commit_ids_is_fetched_by_the_ref() {
     assert_eq!(entries.len(), 1);
     assert!(entries[0].ends_with(vpc.rev_parse("refs/heads/main")));
 }
+
+/// An archive has to be downloaded to know its SHA-256, so each run
+/// downloads it; the cache keeps one extraction per SHA-256. When the URL
+/// serves other bytes, they make a new entry: the directories installed
+/// from the first keep their files. Offline, the URL's last archive is
+/// installed with no request.
+#[test]
+fn archives_are_kept_by_their_sha256_and_never_replaced() {
+    let (world, _, _) = World::new();
+    let serve = |text: &str| {
+        let zip = build_zip(
+            &[ZipEntry::new("main.tf", text, 0o644)],
+            Compression::Deflated,
+        );
+        world
+            .server()
+            .route("/archives/net.zip", Response::bytes("application/zip", zip));
+    };
+    serve(MODULE_TF);
+    world.server().route(
+        "/v1/modules/acme/net/aws/versions",
+        Response::json(r#"{"modules":[{"versions":[{"version":"1.0.0"}]}]}"#),
+    );
+    world.server().route(
+        "/v1/modules/acme/net/aws/1.0.0/download",
+        Response::new(204).header("X-Terraform-Get", "/archives/net.zip"),
+    );
+    let main_tf =
+        "module \"net\" {\n  source  = \"registry.test/acme/net/aws\"\n  version = \"1.0.0\"\n}\n";
+    let entries = || {
+        let mut out = Vec::new();
+        for urls in std::fs::read_dir(world.module_cache().join("archive")).unwrap() {
+            for entry in std::fs::read_dir(urls.unwrap().path()).unwrap() {
+                let entry = entry.unwrap();
+                if !entry.file_name().to_string_lossy().starts_with('.') {
+                    out.push(entry.path());
+                }
+            }
+        }
+        out
+    };
+    let a = world.workdir("a", main_tf);
+    let b = world.workdir("b", main_tf);
+    ok("init a", &world.init(&a, &[]));
+    ok("init b", &world.init(&b, &[]));
+    assert_eq!(world.server().count("/archives/net.zip"), 2);
+    assert_eq!(entries().len(), 1);
+
+    serve("# republished\n");
+    let c = world.workdir("c", main_tf);
+    ok("init c", &world.init(&c, &[]));
+    assert_eq!(entries().len(), 2);
+    assert_eq!(
+        read_text(&c.join(".terraform/modules/net/main.tf")),
+        "# republished\n"
+    );
+    assert_eq!(
+        read_text(&a.join(".terraform/modules/net/main.tf")),
+        MODULE_TF
+    );
+
+    world.server().clear_log();
+    let d = world.workdir("d", main_tf);
+    ok("offline init", &world.init(&d, &["-offline"]));
+    assert_eq!(world.server().requests().len(), 0);
+    assert_eq!(
+        read_text(&d.join(".terraform/modules/net/main.tf")),
+        "# republished\n"
+    );
+}
