@@ -22,7 +22,7 @@
 //!   .tmp/fetch-XXXXXX/                   a fetch whose identity is not known yet
 //!   git/URLKEY/COMMIT/                   a git package: the tree at COMMIT, no .git
 //!   git/URLKEY/.COMMIT.lock              the entry's lock
-//!   git/URLKEY/.COMMIT.tfinstall.json    its provenance (ModuleEntryMeta)
+//!   git/URLKEY/.COMMIT.tfinstall.json    its provenance and tree digest (ModuleEntryMeta)
 //!   git/URLKEY/.COMMIT.used              touched at each use
 //!   git/URLKEY/ref-REFKEY.json           the last resolution of a ref (RefRecord)
 //!   archive/URLKEY/SHA256/               an archive's extraction (and .SHA256.* as above)
@@ -84,6 +84,9 @@ pub struct ModuleEntryMeta {
     /// The entry's identity: where it came from and what it was.
     #[serde(flatten)]
     pub identity: IdentityRecord,
+    /// [`tree_digest`] of the entry's files when it was published, for
+    /// `cache verify`.
+    pub tree: String,
 }
 
 /// [`PackageIdentity`] as the records spell it.
@@ -276,6 +279,7 @@ impl ModuleCache {
         let meta = ModuleEntryMeta {
             format: MODULE_META_FORMAT,
             identity: IdentityRecord::from(identity),
+            tree: tree_digest(&built)?,
         };
         write_json(&sidecar(dir, ENTRY_META_SUFFIX), &meta)?;
         crate::failpoint::pause("module-insert-midway");
@@ -391,6 +395,64 @@ impl ModuleCache {
     }
 }
 
+/// The digest of a module tree as it is on disk, links not followed:
+/// `sha256:` and the SHA-256 of one record per entry, sorted by path
+/// (`/`-separated, relative), each `KIND\0PATH\0DATA\0` where a file is
+/// `f` (`x` if executable) with its content's SHA-256, a symbolic link `l`
+/// with its target, a directory `d` with nothing. The provider hash `h1:`
+/// cannot serve: it follows links, and a module's links may name anything
+/// (`/`, a device).
+pub fn tree_digest(dir: &Path) -> io::Result<String> {
+    let mut records: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    let mut pending: Vec<(PathBuf, String)> = vec![(dir.to_path_buf(), String::new())];
+    while let Some((path, rel)) = pending.pop() {
+        for entry in fs::read_dir(&path)? {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let rel = if rel.is_empty() {
+                name
+            } else {
+                format!("{rel}/{name}")
+            };
+            let meta = fs::symlink_metadata(entry.path())?;
+            let (kind, data) = if meta.file_type().is_symlink() {
+                let target = fs::read_link(entry.path())?;
+                ("l", target.to_string_lossy().into_owned().into_bytes())
+            } else if meta.is_dir() {
+                pending.push((entry.path(), rel.clone()));
+                ("d", Vec::new())
+            } else {
+                let digest = crate::verify::hash::sha256_file(&entry.path())?;
+                let kind = if is_executable(&meta) { "x" } else { "f" };
+                (kind, hex::encode(digest).into_bytes())
+            };
+            let mut record = Vec::new();
+            for part in [kind.as_bytes(), rel.as_bytes(), &data] {
+                record.extend_from_slice(part);
+                record.push(0);
+            }
+            records.push((rel.into_bytes(), record));
+        }
+    }
+    records.sort();
+    let mut hasher = Sha256::new();
+    for (_, record) in &records {
+        hasher.update(record);
+    }
+    Ok(format!("sha256:{}", hex::encode(hasher.finalize())))
+}
+
+#[cfg(unix)]
+fn is_executable(meta: &fs::Metadata) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    meta.permissions().mode() & 0o111 != 0
+}
+
+#[cfg(not(unix))]
+fn is_executable(_meta: &fs::Metadata) -> bool {
+    false
+}
+
 /// A record, if it is there and reads; records are replaced by rename only,
 /// so one is read whole or not at all.
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
@@ -433,10 +495,9 @@ mod tests {
         assert!(dir.starts_with(root.path().join("git")));
         let entry = cache.lookup(&identity).unwrap();
         assert_eq!(entry.dir, dir);
-        assert_eq!(
-            entry.meta.unwrap().identity,
-            IdentityRecord::from(&identity)
-        );
+        let meta = entry.meta.unwrap();
+        assert_eq!(meta.identity, IdentityRecord::from(&identity));
+        assert_eq!(meta.tree, tree_digest(&dir).unwrap());
         assert!(
             fs::metadata(dir.join("main.tf"))
                 .unwrap()
@@ -463,6 +524,32 @@ mod tests {
         assert!(!lock.build_dir().unwrap().exists());
         drop(lock);
         assert!(!work.exists());
+    }
+
+    /// The digest sees contents, executable bits, names and link targets,
+    /// and follows no link.
+    #[cfg(unix)]
+    #[test]
+    fn the_tree_digest_sees_every_change_and_follows_no_link() {
+        use std::os::unix::fs::{PermissionsExt as _, symlink};
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path();
+        fs::create_dir(dir.join("sub")).unwrap();
+        fs::write(dir.join("sub/main.tf"), "x").unwrap();
+        symlink("/", dir.join("root")).unwrap();
+        let first = tree_digest(dir).unwrap();
+        assert!(first.starts_with("sha256:"));
+        assert_eq!(tree_digest(dir).unwrap(), first);
+        fs::set_permissions(dir.join("sub/main.tf"), fs::Permissions::from_mode(0o755)).unwrap();
+        let executable = tree_digest(dir).unwrap();
+        assert_ne!(executable, first);
+        fs::write(dir.join("sub/main.tf"), "y").unwrap();
+        assert_ne!(tree_digest(dir).unwrap(), executable);
+        fs::remove_file(dir.join("root")).unwrap();
+        symlink("/tmp", dir.join("root")).unwrap();
+        let relinked = tree_digest(dir).unwrap();
+        fs::rename(dir.join("sub"), dir.join("other")).unwrap();
+        assert_ne!(tree_digest(dir).unwrap(), relinked);
     }
 
     #[test]
