@@ -6,6 +6,12 @@
 //! once, once per run. The result is what Terraform leaves:
 //! `.terraform/modules/KEY` directories and `modules.json`, byte for byte.
 //!
+//! With a module cache (`cache::modules`), packages are fetched into it
+//! once per machine and linked from there: a git ref is resolved first with
+//! one ref listing, so an entry already there for its commit costs no
+//! fetch, and `-offline` installs from the cache's kept registry answers
+//! and entries.
+//!
 //! Nothing is written in place until the whole `init` has succeeded: the
 //! new modules directory is built in the data directory's staging area
 //! ([`PreparedModules`]), provider requirements are read from there, and
@@ -67,8 +73,9 @@ pub struct ModuleSources {
     link_mode: ModuleLinkMode,
 }
 
-/// A fetched package: its directory, and what a tag it was fetched by
-/// named before, when that changed.
+/// A package fetched for the run: its directory, whether that is a module
+/// cache entry, and the tag it was fetched by when that tag now names
+/// another commit than the cache last saw.
 #[derive(Clone, Debug)]
 struct Package {
     dir: PathBuf,
