@@ -221,6 +221,19 @@ fn sixteen_processes_on_a_cold_cache_fetch_each_repository_once() {
         );
     }
     assert_eq!(git_entries(&world.module_cache()).len(), 2);
+
+    // Warm: a new directory makes no git request at all.
+    world.server().clear_log();
+    let warm = world.workdir("warm", &calls());
+    ok("warm init", &world.init(&warm, &[]));
+    assert_eq!(world.upload_packs("vpc") + world.upload_packs("dns"), 0);
+    let git_requests = world
+        .server()
+        .requests()
+        .iter()
+        .filter(|r| r.path.starts_with("/git/"))
+        .count();
+    assert_eq!(git_requests, 0);
     // Nothing is left in the cache's staging area.
     let tmp = world.module_cache().join(".tmp");
     assert_eq!(std::fs::read_dir(&tmp).map(|d| d.count()).unwrap_or(0), 0);
