@@ -33,7 +33,7 @@
 //!
 //! `URLKEY` is the first 32 hex digits of the SHA-256 of the URL as git or
 //! the downloader was given it (with `//subdir` when an `X-Terraform-Get`
-//! answer named one), `REFKEY`, `SRCKEY` and `PKGKEY` likewise of the ref
+//! answer named one; without a password, which no key or record holds), `REFKEY`, `SRCKEY` and `PKGKEY` likewise of the ref
 //! name, of the go-getter source address and of the registry package
 //! address (`HOST/NS/NAME/SYSTEM`); the
 //! records name what they hash. `ID` is the full commit or the archive's
@@ -49,6 +49,7 @@
 //! answers, each replaced by rename; they are read only where no request
 //! may be made (`-offline`), and to notice a tag that moved.
 
+use std::borrow::Cow;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -97,16 +98,17 @@ pub enum IdentityRecord {
     Archive { url: String, sha256: String },
 }
 
+/// The identity as the cache keys and records it: without a password.
 impl From<&PackageIdentity> for IdentityRecord {
     fn from(identity: &PackageIdentity) -> Self {
         match identity {
             PackageIdentity::Git { url, commit } => IdentityRecord::Git {
-                url: url.clone(),
-                commit: commit.clone(),
+                url: redact(url).into_owned(),
+                commit: commit.to_ascii_lowercase(),
             },
             PackageIdentity::Archive { url, sha256 } => IdentityRecord::Archive {
-                url: url.clone(),
-                sha256: sha256.clone(),
+                url: redact(url).into_owned(),
+                sha256: sha256.to_ascii_lowercase(),
             },
         }
     }
@@ -160,6 +162,28 @@ fn short_key(text: &str) -> String {
     digest[..16].iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// `text` with the password of the URL in it left out
+/// (`git::https://user:secret@host/r.git` → `git::https://user@host/r.git`):
+/// what the cache keys on and writes down. A password changes nothing of
+/// what a commit or a SHA-256 names, and the records are readable by every
+/// user of the cache; a source with a password in it (rare: it would be
+/// committed with the code) therefore finds the entries its fetches filled.
+fn redact(text: &str) -> Cow<'_, str> {
+    let Some(scheme_end) = text.find("://") else {
+        return Cow::Borrowed(text);
+    };
+    let start = scheme_end + 3;
+    let rest = &text[start..];
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let Some(at) = authority.rfind('@') else {
+        return Cow::Borrowed(text);
+    };
+    let Some(colon) = authority[..at].find(':') else {
+        return Cow::Borrowed(text);
+    };
+    Cow::Owned(format!("{}{}", &text[..start + colon], &text[start + at..]))
+}
+
 /// `id` if it can be a directory name of an entry: hex digits only (a
 /// commit or a SHA-256), so nothing a server says can name a path.
 fn hex_id(id: &str) -> io::Result<&str> {
@@ -194,17 +218,17 @@ impl ModuleCache {
 
     /// Where the entry for `identity` is, or would be.
     pub fn entry_dir(&self, identity: &PackageIdentity) -> io::Result<PathBuf> {
-        Ok(match identity {
-            PackageIdentity::Git { url, commit } => self
+        Ok(match IdentityRecord::from(identity) {
+            IdentityRecord::Git { url, commit } => self
                 .root
                 .join("git")
-                .join(short_key(url))
-                .join(hex_id(commit)?.to_ascii_lowercase()),
-            PackageIdentity::Archive { url, sha256 } => self
+                .join(short_key(&url))
+                .join(hex_id(&commit)?),
+            IdentityRecord::Archive { url, sha256 } => self
                 .root
                 .join("archive")
-                .join(short_key(url))
-                .join(hex_id(sha256)?.to_ascii_lowercase()),
+                .join(short_key(&url))
+                .join(hex_id(&sha256)?),
         })
     }
 
@@ -313,31 +337,35 @@ impl ModuleCache {
     fn ref_path(&self, url: &str, reference: &str) -> PathBuf {
         self.root
             .join("git")
-            .join(short_key(url))
+            .join(short_key(&redact(url)))
             .join(format!("ref-{}.json", short_key(reference)))
     }
 
     /// What `reference` of the repository at `url` named when last resolved.
     pub fn resolved_ref(&self, url: &str, reference: &str) -> Option<RefRecord> {
         read_json::<RefRecord>(&self.ref_path(url, reference))
-            .filter(|record| record.url == url && record.reference == reference)
+            .filter(|record| record.url == redact(url) && record.reference == reference)
     }
 
     /// Remembers a resolution of a ref; failing only costs the memory.
     pub fn remember_ref(&self, record: &RefRecord) {
-        let _ = write_json(&self.ref_path(&record.url, &record.reference), record);
+        let record = RefRecord {
+            url: redact(&record.url).into_owned(),
+            ..record.clone()
+        };
+        let _ = write_json(&self.ref_path(&record.url, &record.reference), &record);
     }
 
     fn source_path(&self, source: &str) -> PathBuf {
         self.root
             .join("sources")
-            .join(format!("{}.json", short_key(source)))
+            .join(format!("{}.json", short_key(&redact(source))))
     }
 
     /// The identity the source address `source` gave when last fetched.
     pub fn last_fetched(&self, source: &str) -> Option<PackageIdentity> {
         read_json::<SourceRecord>(&self.source_path(source))
-            .filter(|record| record.source == source)
+            .filter(|record| record.source == redact(source))
             .map(|record| match record.identity {
                 IdentityRecord::Git { url, commit } => PackageIdentity::Git { url, commit },
                 IdentityRecord::Archive { url, sha256 } => PackageIdentity::Archive { url, sha256 },
@@ -347,7 +375,7 @@ impl ModuleCache {
     /// Remembers what `source` gave; failing only costs the memory.
     pub fn remember_fetched(&self, source: &str, identity: &PackageIdentity) {
         let record = SourceRecord {
-            source: source.to_owned(),
+            source: redact(source).into_owned(),
             identity: IdentityRecord::from(identity),
         };
         let _ = write_json(&self.source_path(source), &record);
@@ -378,7 +406,8 @@ impl ModuleCache {
             .join(format!("{}.json", short_key(version)))
     }
 
-    /// The download location last answered for `version` of `package`.
+    /// The download location last answered for `version` of `package`,
+    /// without the password of a URL in it.
     pub fn registry_location(&self, package: &str, version: &str) -> Option<String> {
         read_json::<RegistryLocation>(&self.location_path(package, version))
             .filter(|record| record.package == package && record.version == version)
@@ -389,7 +418,7 @@ impl ModuleCache {
         let record = RegistryLocation {
             package: package.to_owned(),
             version: version.to_owned(),
-            location: location.to_owned(),
+            location: redact(location).into_owned(),
         };
         let _ = write_json(&self.location_path(package, version), &record);
     }
@@ -581,6 +610,40 @@ mod tests {
             Some("git::https://h/x?ref=v1")
         );
         assert_eq!(cache.registry_location("h/n/x/aws", "2.0.0"), None);
+    }
+
+    /// A password in a source is neither written down nor part of a key.
+    #[test]
+    fn passwords_are_left_out_of_keys_and_records() {
+        assert_eq!(
+            redact("git::https://user:secret@host/r.git?ref=v1"),
+            "git::https://user@host/r.git?ref=v1"
+        );
+        assert_eq!(redact("https://host/a@b:c"), "https://host/a@b:c");
+        assert_eq!(redact("git@host:o/r.git"), "git@host:o/r.git");
+        let root = tempfile::tempdir().unwrap();
+        let cache = ModuleCache::new(root.path());
+        let with = |password: &str| PackageIdentity::Git {
+            url: format!("https://ci:{password}@example.com/r.git"),
+            commit: "ab".repeat(20),
+        };
+        assert_eq!(
+            cache.entry_dir(&with("one")).unwrap(),
+            cache.entry_dir(&with("two")).unwrap()
+        );
+        cache.remember_fetched("git::https://ci:one@example.com/r.git", &with("one"));
+        let found = cache
+            .last_fetched("git::https://ci:two@example.com/r.git")
+            .unwrap();
+        assert_eq!(
+            cache.entry_dir(&found).unwrap(),
+            cache.entry_dir(&with("one")).unwrap()
+        );
+        let mut written = String::new();
+        for file in fs::read_dir(root.path().join("sources")).unwrap() {
+            written += &fs::read_to_string(file.unwrap().path()).unwrap();
+        }
+        assert!(!written.contains("one"), "{written}");
     }
 
     #[test]
