@@ -92,6 +92,14 @@ struct MovedTag {
     now: String,
 }
 
+/// Why the module cache could not be used, and what to do.
+fn cache_failure(cache: &ModuleCache, err: std::io::Error) -> String {
+    format!(
+        "could not use the module cache at {}: {err}. Check its permissions, or set TFINSTALL_MODULE_CACHE_DIR to a directory you may write",
+        cache.root().display()
+    )
+}
+
 /// A full commit id, which names what it fetches: no ref listing needed.
 fn is_full_commit(reference: &str) -> bool {
     reference.len() == 40 && reference.bytes().all(|b| b.is_ascii_hexdigit())
@@ -336,12 +344,7 @@ impl ModuleSources {
         identity: &PackageIdentity,
         git: &GitAddr,
     ) -> Result<PathBuf, String> {
-        let failed = |err: std::io::Error| {
-            format!(
-                "could not use the module cache at {}: {err}",
-                cache.root().display()
-            )
-        };
+        let failed = |err| cache_failure(cache, err);
         if let Some(entry) = cache.lookup(identity) {
             return Ok(entry.dir);
         }
@@ -393,12 +396,7 @@ impl ModuleSources {
         addr: &str,
         parsed: &PackageAddr,
     ) -> Result<PathBuf, String> {
-        let failed = |err: std::io::Error| {
-            format!(
-                "could not use the module cache at {}: {err}",
-                cache.root().display()
-            )
-        };
+        let failed = |err| cache_failure(cache, err);
         let scratch = cache.fetch_dir().map_err(failed)?;
         let tree = scratch.path().join("package");
         let fetched = {
