@@ -557,3 +557,40 @@ fn archives_are_kept_by_their_sha256_and_never_replaced() {
         "# republished\n"
     );
 }
+
+/// A branch moves only with `-upgrade` where the module is installed, as
+/// Terraform keeps it; a new directory gets the branch's newest commit, as
+/// `terraform init` would clone it, not the commit the cache saw last.
+#[test]
+fn a_branch_moves_with_upgrade_and_a_new_directory_gets_its_newest_commit() {
+    let (world, vpc, _) = World::new();
+    let main_tf = format!(
+        "module \"net\" {{\n  source = \"git::{}?ref=main\"\n}}\n",
+        vpc.url()
+    );
+    let a = world.workdir("a", &main_tf);
+    ok("first init", &world.init(&a, &[]));
+    let installed = a.join(".terraform/modules/net/main.tf");
+    assert_eq!(read_text(&installed), MODULE_TF);
+
+    vpc.commit("main", "newer", &[("main.tf", b"# newer\n")]);
+    world.server().clear_log();
+    ok("plain init", &world.init(&a, &[]));
+    assert_eq!(read_text(&installed), MODULE_TF);
+    assert_eq!(world.upload_packs("vpc"), 0);
+
+    let b = world.workdir("b", &main_tf);
+    ok("init in a new directory", &world.init(&b, &[]));
+    assert_eq!(
+        read_text(&b.join(".terraform/modules/net/main.tf")),
+        "# newer\n"
+    );
+
+    // The newest commit is in the cache now: -upgrade lists the branch
+    // and links it, with no fetch.
+    world.server().clear_log();
+    let out = ok("init -upgrade", &world.init(&a, &["-upgrade"]));
+    assert!(!out.contains("Warning"), "{out}");
+    assert_eq!(read_text(&installed), "# newer\n");
+    assert_eq!(world.upload_packs("vpc"), 1, "one ref listing, no fetch");
+}
