@@ -117,6 +117,8 @@ impl World {
             .env("GIT_SSL_CAINFO", self.ca.ca_pem_path())
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("GIT_TERMINAL_PROMPT", "0")
+            // Longer than a held answer ([`World::hold_module_until`]) waits.
+            .env("TF_REGISTRY_CLIENT_TIMEOUT", "60")
             .args(args)
             .output()
             .expect("run tfinstall")
@@ -772,4 +774,232 @@ fn a_module_links_are_kept_as_links_and_never_followed() {
         Path::new("../main.tf")
     );
     assert_eq!(read_text(&placed.join("main.tf")), MODULE_TF);
+}
+
+impl World {
+    /// A provider registry on the same server, beside the module registry,
+    /// publishing `specs` under the registry's hostname.
+    fn with_providers(&self, specs: Vec<ProviderSpec>) -> PublishedTree {
+        let root = self.tmp.path().join("registry");
+        let mut registry = Registry::new(&PgpKey::generate_ecdsa());
+        for spec in specs {
+            registry = registry.provider(spec.hostname(HOST));
+        }
+        let tree = registry.write(&root, &self.server.url());
+        self.server.serve_dir(&root);
+        std::fs::write(
+            &self.cli_config,
+            format!(
+                "host \"{HOST}\" {{\n  services = {{\n    \"modules.v1\" = \"{}\"\n    \"providers.v1\" = \"{}\"\n  }}\n}}\n",
+                self.server.url_for("/v1/modules/"),
+                self.server.url_for("/v1/providers/")
+            ),
+        )
+        .unwrap();
+        tree
+    }
+
+    /// Publishes `acme/NAME/aws` 1.0.0, a module whose files are `main_tf`.
+    fn publish_module(&self, name: &str, main_tf: &str) -> GitRepo {
+        let repo = self.git.create(name);
+        let commit = repo.commit("main", name, &[("main.tf", main_tf.as_bytes())]);
+        self.publish("acme", name, &repo, &[("1.0.0", &commit)]);
+        repo
+    }
+
+    /// Holds the registry's download answer for `acme/NAME/aws` 1.0.0 until
+    /// `path` has been asked for: the module cannot arrive before then.
+    fn hold_module_until(&self, name: &str, path: &str) {
+        self.server.fault(
+            &format!("/v1/modules/acme/{name}/aws/1.0.0/download"),
+            Fault::AwaitRequest {
+                path: path.to_string(),
+                at_most: std::time::Duration::from_secs(20),
+            },
+        );
+    }
+
+    /// Where in the request log the first request for `path` is.
+    fn first_request(&self, path: &str) -> usize {
+        self.server
+            .requests()
+            .iter()
+            .position(|r| r.path == path)
+            .unwrap_or_else(|| panic!("no request for {path}"))
+    }
+
+    /// Where in the request log the first request into the git repository
+    /// `name` is.
+    fn first_git_request(&self, name: &str) -> usize {
+        let prefix = format!("/git/{name}.git/");
+        self.server
+            .requests()
+            .iter()
+            .position(|r| r.path.starts_with(&prefix))
+            .unwrap_or_else(|| panic!("no request into {prefix}"))
+    }
+}
+
+fn requires_alpha(constraint: &str) -> String {
+    format!(
+        "terraform {{\n  required_providers {{\n    alpha = {{\n      source  = \"registry.test/acme/alpha\"\n      version = \"{constraint}\"\n    }}\n  }}\n}}\n"
+    )
+}
+
+fn calls(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|name| {
+            format!(
+                "module \"{name}\" {{\n  source  = \"registry.test/acme/{name}/aws\"\n  version = \"1.0.0\"\n}}\n"
+            )
+        })
+        .collect()
+}
+
+/// The lines of an init's output from the provider heading on.
+fn provider_lines(out: &str) -> String {
+    let at = out
+        .find("Initializing provider plugins...")
+        .unwrap_or_else(|| panic!("no provider heading in {out}"));
+    out[at..].to_string()
+}
+
+#[test]
+fn providers_of_modules_in_start_downloading_while_another_module_is_still_arriving() {
+    let world = World::new();
+    let tree = world.with_providers(vec![ProviderSpec::new("acme", "alpha", "1.0.0")]);
+    let zip = tree
+        .package("alpha", "1.0.0", &current_platform())
+        .url_path
+        .clone()
+        .unwrap();
+    world.publish_module("fast", &requires_alpha(">= 1.0.0"));
+    world.publish_module("slow", MODULE_TF);
+    // The slow module's download location is held until alpha's package has
+    // been asked for: only a provider download that starts while modules
+    // still arrive lets the slow module in before the 20 s cap.
+    world.hold_module_until("slow", &zip);
+    let dir = world.workdir("overlap", &calls(&["fast", "slow"]), &[]);
+    let out = ok(
+        "tfinstall init",
+        &world.tfinstall(&dir, &["init", "-no-color", "-layout=providers"]),
+    );
+    assert!(
+        world.first_request(&zip) < world.first_git_request("slow"),
+        "alpha's package was not asked for before the slow module's repository: {:#?}",
+        world
+            .server
+            .requests()
+            .iter()
+            .map(|r| &r.path)
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(world.server.count(&zip), 1);
+    assert!(dir.join(".terraform/modules/slow/main.tf").is_file());
+    let installed = format!(
+        ".terraform/providers/{HOST}/acme/alpha/1.0.0/{}",
+        current_platform()
+    );
+    assert!(dir.join(&installed).is_dir(), "{out}");
+
+    // The same configuration installed with its modules in place already
+    // (-get=false: no walk, nothing fetched early) reports the providers in
+    // the same words and writes the same lock file.
+    let plain = world.workdir("plain", &calls(&["fast", "slow"]), &[]);
+    ok(
+        "tfinstall get",
+        &world.tfinstall(&plain, &["get", "-no-color"]),
+    );
+    let plain_out = ok(
+        "tfinstall init -get=false",
+        &world.tfinstall(
+            &plain,
+            &["init", "-no-color", "-layout=providers", "-get=false"],
+        ),
+    );
+    assert_eq!(provider_lines(&out), provider_lines(&plain_out));
+    assert_eq!(
+        read_text(&dir.join(".terraform.lock.hcl")),
+        read_text(&plain.join(".terraform.lock.hcl"))
+    );
+    assert!(read_text(&dir.join(".terraform.lock.hcl")).contains("version     = \"1.0.0\""));
+}
+
+#[test]
+fn a_later_module_ruling_out_the_early_version_gets_the_right_one() {
+    let world = World::new();
+    let tree = world.with_providers(vec![
+        ProviderSpec::new("acme", "alpha", "1.0.0"),
+        ProviderSpec::new("acme", "alpha", "2.0.0"),
+    ]);
+    let platform = current_platform();
+    let zip_2 = tree
+        .package("alpha", "2.0.0", &platform)
+        .url_path
+        .clone()
+        .unwrap();
+    world.publish_module("fast", &requires_alpha(">= 1.0.0"));
+    // Arrives only once 2.0.0, the newest the fast module allows, is being
+    // fetched, and rules it out.
+    world.publish_module("slow", &requires_alpha("< 2.0.0"));
+    world.hold_module_until("slow", &zip_2);
+    let dir = world.workdir("ruled-out", &calls(&["fast", "slow"]), &[]);
+    let out = ok(
+        "tfinstall init",
+        &world.tfinstall(&dir, &["init", "-no-color", "-layout=providers"]),
+    );
+    assert!(world.first_request(&zip_2) < world.first_git_request("slow"));
+    assert!(
+        out.contains("- Installed registry.test/acme/alpha v1.0.0"),
+        "{out}"
+    );
+    assert!(!out.contains("v2.0.0"), "{out}");
+    let lock = read_text(&dir.join(".terraform.lock.hcl"));
+    assert!(lock.contains("version     = \"1.0.0\""), "{lock}");
+    assert!(
+        lock.contains("constraints = \">= 1.0.0, < 2.0.0\""),
+        "{lock}"
+    );
+    assert!(!lock.contains("version     = \"2.0.0\""), "{lock}");
+    let providers = dir.join(format!(".terraform/providers/{HOST}/acme/alpha"));
+    assert!(providers.join("1.0.0").join(&platform).is_dir());
+    assert!(!providers.join("2.0.0").exists());
+}
+
+#[test]
+fn a_failed_early_download_is_tried_again_by_the_installation() {
+    let world = World::new();
+    let tree = world.with_providers(vec![ProviderSpec::new("acme", "alpha", "1.0.0")]);
+    let zip = tree
+        .package("alpha", "1.0.0", &current_platform())
+        .url_path
+        .clone()
+        .unwrap();
+    world.publish_module("fast", &requires_alpha("1.0.0"));
+    world.publish_module("slow", MODULE_TF);
+    world.hold_module_until("slow", &zip);
+    // The early download meets a 500 and, with no retries, gives up.
+    world.server.status_sequence(&zip, &[500]);
+    let dir = world.workdir("failed-early", &calls(&["fast", "slow"]), &[]);
+    let out = ok(
+        "tfinstall init",
+        &world.tfinstall(
+            &dir,
+            &[
+                "init",
+                "-no-color",
+                "-layout=providers",
+                "--download-retries=0",
+            ],
+        ),
+    );
+    assert!(world.first_request(&zip) < world.first_git_request("slow"));
+    assert_eq!(world.server.count(&zip), 2);
+    assert!(
+        out.contains("- Installed registry.test/acme/alpha v1.0.0"),
+        "{out}"
+    );
+    assert!(!out.contains("500"), "{out}");
+    assert!(read_text(&dir.join(".terraform.lock.hcl")).contains("version     = \"1.0.0\""));
 }

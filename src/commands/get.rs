@@ -35,7 +35,7 @@ async fn get(args: &GetArgs, out: &Output) -> Result<(), Diagnostics> {
         cli_config.netrc.clone(),
         args.parallelism,
     );
-    let prepared = prepare(&modules, Path::new("."), &data_dir(), args.update).await?;
+    let prepared = prepare(&modules, Path::new("."), &data_dir(), args.update, &()).await?;
     for event in &prepared.events {
         out.module_event(event);
     }
