@@ -919,6 +919,27 @@ fn providers_of_modules_in_start_downloading_while_another_module_is_still_arriv
         ),
     );
     assert_eq!(provider_lines(&out), provider_lines(&plain_out));
+    // Fetched into a store of the run and linked from there, the installed
+    // files still have the bytes and modes of a download straight into
+    // place (their times are a cache entry's, as with a plugin cache).
+    let files_and_modes = |dir: &Path| -> Vec<(String, u32, Vec<u8>)> {
+        use std::os::unix::fs::PermissionsExt;
+        let mut found: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|entry| {
+                let path = entry.unwrap().path();
+                let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                (name, mode, std::fs::read(&path).unwrap())
+            })
+            .collect();
+        found.sort();
+        found
+    };
+    assert_eq!(
+        files_and_modes(&dir.join(&installed)),
+        files_and_modes(&plain.join(&installed))
+    );
     assert_eq!(
         read_text(&dir.join(".terraform.lock.hcl")),
         read_text(&plain.join(".terraform.lock.hcl"))
@@ -1002,4 +1023,196 @@ fn a_failed_early_download_is_tried_again_by_the_installation() {
     );
     assert!(!out.contains("500"), "{out}");
     assert!(read_text(&dir.join(".terraform.lock.hcl")).contains("version     = \"1.0.0\""));
+}
+
+/// A module package as a zip archive, for registries that answer with an
+/// archive's URL.
+fn module_zip() -> Vec<u8> {
+    build_zip(
+        &[ZipEntry::new("main.tf", MODULE_TF, 0o644)],
+        Compression::Deflated,
+    )
+}
+
+#[test]
+fn registry_credentials_reach_the_module_registry_and_not_the_package_host() {
+    const TOKEN: &str = "module-registry-token";
+    let world = World::new();
+    // The registry as `127.0.0.1:PORT` (a registry hostname needs a dot),
+    // found by service discovery; its download answer points at the same
+    // server as `localhost:PORT`, which is another host to Terraform and so
+    // gets no token.
+    let registry_host = format!("127.0.0.1:{}", world.server.port());
+    world.server.route(
+        "/.well-known/terraform.json",
+        Response::json(r#"{"modules.v1":"/v1/modules/"}"#),
+    );
+    world.server.route(
+        "/v1/modules/acme/net/aws/versions",
+        Response::json(r#"{"modules":[{"versions":[{"version":"1.0.0"}]}]}"#),
+    );
+    world.server.route(
+        "/v1/modules/acme/net/aws/1.0.0/download",
+        Response::new(204).header(
+            "X-Terraform-Get",
+            format!("https://{}/archive/net.zip", world.server.localhost_host()),
+        ),
+    );
+    world.server.route(
+        "/archive/net.zip",
+        Response::bytes("application/zip", module_zip()),
+    );
+    world.server.require_bearer("terraform.json", TOKEN);
+    world.server.require_bearer("/versions", TOKEN);
+    world.server.require_bearer("/download", TOKEN);
+    std::fs::write(
+        &world.cli_config,
+        format!("credentials \"{registry_host}\" {{\n  token = \"{TOKEN}\"\n}}\n"),
+    )
+    .unwrap();
+    let dir = world.workdir(
+        "credentials",
+        &format!(
+            "module \"net\" {{\n  source  = \"{registry_host}/acme/net/aws\"\n  version = \"1.0.0\"\n}}\n"
+        ),
+        &[],
+    );
+    let out = ok(
+        "tfinstall get",
+        &world.tfinstall(&dir, &["get", "-no-color"]),
+    );
+    assert!(out.contains("- net in .terraform/modules/net"), "{out}");
+    assert_eq!(
+        read_text(&dir.join(".terraform/modules/net/main.tf")),
+        MODULE_TF
+    );
+    let bearer = format!("Bearer {TOKEN}");
+    for path in [
+        "/.well-known/terraform.json",
+        "/v1/modules/acme/net/aws/versions",
+        "/v1/modules/acme/net/aws/1.0.0/download",
+    ] {
+        let requests = world.server.requests_to(path);
+        assert_eq!(requests.len(), 1, "{path}");
+        assert_eq!(requests[0].header("authorization"), Some(bearer.as_str()));
+    }
+    let archive = world.server.requests_to("/archive/net.zip");
+    assert_eq!(archive.len(), 1);
+    assert_eq!(archive[0].header("authorization"), None);
+
+    // TF_TOKEN_<host> does the same for a host named in a `host` block,
+    // and git, on another host, is sent none.
+    let world = world_with_vpc();
+    world.server.require_bearer("/versions", TOKEN);
+    world.server.require_bearer("/download", TOKEN);
+    let dir = world.workdir("tf-token", &vpc_call("1.0.0"), &[]);
+    let mut command = tfinstall_command(&world.home());
+    world.ca.configure(&mut command);
+    let output = command
+        .current_dir(&dir)
+        .env("TF_CLI_CONFIG_FILE", &world.cli_config)
+        .env("TF_TOKEN_registry_test", TOKEN)
+        .env("GIT_SSL_CAINFO", world.ca.ca_pem_path())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .args(["get", "-no-color"])
+        .output()
+        .unwrap();
+    ok("get with TF_TOKEN", &output);
+    assert!(dir.join(".terraform/modules/vpc/main.tf").is_file());
+    let requests = world.server.requests();
+    let (registry, git): (Vec<_>, Vec<_>) = requests
+        .iter()
+        .partition(|r| r.path.starts_with("/v1/modules/"));
+    assert_eq!(registry.len(), 2, "{requests:?}");
+    for request in registry {
+        assert_eq!(request.header("authorization"), Some(bearer.as_str()));
+    }
+    assert!(!git.is_empty());
+    for request in git {
+        assert_eq!(request.header("authorization"), None, "{}", request.path);
+    }
+}
+
+#[test]
+fn opentofus_json_download_answer_with_a_relative_location_is_followed() {
+    let world = World::new();
+    let base = "/v1/modules/acme/net/aws";
+    world.server.route(
+        &format!("{base}/versions"),
+        Response::json(r#"{"modules":[{"versions":[{"version":"1.0.0"}]}]}"#),
+    );
+    // OpenTofu's registry answers 200 with the location in the body; one
+    // starting with ./ is resolved against the download URL.
+    world.server.route(
+        &format!("{base}/1.0.0/download"),
+        Response::json(r#"{"location":"./net.zip"}"#),
+    );
+    world.server.route(
+        &format!("{base}/1.0.0/net.zip"),
+        Response::bytes("application/zip", module_zip()),
+    );
+    let dir = world.workdir(
+        "tofu-location",
+        "module \"net\" {\n  source  = \"registry.test/acme/net/aws\"\n  version = \"1.0.0\"\n}\n",
+        &[],
+    );
+    let out = ok(
+        "tfinstall get",
+        &world.tfinstall(&dir, &["get", "-no-color"]),
+    );
+    assert_eq!(
+        out,
+        "Downloading registry.test/acme/net/aws 1.0.0 for net...\n- net in .terraform/modules/net\n"
+    );
+    assert_eq!(
+        read_text(&dir.join(".terraform/modules/net/main.tf")),
+        MODULE_TF
+    );
+    assert_eq!(world.server.count(&format!("{base}/1.0.0/net.zip")), 1);
+}
+
+#[test]
+fn init_json_reports_each_module_line_with_its_key() {
+    let world = world_with_vpc();
+    let dir = world.workdir("json", &vpc_call("1.0.0"), &[]);
+    let output = world.tfinstall(&dir, &["init", "-json"]);
+    let stdout = ok("tfinstall init -json", &output);
+    let stream = validated_stream(stdout.as_bytes());
+    let lines: Vec<(String, String, String)> = stream
+        .iter()
+        .filter(|m| {
+            m["type"] == "log"
+                && m["event"]
+                    .as_str()
+                    .is_some_and(|e| e.starts_with("module_"))
+        })
+        .map(|m| {
+            (
+                m["event"].as_str().unwrap().to_string(),
+                m["module"].as_str().unwrap().to_string(),
+                m["@message"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            (
+                "module_downloading".to_string(),
+                "vpc".to_string(),
+                "Downloading registry.test/acme/vpc/aws 1.0.0 for vpc...".to_string()
+            ),
+            (
+                "module_installed".to_string(),
+                "vpc".to_string(),
+                "- vpc in .terraform/modules/vpc".to_string()
+            ),
+        ]
+    );
+    assert!(
+        stream
+            .iter()
+            .any(|m| m["message_code"] == "initializing_modules_message")
+    );
 }

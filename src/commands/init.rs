@@ -14,7 +14,7 @@ use crate::fetch::{DownloadSettings, Downloader};
 use crate::install::context::OtherPlatforms;
 use crate::install::installer::{CacheUse, InstallMode, InstallOutcome, Installer};
 use crate::install::layout::{InstallLayout, LayoutKind};
-use crate::install::link::LinkMode;
+use crate::install::link::{LinkMode, add_owner_write};
 use crate::install::staging::{FileMode, Staging};
 use crate::lockfile::Locks;
 use crate::module_install::{ModuleSources, PreparedModules, WalkObserver};
@@ -636,6 +636,25 @@ async fn init_found(
         InstallMode::Normal
     };
     let outcome = installer.install(&requirements, &previous, mode).await?;
+    // Linked from a store of this run alone, which goes when the run ends:
+    // the files get the modes a download straight into place gives them.
+    if run._run_cache.is_some() || prefetch.and_then(prefetch::Prefetch::store).is_some() {
+        let staged: Vec<PathBuf> = outcome
+            .moves
+            .iter()
+            .map(|(staged, _)| staged.clone())
+            .collect();
+        tokio::task::spawn_blocking(move || staged.iter().try_for_each(|dir| add_owner_write(dir)))
+            .await
+            .map_err(std::io::Error::other)
+            .and_then(|done| done)
+            .map_err(|err| {
+                Diagnostics::from(Diagnostic::error(
+                    "Failed to install providers",
+                    format!("Could not make the installed provider files writable: {err}."),
+                ))
+            })?;
+    }
     let readonly = args.lockfile.as_deref() == Some("readonly");
     // Committing renames and fsyncs; off the runtime's one thread, so that
     // the directories of a multi-directory run commit side by side.
