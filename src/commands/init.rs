@@ -479,8 +479,10 @@ async fn init(run: &Run<'_>, dir: &Path, out: &Arc<Output>) -> Result<Initialize
         let (source, diags) = build_source(&options);
         (source, diags)
     };
+    // Nothing to gain where providers come from local directories only.
     let prefetch = (args.get
         && !args.offline
+        && args.plugin_dirs.is_empty()
         && !lock_diags.has_errors()
         && !source_diags.has_errors())
     .then(|| {

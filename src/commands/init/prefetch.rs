@@ -127,6 +127,7 @@ impl Prefetch {
         };
         let mut known: BTreeMap<ProviderAddr, VersionConstraints> = BTreeMap::new();
         let mut modules_seen: HashSet<PathBuf> = HashSet::new();
+        let mut unread: Vec<PathBuf> = Vec::new();
         let mut started: HashMap<ProviderAddr, VersionConstraints> = HashMap::new();
         let built: OnceLock<Option<Installer>> = OnceLock::new();
         let mut overlapping = false;
@@ -138,19 +139,24 @@ impl Prefetch {
                     Some(Learned::Fetching) => overlapping = true,
                     Some(Learned::Module(dir)) => {
                         if modules_seen.insert(dir.clone()) {
-                            for (provider, constraints) in module_own_requirements(&dir) {
-                                known
-                                    .entry(provider)
-                                    .or_insert_with(VersionConstraints::empty)
-                                    .extend(&constraints);
-                            }
+                            unread.push(dir);
                         }
                     }
                 },
                 Some(()) = in_flight.next(), if !in_flight.is_empty() => {}
             }
+            // Read only once there is a walk to overlap: a configuration
+            // whose modules are all in place has no time to gain.
             if !overlapping {
                 continue;
+            }
+            for dir in unread.drain(..) {
+                for (provider, constraints) in module_own_requirements(&dir) {
+                    known
+                        .entry(provider)
+                        .or_insert_with(VersionConstraints::empty)
+                        .extend(&constraints);
+                }
             }
             let installer =
                 built.get_or_init(|| self.target().map(|cache| (self.installer)(cache.clone())));
