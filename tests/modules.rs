@@ -1216,3 +1216,42 @@ fn init_json_reports_each_module_line_with_its_key() {
             .any(|m| m["message_code"] == "initializing_modules_message")
     );
 }
+
+#[test]
+fn with_a_plugin_cache_the_early_download_fills_the_cache_entry_the_install_uses() {
+    let world = World::new();
+    let tree = world.with_providers(vec![ProviderSpec::new("acme", "alpha", "1.0.0")]);
+    let platform = current_platform();
+    let zip = tree
+        .package("alpha", "1.0.0", &platform)
+        .url_path
+        .clone()
+        .unwrap();
+    let cache = world.tmp.path().join("plugin-cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let mut config = read_text(&world.cli_config);
+    config.push_str(&format!("plugin_cache_dir = \"{}\"\n", cache.display()));
+    std::fs::write(&world.cli_config, config).unwrap();
+    world.publish_module("fast", &requires_alpha("1.0.0"));
+    world.publish_module("slow", MODULE_TF);
+    world.hold_module_until("slow", &zip);
+    let dir = world.workdir("cached", &calls(&["fast", "slow"]), &[]);
+    let out = ok(
+        "tfinstall init",
+        &world.tfinstall(&dir, &["init", "-no-color", "-layout=providers"]),
+    );
+    assert!(world.first_request(&zip) < world.first_git_request("slow"));
+    assert_eq!(world.server.count(&zip), 1);
+    assert!(
+        cache
+            .join(format!("{HOST}/acme/alpha/1.0.0/{platform}"))
+            .is_dir()
+    );
+    // Filled by this run: reported as installed, not as a cache hit.
+    assert!(
+        out.contains("- Installed registry.test/acme/alpha v1.0.0"),
+        "{out}"
+    );
+    assert!(!out.contains("shared cache directory"), "{out}");
+    assert!(read_text(&dir.join(".terraform.lock.hcl")).contains("version     = \"1.0.0\""));
+}
