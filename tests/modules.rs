@@ -127,6 +127,8 @@ impl World {
             .env("GIT_SSL_CAINFO", self.ca.ca_pem_path())
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("GIT_TERMINAL_PROMPT", "0")
+            // Longer than a held answer ([`World::hold_module_until`]) waits.
+            .env("TF_REGISTRY_CLIENT_TIMEOUT", "60")
             .args(args)
             .output()
             .expect("run tfinstall")
@@ -802,4 +804,484 @@ fn a_module_links_are_kept_as_links_and_never_followed() {
         Path::new("../main.tf")
     );
     assert_eq!(read_text(&placed.join("main.tf")), MODULE_TF);
+}
+
+impl World {
+    /// A provider registry on the same server, beside the module registry,
+    /// publishing `specs` under the registry's hostname.
+    fn with_providers(&self, specs: Vec<ProviderSpec>) -> PublishedTree {
+        let root = self.tmp.path().join("registry");
+        let mut registry = Registry::new(&PgpKey::generate_ecdsa());
+        for spec in specs {
+            registry = registry.provider(spec.hostname(HOST));
+        }
+        let tree = registry.write(&root, &self.server.url());
+        self.server.serve_dir(&root);
+        std::fs::write(
+            &self.cli_config,
+            format!(
+                "host \"{HOST}\" {{\n  services = {{\n    \"modules.v1\" = \"{}\"\n    \"providers.v1\" = \"{}\"\n  }}\n}}\n",
+                self.server.url_for("/v1/modules/"),
+                self.server.url_for("/v1/providers/")
+            ),
+        )
+        .unwrap();
+        tree
+    }
+
+    /// Publishes `acme/NAME/aws` 1.0.0, a module whose files are `main_tf`.
+    fn publish_module(&self, name: &str, main_tf: &str) -> GitRepo {
+        let repo = self.git.create(name);
+        let commit = repo.commit("main", name, &[("main.tf", main_tf.as_bytes())]);
+        self.publish("acme", name, &repo, &[("1.0.0", &commit)]);
+        repo
+    }
+
+    /// Holds the registry's download answer for `acme/NAME/aws` 1.0.0 until
+    /// `path` has been asked for: the module cannot arrive before then.
+    fn hold_module_until(&self, name: &str, path: &str) {
+        self.server.fault(
+            &format!("/v1/modules/acme/{name}/aws/1.0.0/download"),
+            Fault::AwaitRequest {
+                path: path.to_string(),
+                at_most: std::time::Duration::from_secs(20),
+            },
+        );
+    }
+
+    /// Where in the request log the first request for `path` is.
+    fn first_request(&self, path: &str) -> usize {
+        self.server
+            .requests()
+            .iter()
+            .position(|r| r.path == path)
+            .unwrap_or_else(|| panic!("no request for {path}"))
+    }
+
+    /// Where in the request log the first request into the git repository
+    /// `name` is.
+    fn first_git_request(&self, name: &str) -> usize {
+        let prefix = format!("/git/{name}.git/");
+        self.server
+            .requests()
+            .iter()
+            .position(|r| r.path.starts_with(&prefix))
+            .unwrap_or_else(|| panic!("no request into {prefix}"))
+    }
+}
+
+fn requires_alpha(constraint: &str) -> String {
+    format!(
+        "terraform {{\n  required_providers {{\n    alpha = {{\n      source  = \"registry.test/acme/alpha\"\n      version = \"{constraint}\"\n    }}\n  }}\n}}\n"
+    )
+}
+
+fn calls(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|name| {
+            format!(
+                "module \"{name}\" {{\n  source  = \"registry.test/acme/{name}/aws\"\n  version = \"1.0.0\"\n}}\n"
+            )
+        })
+        .collect()
+}
+
+/// The lines of an init's output from the provider heading on.
+fn provider_lines(out: &str) -> String {
+    let at = out
+        .find("Initializing provider plugins...")
+        .unwrap_or_else(|| panic!("no provider heading in {out}"));
+    out[at..].to_string()
+}
+
+#[test]
+fn providers_of_modules_in_start_downloading_while_another_module_is_still_arriving() {
+    let world = World::new();
+    let tree = world.with_providers(vec![ProviderSpec::new("acme", "alpha", "1.0.0")]);
+    let zip = tree
+        .package("alpha", "1.0.0", &current_platform())
+        .url_path
+        .clone()
+        .unwrap();
+    world.publish_module("fast", &requires_alpha(">= 1.0.0"));
+    world.publish_module("slow", MODULE_TF);
+    // The slow module's download location is held until alpha's package has
+    // been asked for: only a provider download that starts while modules
+    // still arrive lets the slow module in before the 20 s cap.
+    world.hold_module_until("slow", &zip);
+    let dir = world.workdir("overlap", &calls(&["fast", "slow"]), &[]);
+    let out = ok(
+        "tfinstall init",
+        &world.tfinstall(&dir, &["init", "-no-color", "-layout=providers"]),
+    );
+    assert!(
+        world.first_request(&zip) < world.first_git_request("slow"),
+        "alpha's package was not asked for before the slow module's repository: {:#?}",
+        world
+            .server
+            .requests()
+            .iter()
+            .map(|r| &r.path)
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(world.server.count(&zip), 1);
+    assert!(dir.join(".terraform/modules/slow/main.tf").is_file());
+    let installed = format!(
+        ".terraform/providers/{HOST}/acme/alpha/1.0.0/{}",
+        current_platform()
+    );
+    assert!(dir.join(&installed).is_dir(), "{out}");
+
+    // The same configuration installed with its modules in place already
+    // (-get=false: no walk, nothing fetched early) reports the providers in
+    // the same words and writes the same lock file.
+    let plain = world.workdir("plain", &calls(&["fast", "slow"]), &[]);
+    ok(
+        "tfinstall get",
+        &world.tfinstall(&plain, &["get", "-no-color"]),
+    );
+    let plain_out = ok(
+        "tfinstall init -get=false",
+        &world.tfinstall(
+            &plain,
+            &["init", "-no-color", "-layout=providers", "-get=false"],
+        ),
+    );
+    assert_eq!(provider_lines(&out), provider_lines(&plain_out));
+    // Fetched into a store of the run and linked from there, the installed
+    // files still have the bytes and modes of a download straight into
+    // place (their times are a cache entry's, as with a plugin cache).
+    let files_and_modes = |dir: &Path| -> Vec<(String, u32, Vec<u8>)> {
+        use std::os::unix::fs::PermissionsExt;
+        let mut found: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|entry| {
+                let path = entry.unwrap().path();
+                let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                (name, mode, std::fs::read(&path).unwrap())
+            })
+            .collect();
+        found.sort();
+        found
+    };
+    assert_eq!(
+        files_and_modes(&dir.join(&installed)),
+        files_and_modes(&plain.join(&installed))
+    );
+    assert_eq!(
+        read_text(&dir.join(".terraform.lock.hcl")),
+        read_text(&plain.join(".terraform.lock.hcl"))
+    );
+    assert!(read_text(&dir.join(".terraform.lock.hcl")).contains("version     = \"1.0.0\""));
+}
+
+#[test]
+fn a_later_module_ruling_out_the_early_version_gets_the_right_one() {
+    let world = World::new();
+    let tree = world.with_providers(vec![
+        ProviderSpec::new("acme", "alpha", "1.0.0"),
+        ProviderSpec::new("acme", "alpha", "2.0.0"),
+    ]);
+    let platform = current_platform();
+    let zip_2 = tree
+        .package("alpha", "2.0.0", &platform)
+        .url_path
+        .clone()
+        .unwrap();
+    world.publish_module("fast", &requires_alpha(">= 1.0.0"));
+    // Arrives only once 2.0.0, the newest the fast module allows, is being
+    // fetched, and rules it out.
+    world.publish_module("slow", &requires_alpha("< 2.0.0"));
+    world.hold_module_until("slow", &zip_2);
+    let dir = world.workdir("ruled-out", &calls(&["fast", "slow"]), &[]);
+    let out = ok(
+        "tfinstall init",
+        &world.tfinstall(&dir, &["init", "-no-color", "-layout=providers"]),
+    );
+    assert!(world.first_request(&zip_2) < world.first_git_request("slow"));
+    assert!(
+        out.contains("- Installed registry.test/acme/alpha v1.0.0"),
+        "{out}"
+    );
+    assert!(!out.contains("v2.0.0"), "{out}");
+    let lock = read_text(&dir.join(".terraform.lock.hcl"));
+    assert!(lock.contains("version     = \"1.0.0\""), "{lock}");
+    assert!(
+        lock.contains("constraints = \">= 1.0.0, < 2.0.0\""),
+        "{lock}"
+    );
+    assert!(!lock.contains("version     = \"2.0.0\""), "{lock}");
+    let providers = dir.join(format!(".terraform/providers/{HOST}/acme/alpha"));
+    assert!(providers.join("1.0.0").join(&platform).is_dir());
+    assert!(!providers.join("2.0.0").exists());
+}
+
+#[test]
+fn a_failed_early_download_is_tried_again_by_the_installation() {
+    let world = World::new();
+    let tree = world.with_providers(vec![ProviderSpec::new("acme", "alpha", "1.0.0")]);
+    let zip = tree
+        .package("alpha", "1.0.0", &current_platform())
+        .url_path
+        .clone()
+        .unwrap();
+    world.publish_module("fast", &requires_alpha("1.0.0"));
+    world.publish_module("slow", MODULE_TF);
+    world.hold_module_until("slow", &zip);
+    // The early download meets a 500 and, with no retries, gives up.
+    world.server.status_sequence(&zip, &[500]);
+    let dir = world.workdir("failed-early", &calls(&["fast", "slow"]), &[]);
+    let out = ok(
+        "tfinstall init",
+        &world.tfinstall(
+            &dir,
+            &[
+                "init",
+                "-no-color",
+                "-layout=providers",
+                "--download-retries=0",
+            ],
+        ),
+    );
+    assert!(world.first_request(&zip) < world.first_git_request("slow"));
+    assert_eq!(world.server.count(&zip), 2);
+    assert!(
+        out.contains("- Installed registry.test/acme/alpha v1.0.0"),
+        "{out}"
+    );
+    assert!(!out.contains("500"), "{out}");
+    assert!(read_text(&dir.join(".terraform.lock.hcl")).contains("version     = \"1.0.0\""));
+}
+
+/// A module package as a zip archive, for registries that answer with an
+/// archive's URL.
+fn module_zip() -> Vec<u8> {
+    build_zip(
+        &[ZipEntry::new("main.tf", MODULE_TF, 0o644)],
+        Compression::Deflated,
+    )
+}
+
+#[test]
+fn registry_credentials_reach_the_module_registry_and_not_the_package_host() {
+    const TOKEN: &str = "module-registry-token";
+    let world = World::new();
+    // The registry as `127.0.0.1:PORT` (a registry hostname needs a dot),
+    // found by service discovery; its download answer points at the same
+    // server as `localhost:PORT`, which is another host to Terraform and so
+    // gets no token.
+    let registry_host = format!("127.0.0.1:{}", world.server.port());
+    world.server.route(
+        "/.well-known/terraform.json",
+        Response::json(r#"{"modules.v1":"/v1/modules/"}"#),
+    );
+    world.server.route(
+        "/v1/modules/acme/net/aws/versions",
+        Response::json(r#"{"modules":[{"versions":[{"version":"1.0.0"}]}]}"#),
+    );
+    world.server.route(
+        "/v1/modules/acme/net/aws/1.0.0/download",
+        Response::new(204).header(
+            "X-Terraform-Get",
+            format!("https://{}/archive/net.zip", world.server.localhost_host()),
+        ),
+    );
+    world.server.route(
+        "/archive/net.zip",
+        Response::bytes("application/zip", module_zip()),
+    );
+    world.server.require_bearer("terraform.json", TOKEN);
+    world.server.require_bearer("/versions", TOKEN);
+    world.server.require_bearer("/download", TOKEN);
+    std::fs::write(
+        &world.cli_config,
+        format!("credentials \"{registry_host}\" {{\n  token = \"{TOKEN}\"\n}}\n"),
+    )
+    .unwrap();
+    let dir = world.workdir(
+        "credentials",
+        &format!(
+            "module \"net\" {{\n  source  = \"{registry_host}/acme/net/aws\"\n  version = \"1.0.0\"\n}}\n"
+        ),
+        &[],
+    );
+    let out = ok(
+        "tfinstall get",
+        &world.tfinstall(&dir, &["get", "-no-color"]),
+    );
+    assert!(out.contains("- net in .terraform/modules/net"), "{out}");
+    assert_eq!(
+        read_text(&dir.join(".terraform/modules/net/main.tf")),
+        MODULE_TF
+    );
+    let bearer = format!("Bearer {TOKEN}");
+    for path in [
+        "/.well-known/terraform.json",
+        "/v1/modules/acme/net/aws/versions",
+        "/v1/modules/acme/net/aws/1.0.0/download",
+    ] {
+        let requests = world.server.requests_to(path);
+        assert_eq!(requests.len(), 1, "{path}");
+        assert_eq!(requests[0].header("authorization"), Some(bearer.as_str()));
+    }
+    let archive = world.server.requests_to("/archive/net.zip");
+    assert_eq!(archive.len(), 1);
+    assert_eq!(archive[0].header("authorization"), None);
+
+    // TF_TOKEN_<host> does the same for a host named in a `host` block,
+    // and git, on another host, is sent none.
+    let world = world_with_vpc();
+    world.server.require_bearer("/versions", TOKEN);
+    world.server.require_bearer("/download", TOKEN);
+    let dir = world.workdir("tf-token", &vpc_call("1.0.0"), &[]);
+    let mut command = tfinstall_command(&world.home());
+    world.ca.configure(&mut command);
+    let output = command
+        .current_dir(&dir)
+        .env("TF_CLI_CONFIG_FILE", &world.cli_config)
+        .env("TF_TOKEN_registry_test", TOKEN)
+        .env("GIT_SSL_CAINFO", world.ca.ca_pem_path())
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .args(["get", "-no-color"])
+        .output()
+        .unwrap();
+    ok("get with TF_TOKEN", &output);
+    assert!(dir.join(".terraform/modules/vpc/main.tf").is_file());
+    let requests = world.server.requests();
+    let (registry, git): (Vec<_>, Vec<_>) = requests
+        .iter()
+        .partition(|r| r.path.starts_with("/v1/modules/"));
+    assert_eq!(registry.len(), 2, "{requests:?}");
+    for request in registry {
+        assert_eq!(request.header("authorization"), Some(bearer.as_str()));
+    }
+    assert!(!git.is_empty());
+    for request in git {
+        assert_eq!(request.header("authorization"), None, "{}", request.path);
+    }
+}
+
+#[test]
+fn opentofus_json_download_answer_with_a_relative_location_is_followed() {
+    let world = World::new();
+    let base = "/v1/modules/acme/net/aws";
+    world.server.route(
+        &format!("{base}/versions"),
+        Response::json(r#"{"modules":[{"versions":[{"version":"1.0.0"}]}]}"#),
+    );
+    // OpenTofu's registry answers 200 with the location in the body; one
+    // starting with ./ is resolved against the download URL.
+    world.server.route(
+        &format!("{base}/1.0.0/download"),
+        Response::json(r#"{"location":"./net.zip"}"#),
+    );
+    world.server.route(
+        &format!("{base}/1.0.0/net.zip"),
+        Response::bytes("application/zip", module_zip()),
+    );
+    let dir = world.workdir(
+        "tofu-location",
+        "module \"net\" {\n  source  = \"registry.test/acme/net/aws\"\n  version = \"1.0.0\"\n}\n",
+        &[],
+    );
+    let out = ok(
+        "tfinstall get",
+        &world.tfinstall(&dir, &["get", "-no-color"]),
+    );
+    assert_eq!(
+        out,
+        "Downloading registry.test/acme/net/aws 1.0.0 for net...\n- net in .terraform/modules/net\n"
+    );
+    assert_eq!(
+        read_text(&dir.join(".terraform/modules/net/main.tf")),
+        MODULE_TF
+    );
+    assert_eq!(world.server.count(&format!("{base}/1.0.0/net.zip")), 1);
+}
+
+#[test]
+fn init_json_reports_each_module_line_with_its_key() {
+    let world = world_with_vpc();
+    let dir = world.workdir("json", &vpc_call("1.0.0"), &[]);
+    let output = world.tfinstall(&dir, &["init", "-json"]);
+    let stdout = ok("tfinstall init -json", &output);
+    let stream = validated_stream(stdout.as_bytes());
+    let lines: Vec<(String, String, String)> = stream
+        .iter()
+        .filter(|m| {
+            m["type"] == "log"
+                && m["event"]
+                    .as_str()
+                    .is_some_and(|e| e.starts_with("module_"))
+        })
+        .map(|m| {
+            (
+                m["event"].as_str().unwrap().to_string(),
+                m["module"].as_str().unwrap().to_string(),
+                m["@message"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            (
+                "module_downloading".to_string(),
+                "vpc".to_string(),
+                "Downloading registry.test/acme/vpc/aws 1.0.0 for vpc...".to_string()
+            ),
+            (
+                "module_installed".to_string(),
+                "vpc".to_string(),
+                "- vpc in .terraform/modules/vpc".to_string()
+            ),
+        ]
+    );
+    assert!(
+        stream
+            .iter()
+            .any(|m| m["message_code"] == "initializing_modules_message")
+    );
+}
+
+#[test]
+fn with_a_plugin_cache_the_early_download_fills_the_cache_entry_the_install_uses() {
+    let world = World::new();
+    let tree = world.with_providers(vec![ProviderSpec::new("acme", "alpha", "1.0.0")]);
+    let platform = current_platform();
+    let zip = tree
+        .package("alpha", "1.0.0", &platform)
+        .url_path
+        .clone()
+        .unwrap();
+    let cache = world.tmp.path().join("plugin-cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let mut config = read_text(&world.cli_config);
+    config.push_str(&format!("plugin_cache_dir = \"{}\"\n", cache.display()));
+    std::fs::write(&world.cli_config, config).unwrap();
+    world.publish_module("fast", &requires_alpha("1.0.0"));
+    world.publish_module("slow", MODULE_TF);
+    world.hold_module_until("slow", &zip);
+    let dir = world.workdir("cached", &calls(&["fast", "slow"]), &[]);
+    let out = ok(
+        "tfinstall init",
+        &world.tfinstall(&dir, &["init", "-no-color", "-layout=providers"]),
+    );
+    assert!(world.first_request(&zip) < world.first_git_request("slow"));
+    assert_eq!(world.server.count(&zip), 1);
+    assert!(
+        cache
+            .join(format!("{HOST}/acme/alpha/1.0.0/{platform}"))
+            .is_dir()
+    );
+    // Filled by this run: reported as installed, not as a cache hit.
+    assert!(
+        out.contains("- Installed registry.test/acme/alpha v1.0.0"),
+        "{out}"
+    );
+    assert!(!out.contains("shared cache directory"), "{out}");
+    assert!(read_text(&dir.join(".terraform.lock.hcl")).contains("version     = \"1.0.0\""));
 }

@@ -37,7 +37,7 @@ async fn get(args: &GetArgs, out: &Output) -> Result<(), Diagnostics> {
     )
     .with_cache(module_cache(&cli_config))
     .link_mode(args.module_link_mode);
-    let prepared = prepare(&modules, Path::new("."), &data_dir(), args.update).await?;
+    let prepared = prepare(&modules, Path::new("."), &data_dir(), args.update, &()).await?;
     for event in &prepared.events {
         out.module_event(event);
     }

@@ -14,10 +14,10 @@ use crate::fetch::{DownloadSettings, Downloader};
 use crate::install::context::OtherPlatforms;
 use crate::install::installer::{CacheUse, InstallMode, InstallOutcome, Installer};
 use crate::install::layout::{InstallLayout, LayoutKind};
-use crate::install::link::LinkMode;
+use crate::install::link::{LinkMode, add_owner_write};
 use crate::install::staging::{FileMode, Staging};
 use crate::lockfile::Locks;
-use crate::module_install::{ModuleSources, PreparedModules, module_cache};
+use crate::module_install::{ModuleSources, PreparedModules, WalkObserver, module_cache};
 use crate::output::{LockFileChange, Output};
 use crate::package::extract::ExtractLimits;
 use crate::platform_hashes::PlatformHashes;
@@ -29,6 +29,8 @@ use crate::source::configured::{
 use crate::workdir::engine::EngineChoice;
 use crate::workdir::platforms::LockPlatforms;
 use crate::workdir::{LOCK_FILE, configuration_requirements_staged, data_dir, in_dir};
+
+mod prefetch;
 
 /// `init` in the working directory, or in each DIR given, each with the
 /// engine its own files choose unless `engine_flag` (`-engine`) says.
@@ -460,30 +462,10 @@ async fn init(run: &Run<'_>, dir: &Path, out: &Arc<Output>) -> Result<Initialize
         return Ok(Initialized::EmptyDirectory);
     }
     let data_dir = in_dir(dir, data_dir());
-    let mut warnings = Diagnostics::new();
-
-    let modules = if args.get {
-        install_modules(&run.modules, dir, args.upgrade, out).await?
-    } else {
-        None
-    };
-    let staged = modules.as_ref().and_then(PreparedModules::staged);
-    let (requirements, module_diags) =
-        configuration_requirements_staged(dir, &data_dir, staged.as_ref())?;
-    warnings.extend(module_diags);
-    if let Some(installation) = &run.cli_config.provider_installation
-        && !installation.dev_overrides.is_empty()
-    {
-        warnings.push(dev_overrides_warning(&installation.dev_overrides));
-    }
-
+    // Read before the modules, for the providers fetched while they arrive;
+    // reported where Terraform reports them, after the modules.
     let lock_path = in_dir(dir, LOCK_FILE);
     let (previous, lock_diags) = Locks::load(&lock_path);
-    if lock_diags.has_errors() {
-        return Err(lock_diags);
-    }
-    warnings.extend(lock_diags);
-
     let options = SourceOptions {
         plugin_dirs: &args.plugin_dirs,
         cli_config: &run.cli_config,
@@ -499,6 +481,121 @@ async fn init(run: &Run<'_>, dir: &Path, out: &Arc<Output>) -> Result<Initialize
         let (source, diags) = build_source(&options);
         (source, diags)
     };
+    // Nothing to gain where providers come from local directories only.
+    let prefetch = (args.get
+        && !args.offline
+        && args.plugin_dirs.is_empty()
+        && !lock_diags.has_errors()
+        && !source_diags.has_errors())
+    .then(|| {
+        let (source, data_dir, limits) = (source.clone(), data_dir.clone(), extract_limits(args));
+        let (platform, layout, downloader) =
+            (Platform::current(), run.layout, run.downloader.clone());
+        let (dev_overrides, policy, parallelism) = (
+            run.dev_overrides.clone(),
+            run.policy.clone(),
+            args.parallelism,
+        );
+        prefetch::Prefetch::new(
+            dir,
+            run.cache.clone(),
+            // -upgrade looks past the lock file, and so does the prefetch.
+            if args.upgrade {
+                Locks::default()
+            } else {
+                previous.clone()
+            },
+            args.parallelism,
+            Box::new(move |cache| Installer {
+                limits: limits.clone(),
+                parallelism,
+                dev_overrides: dev_overrides.clone(),
+                cache: Some(cache),
+                policy: policy.clone(),
+                ..Installer::new(
+                    source.clone(),
+                    InstallLayout::new(&data_dir, layout),
+                    platform.clone(),
+                    downloader.clone(),
+                )
+            }),
+        )
+    });
+    let found = Found {
+        previous,
+        lock_diags,
+        source,
+        source_diags,
+    };
+    match &prefetch {
+        Some(prefetch) => {
+            futures_util::future::join(
+                init_found(run, dir, out, found, Some(prefetch)),
+                prefetch.run(),
+            )
+            .await
+            .0
+        }
+        None => init_found(run, dir, out, found, None).await,
+    }
+}
+
+/// What `init` reads of a working directory before its modules: the lock
+/// file and the provider sources, each with what reading it found.
+struct Found {
+    previous: Locks,
+    lock_diags: Diagnostics,
+    source: Arc<dyn Source>,
+    source_diags: Diagnostics,
+}
+
+/// [`init`] from the modules on; `prefetch`, when given, hears of each
+/// module as it arrives and fetches what providers it can meanwhile.
+async fn init_found(
+    run: &Run<'_>,
+    dir: &Path,
+    out: &Arc<Output>,
+    found: Found,
+    prefetch: Option<&prefetch::Prefetch>,
+) -> Result<Initialized, Diagnostics> {
+    let args = run.args;
+    let data_dir = in_dir(dir, data_dir());
+    let mut warnings = Diagnostics::new();
+    let modules = if args.get {
+        let observer: &dyn WalkObserver = match prefetch {
+            Some(prefetch) => prefetch,
+            None => &(),
+        };
+        let modules = install_modules(&run.modules, dir, args.upgrade, out, observer).await;
+        if let Some(prefetch) = prefetch {
+            prefetch.walk_done();
+        }
+        modules?
+    } else {
+        None
+    };
+    let staged = modules.as_ref().and_then(PreparedModules::staged);
+    let (requirements, module_diags) =
+        configuration_requirements_staged(dir, &data_dir, staged.as_ref())?;
+    warnings.extend(module_diags);
+    if let Some(installation) = &run.cli_config.provider_installation
+        && !installation.dev_overrides.is_empty()
+    {
+        warnings.push(dev_overrides_warning(&installation.dev_overrides));
+    }
+
+    let lock_path = in_dir(dir, LOCK_FILE);
+    let Found {
+        previous,
+        lock_diags,
+        source,
+        source_diags,
+    } = found;
+    if lock_diags.has_errors() {
+        return Err(lock_diags);
+    }
+    warnings.extend(lock_diags);
+
     if source_diags.has_errors() {
         return Err(source_diags);
     }
@@ -518,8 +615,15 @@ async fn init(run: &Run<'_>, dir: &Path, out: &Arc<Output>) -> Result<Initialize
         }),
         parallelism: args.parallelism,
         dev_overrides: run.dev_overrides.clone(),
-        cache: run.cache.clone(),
-        link_mode: run.link_mode,
+        cache: run
+            .cache
+            .clone()
+            .or_else(|| prefetch.and_then(prefetch::Prefetch::store)),
+        link_mode: match prefetch.and_then(prefetch::Prefetch::store) {
+            // Links into a store that is gone when the run ends would dangle.
+            Some(_) if run.link_mode == LinkMode::Symlink => LinkMode::Auto,
+            _ => run.link_mode,
+        },
         events: out.event_sink(),
         offline: args.offline,
         policy: run.policy.clone(),
@@ -536,6 +640,25 @@ async fn init(run: &Run<'_>, dir: &Path, out: &Arc<Output>) -> Result<Initialize
         InstallMode::Normal
     };
     let outcome = installer.install(&requirements, &previous, mode).await?;
+    // Linked from a store of this run alone, which goes when the run ends:
+    // the files get the modes a download straight into place gives them.
+    if run._run_cache.is_some() || prefetch.and_then(prefetch::Prefetch::store).is_some() {
+        let staged: Vec<PathBuf> = outcome
+            .moves
+            .iter()
+            .map(|(staged, _)| staged.clone())
+            .collect();
+        tokio::task::spawn_blocking(move || staged.iter().try_for_each(|dir| add_owner_write(dir)))
+            .await
+            .map_err(std::io::Error::other)
+            .and_then(|done| done)
+            .map_err(|err| {
+                Diagnostics::from(Diagnostic::error(
+                    "Failed to install providers",
+                    format!("Could not make the installed provider files writable: {err}."),
+                ))
+            })?;
+    }
     let readonly = args.lockfile.as_deref() == Some("readonly");
     // Committing renames and fsyncs; off the runtime's one thread, so that
     // the directories of a multi-directory run commit side by side.
@@ -584,6 +707,7 @@ async fn install_modules(
     dir: &Path,
     upgrade: bool,
     out: &Output,
+    observer: &dyn WalkObserver,
 ) -> Result<Option<PreparedModules>, Diagnostics> {
     let calls_any =
         crate::module::module_calls(dir, Path::new(""), None).is_ok_and(|calls| !calls.is_empty());
@@ -598,7 +722,8 @@ async fn install_modules(
     out.init_output(code, Some(heading), |ui| {
         format!("\n{}", ui.heading(heading))
     });
-    let prepared = crate::module_install::prepare(modules, dir, &data_dir(), upgrade).await?;
+    let prepared =
+        crate::module_install::prepare(modules, dir, &data_dir(), upgrade, observer).await?;
     for event in &prepared.events {
         out.module_event(event);
     }

@@ -216,6 +216,47 @@ impl Installer {
         Diagnostics::collect(results)
     }
 
+    /// `init` while modules still arrive: makes sure the plugin cache (or
+    /// the run's store) holds the package this installer would install for
+    /// `provider` if `constraints` were all there is to know, unless it is
+    /// installed or cached already. Nothing is placed and nothing reported:
+    /// the real installation decides and finds the entry, and meets any
+    /// failure again itself.
+    pub async fn prefetch(
+        &self,
+        provider: &ProviderAddr,
+        constraints: &VersionConstraints,
+        previous: &Locks,
+    ) -> Result<(), Diagnostic> {
+        let Some(cache) = &self.cache else {
+            return Ok(());
+        };
+        if provider.is_builtin() || self.dev_overrides.contains(provider) {
+            return Ok(());
+        }
+        let memo = HashMemo::load(&self.layout.data_dir);
+        let s = self
+            .select_one(provider, constraints, previous, InstallMode::Normal, &memo)
+            .await?;
+        if s.already_installed.is_some() || s.cached.is_some() {
+            return Ok(());
+        }
+        let staging = Staging::create(cache.cache.root()).map_err(|err| {
+            Diagnostic::error(
+                "Failed to prepare the plugin cache",
+                format!(
+                    "Could not create a staging directory in {}: {err}.",
+                    cache.cache.root().display()
+                ),
+            )
+        })?;
+        let preferred = preferred_hashes(previous, &s);
+        let locked = previous.get(provider).is_some();
+        self.hold_cached(cache, &s, &preferred, &preferred, locked, &staging, &|_| {})
+            .await?;
+        Ok(())
+    }
+
     /// `serve`: the store's entry for exactly this package, filled from the
     /// source when it is missing or nothing vouches for it; once however
     /// many ask at the same moment (the run's turns and the entry lock).

@@ -139,6 +139,31 @@ fn copy_file(from: &Path, to: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// Gives every regular file under `dir` owner write, as a copy has it
+/// ([`LinkMode::Copy`]): for packages hard-linked from a store that only
+/// this run uses and then removes, whose read-only modes (a cache's, kept
+/// so that no one edits a shared entry) would otherwise outlive it in the
+/// working directory, where Terraform leaves owner-writable files.
+pub fn add_owner_write(dir: &Path) -> io::Result<()> {
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            add_owner_write(&entry.path())?;
+        } else if kind.is_file() {
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                let mode = entry.metadata()?.permissions().mode();
+                if mode & 0o200 == 0 {
+                    fs::set_permissions(entry.path(), fs::Permissions::from_mode(mode | 0o200))?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// How an unpacked package (from the plugin cache or an unpacked mirror) is
 /// placed into the install directory.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]

@@ -159,6 +159,46 @@ fn load_configuration_staged(
     }
 }
 
+/// The providers one module requires by its own files (`required_providers`,
+/// `provider` blocks, resources), its child modules left out: what `init`
+/// knows of a module as soon as its package is in, while its children may
+/// still be on their way, enough to start fetching providers early. The
+/// whole configuration is still read ([`load_requirements_staged`]) for the
+/// selection itself; a module that does not read here adds nothing.
+pub fn module_own_requirements(dir: &Path) -> BTreeMap<ProviderAddr, VersionConstraints> {
+    let Ok(files) = config_files(dir, Path::new(""), Engine::current()) else {
+        return BTreeMap::new();
+    };
+    let mut diags = Diagnostics::new();
+    let load = |paths: &[PathBuf], is_override: bool, diags: &mut Diagnostics| {
+        paths
+            .iter()
+            .filter_map(|path| load_file(&dir.join(path), path, is_override, diags))
+            .collect::<Vec<_>>()
+    };
+    let primary = load(&files.primary, false, &mut diags);
+    let overrides = load(&files.overrides, true, &mut diags);
+    let module = assemble(primary, overrides, &mut diags);
+    let mut walker = Walker {
+        locations: Locations {
+            root_dir: dir,
+            staged: None,
+        },
+        manifest: Manifest::default(),
+        configuration: Configuration::default(),
+        diags,
+        ancestors: Vec::new(),
+    };
+    walker.record("", &module);
+    walker
+        .configuration
+        .requirements
+        .0
+        .into_iter()
+        .map(|(addr, requirement)| (addr, requirement.constraints))
+        .collect()
+}
+
 /// Whether `dir` holds no configuration file (as the engine counts them),
 /// which `init` reports as an empty directory instead of installing
 /// nothing, as Terraform's `configs.IsEmptyDir` does. A directory that

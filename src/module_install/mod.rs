@@ -519,6 +519,20 @@ impl ModuleEvent {
     }
 }
 
+/// Told how the walk goes, so that the command can start on providers
+/// while packages are still arriving (`init` fetches the providers of the
+/// modules already in). Both default to nothing.
+pub trait WalkObserver: Sync {
+    /// A remote package is about to be fetched: the walk will take a while.
+    fn fetching(&self) {}
+    /// The files of a module are in place at `dir`, in the staging area or
+    /// the working directory; told once or more for each module.
+    fn module_ready(&self, _dir: &Path) {}
+}
+
+/// No one to tell (`get`).
+impl WalkObserver for () {}
+
 /// A working directory's modules, built in its staging area and not yet
 /// in place.
 pub struct PreparedModules {
@@ -607,11 +621,13 @@ struct FetchJob {
 /// directory, from where the command runs) whose data directory is
 /// `data_dir_named` as `modules.json` spells it (`.terraform` or
 /// `TF_DATA_DIR`). `upgrade` looks again at every remote module.
+/// `observer` hears of each module as its files arrive.
 pub async fn prepare(
     sources: &ModuleSources,
     dir: &Path,
     data_dir_named: &Path,
     upgrade: bool,
+    observer: &dyn WalkObserver,
 ) -> Result<PreparedModules, Diagnostics> {
     let data_dir = if dir == Path::new(".") {
         data_dir_named.to_path_buf()
@@ -664,6 +680,10 @@ pub async fn prepare(
         };
         let mut placements = Vec::new();
         for node in &level {
+            observer.module_ready(&match node.dir.strip_prefix(&named) {
+                Ok(rest) => staged.join(rest),
+                Err(_) => dir.join(&node.dir),
+            });
             let calls = match module_calls(dir, &node.dir, Some(&view)) {
                 Ok(calls) => calls,
                 Err(found) => {
@@ -687,8 +707,12 @@ pub async fn prepare(
             Placement::Fetch(job) => Some(job),
             Placement::Record(_) => None,
         });
+        let mut jobs = jobs.peekable();
+        if jobs.peek().is_some() {
+            observer.fetching();
+        }
         let results = futures_util::future::join_all(
-            jobs.map(|job| fetch_call(sources, job, &named, &staged)),
+            jobs.map(|job| fetch_call(sources, job, &named, &staged, observer)),
         )
         .await;
         let mut results = results.into_iter();
@@ -964,6 +988,7 @@ async fn fetch_call(
     job: &FetchJob,
     named: &Path,
     staged: &Path,
+    observer: &dyn WalkObserver,
 ) -> Result<Fetched, Box<Diagnostic>> {
     let call = &job.call;
     let file_line = format!(
@@ -1131,6 +1156,7 @@ async fn fetch_call(
         .place(&fetched, &place)
         .await
         .map_err(|err| Box::new(io_failure(&place, &err)))?;
+    observer.module_ready(&place.join(&subdir));
     let package_root = named.join(key);
     let dir = if subdir.is_empty() {
         package_root.clone()

@@ -129,6 +129,11 @@ pub enum Fault {
     /// Send the body `bytes` at a time with `every` between pieces: a
     /// server that keeps a download alive without ever getting far.
     Trickle { bytes: usize, every: Duration },
+    /// Hold the response until a request for `path` has arrived (or
+    /// `at_most` has passed, so that a client that never asks cannot hang
+    /// the test), then serve normally: a gate that shows, by the order of
+    /// the log, whether the client asked for `path` while this was pending.
+    AwaitRequest { path: String, at_most: Duration },
 }
 
 /// One request as the server saw it.
@@ -645,6 +650,19 @@ async fn respond(
         }
         Fault::Respond(response) => return Ok(finish(response, None, head_only)),
         Fault::Latency(delay) => tokio::time::sleep(delay).await,
+        Fault::AwaitRequest { path, at_most } => {
+            let deadline = tokio::time::Instant::now() + at_most;
+            while tokio::time::Instant::now() < deadline
+                && !state
+                    .lock()
+                    .expect("test server state")
+                    .log
+                    .iter()
+                    .any(|logged| logged.path == path)
+            {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
         Fault::StallAfter(at) => {
             cut = Some(Cut {
                 at,
