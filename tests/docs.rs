@@ -5,11 +5,13 @@
 //! session run against the binary; `docs/testing.md` gives the pages'
 //! writers the syntax (trycmd's: `$ ` commands, `? failed`, `[..]` and
 //! `...`), the commands a block may use and the normalisations. Each block
-//! runs in a world of its own shaped like a fresh clone (the bundled example
-//! at `testdata/example`, a home directory), with a real HTTPS registry that
-//! stands in for `registry.terraform.io` and `example.com`, so the pages can
-//! show what users see with no network. Standard output and standard error
-//! share one pipe, so their lines interleave as on a terminal.
+//! runs in a world of its own shaped like a fresh clone (the bundled examples
+//! at `testdata/example` and `testdata/example-modules`, a home directory),
+//! with a real HTTPS registry that stands in for `registry.terraform.io` and
+//! `example.com`, providers and modules (a module's package is a real git
+//! repository, served by `git http-backend`), so the pages can show what
+//! users see with no network. Standard output and standard error share one
+//! pipe, so their lines interleave as on a terminal.
 //!
 //! trycmd itself is not used: the examples need that registry and a
 //! clone-shaped directory, which trycmd would take as a `*.in/` directory
@@ -33,6 +35,9 @@ const REPO: &str = env!("CARGO_MANIFEST_DIR");
 
 /// The bundled example, relative to the repository, as the pages name it.
 const EXAMPLE: &str = "testdata/example";
+
+/// The bundled example that calls a registry module.
+const EXAMPLE_MODULES: &str = "testdata/example-modules";
 
 #[test]
 fn documented_examples_print_what_the_docs_show() {
@@ -346,11 +351,59 @@ fn steps(block: &Block) -> Vec<Step> {
     steps
 }
 
+/// The registry the pages' commands reach, and the git repositories of its
+/// modules.
+struct ExampleRegistry {
+    hosted: HostedRegistry,
+    _git: GitServer,
+}
+
 /// A registry that stands in for `registry.terraform.io` and `example.com`
 /// and publishes the bundled example's packages, the very files of its
 /// mirror (zipped where the mirror holds them unpacked), so that a lock
-/// file the quick start wrote is good for the registry too.
-fn example_registry() -> HostedRegistry {
+/// file the quick start wrote is good for the registry too; and the module
+/// `testdata/example-modules` calls ([`publish_example_module`]).
+fn example_registry() -> ExampleRegistry {
+    let hosted = example_provider_registry();
+    let git = GitServer::start(&hosted.server);
+    publish_example_module(&hosted.server, &git);
+    ExampleRegistry { hosted, _git: git }
+}
+
+/// `cloudposse/label/null` 0.25.0 as registry.terraform.io publishes it:
+/// its version list, and a download answered with 204 and
+/// `X-Terraform-Get: git::https://…?ref=<commit>`, a real git repository
+/// at that commit. Its files are a stand-in: the pages show what `init`
+/// prints, and that names the module, its version and where it went.
+fn publish_example_module(server: &TestServer, git: &GitServer) {
+    let repo = git.create("terraform-null-label");
+    let commit = repo.commit(
+        "main",
+        "0.25.0",
+        &[
+            (
+                "main.tf",
+                b"variable \"namespace\" {\n  default = null\n}\n\nvariable \"name\" {\n  default = null\n}\n\noutput \"id\" {\n  value = join(\"-\", compact([var.namespace, var.name]))\n}\n",
+            ),
+            ("versions.tf", b"terraform {\n  required_version = \">= 0.13.0\"\n}\n"),
+        ],
+    );
+    let base = "/v1/modules/cloudposse/label/null";
+    server.route(
+        &format!("{base}/versions"),
+        Response::json(r#"{"modules":[{"versions":[{"version":"0.24.1"},{"version":"0.25.0"}]}]}"#),
+    );
+    server.route(
+        &format!("{base}/0.25.0/download"),
+        Response::new(204).header(
+            "X-Terraform-Get",
+            format!("git::{}?ref={commit}", repo.url()),
+        ),
+    );
+}
+
+/// The providers of [`example_registry`].
+fn example_provider_registry() -> HostedRegistry {
     let mirror = Path::new(REPO).join(EXAMPLE).join("mirror");
     let providers = [
         ("registry.terraform.io", "hashicorp", "random", "3.5.1"),
@@ -414,15 +467,28 @@ struct World {
 }
 
 impl World {
-    fn new(registry: &HostedRegistry) -> World {
+    fn new(registry: &ExampleRegistry) -> World {
+        let registry = &registry.hosted;
         let mut project = Project::new();
         project.trust(&registry.ca);
+        // The git that fetches module packages trusts the registry's CA,
+        // and reads no configuration of the machine's.
+        project
+            .env("GIT_SSL_CAINFO", registry.ca.ca_pem_path())
+            .env("GIT_CONFIG_NOSYSTEM", "1");
         let providers_url = registry.server.url_for("/v1/providers/");
+        let modules_url = registry.server.url_for("/v1/modules/");
         let config = ["registry.terraform.io", "example.com"]
-            .map(|host| host_block(host, &providers_url))
+            .map(|host| {
+                format!(
+                    "host \"{host}\" {{\n  services = {{\n    \"providers.v1\" = \"{providers_url}\"\n    \"modules.v1\" = \"{modules_url}\"\n  }}\n}}\n"
+                )
+            })
             .concat();
         project.write_home(".terraformrc", &config);
-        copy_fixture_tree(&Path::new(REPO).join(EXAMPLE), &project.work.join(EXAMPLE));
+        for example in [EXAMPLE, EXAMPLE_MODULES] {
+            copy_fixture_tree(&Path::new(REPO).join(example), &project.work.join(example));
+        }
         let cwd = project.work.clone();
         World {
             project,

@@ -58,11 +58,14 @@ pub struct ModuleSources {
     versions: Mutex<HashMap<RegistryPackage, Shared<Vec<Version>, RegistryError>>>,
     locations: Mutex<HashMap<(RegistryPackage, Version), Shared<String>>>,
     packages: Mutex<HashMap<String, Shared<Package>>>,
-    /// Where fetched packages are kept for the run (a temporary directory,
-    /// removed when the run ends), each placed from there into every
-    /// working directory that calls it.
-    store: Mutex<Option<Arc<tempfile::TempDir>>>,
-    counter: std::sync::atomic::AtomicUsize,
+    /// Where fetched packages are kept for the run when there is no module
+    /// cache, each placed from there into every working directory that
+    /// calls it: a staging area of the first data directory that needs one,
+    /// so that placing is a hard link on the same file system (a temporary
+    /// directory elsewhere, such as a `/tmp` in memory, would make it a copy
+    /// of every file). It is removed when the run ends, or by the next run
+    /// if this one is killed.
+    store: Mutex<Option<Arc<Staging>>>,
     /// `-offline`: installed modules are kept as always, and a module that
     /// would need a request is installed from the module cache's records
     /// and entries, or refused.
@@ -133,7 +136,6 @@ impl ModuleSources {
             locations: Mutex::new(HashMap::new()),
             packages: Mutex::new(HashMap::new()),
             store: Mutex::new(None),
-            counter: std::sync::atomic::AtomicUsize::new(0),
             offline: false,
             cache: None,
             link_mode: ModuleLinkMode::Auto,
@@ -229,9 +231,10 @@ impl ModuleSources {
     }
 
     /// The package at the go-getter address `addr`, fetched by the first
-    /// caller (through the module cache when there is one), shared by the
+    /// caller (through the module cache when there is one, else into the
+    /// run's store, made in `data_dir` if there is none yet), shared by the
     /// others.
-    async fn package(&self, addr: &str) -> Result<Package, String> {
+    async fn package(&self, addr: &str, data_dir: &Path) -> Result<Package, String> {
         let cell = lock(&self.packages)
             .entry(addr.to_string())
             .or_default()
@@ -240,22 +243,22 @@ impl ModuleSources {
             let parsed = PackageAddr::parse(addr).map_err(|err| err.to_string())?;
             match &self.cache {
                 Some(cache) => self.cached_package(cache, addr, &parsed).await,
-                None => self.run_package(&parsed).await,
+                None => self.run_package(&parsed, data_dir).await,
             }
         })
         .await
         .clone()
     }
 
-    /// Fetches into the run's own temporary store (no module cache).
-    async fn run_package(&self, parsed: &PackageAddr) -> Result<Package, String> {
-        let store = self.store().map_err(|err| {
-            format!("could not create a temporary directory for module packages: {err}")
+    /// Fetches into the run's own store (no module cache).
+    async fn run_package(&self, parsed: &PackageAddr, data_dir: &Path) -> Result<Package, String> {
+        let store = self.store(data_dir).map_err(|err| {
+            format!(
+                "could not create a staging directory for module packages in {}: {err}",
+                data_dir.display()
+            )
         })?;
-        let n = self
-            .counter
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dest = store.path().join(n.to_string());
+        let dest = store.new_path("package");
         let _permit = self.fetches.acquire().await.map_err(|e| e.to_string())?;
         self.fetcher
             .fetch(parsed, &dest)
@@ -462,16 +465,12 @@ impl ModuleSources {
         Ok(())
     }
 
-    fn store(&self) -> std::io::Result<Arc<tempfile::TempDir>> {
+    fn store(&self, data_dir: &Path) -> std::io::Result<Arc<Staging>> {
         let mut store = lock(&self.store);
         if let Some(store) = &*store {
             return Ok(store.clone());
         }
-        let created = Arc::new(
-            tempfile::Builder::new()
-                .prefix(".tfinstall-modules-")
-                .tempdir()?,
-        );
+        let created = Arc::new(Staging::create(data_dir)?);
         *store = Some(created.clone());
         Ok(created)
     }
@@ -641,6 +640,19 @@ pub async fn prepare(
     if diags.has_errors() {
         return Err(diags);
     }
+    // The run's package store goes in the first data directory, made
+    // before that directory's staging area: dropped last, at the end of the
+    // run, it removes the data directory again if it made it and a failed
+    // run left it empty.
+    sources.store(&data_dir).map_err(|err| {
+        Diagnostics::from(Diagnostic::error(
+            "Failed to install modules",
+            format!(
+                "Could not create a staging directory for module packages in {}: {err}.",
+                data_dir.display()
+            ),
+        ))
+    })?;
     let staging = Staging::create(&data_dir).map_err(|err| {
         Diagnostics::from(Diagnostic::error(
             "Failed to install modules",
@@ -712,7 +724,7 @@ pub async fn prepare(
             observer.fetching();
         }
         let results = futures_util::future::join_all(
-            jobs.map(|job| fetch_call(sources, job, &named, &staged, observer)),
+            jobs.map(|job| fetch_call(sources, job, &named, &staged, observer, &data_dir)),
         )
         .await;
         let mut results = results.into_iter();
@@ -982,13 +994,14 @@ type Fetched = (
 );
 
 /// Resolves and fetches one call's package and places it at `KEY` in the
-/// staged modules directory.
+/// staged modules directory (of the data directory `data_dir`).
 async fn fetch_call(
     sources: &ModuleSources,
     job: &FetchJob,
     named: &Path,
     staged: &Path,
     observer: &dyn WalkObserver,
+    data_dir: &Path,
 ) -> Result<Fetched, Box<Diagnostic>> {
     let call = &job.call;
     let file_line = format!(
@@ -1137,7 +1150,7 @@ async fn fetch_call(
             ))
         })
     } else {
-        sources.package(&package_addr).await.map_err(|message| {
+        sources.package(&package_addr, data_dir).await.map_err(|message| {
             Box::new(at(
                 Diagnostic::error(
                     "Failed to download module",

@@ -52,6 +52,10 @@ impl Git<'_> {
                 "maintenance.auto=false",
                 "-c",
                 "gc.auto=0",
+                // Nor does it need its pack files flushed to the disk: it
+                // is removed once its tree is checked out.
+                "-c",
+                "core.fsync=none",
             ])
             .args(args)
             .env("GIT_TERMINAL_PROMPT", "0")
@@ -102,6 +106,12 @@ impl Git<'_> {
     /// Fills the new directory `self.dir` with the package's tree at the
     /// wanted ref, and returns the commit checked out. The `.git`
     /// directories stay; the caller removes them.
+    ///
+    /// Three git processes in the common case (`init`, `fetch` with the
+    /// helpers it starts, `checkout`): the URL is fetched directly, with
+    /// no remote configured, and the commit is read from `.git/HEAD`,
+    /// which a detached checkout leaves holding it. A module install runs
+    /// this for every package at once, and each process costs CPU.
     pub(super) async fn fetch(&self) -> Result<String, PackageError> {
         std::fs::create_dir(self.dir).map_err(|source| PackageError::Io {
             what: format!("create {}", self.dir.display()),
@@ -111,11 +121,7 @@ impl Git<'_> {
         // above all) comes into the repository.
         self.run("create a repository", &["init", "--quiet", "--template="])
             .await?;
-        self.run(
-            "add the remote",
-            &["remote", "add", "origin", self.addr.url.as_str()],
-        )
-        .await?;
+        let url = self.addr.url.as_str();
         let wanted = self.addr.reference.as_deref().unwrap_or("HEAD");
         let depth = self.addr.depth.unwrap_or(1).to_string();
         let shallow = self
@@ -127,7 +133,7 @@ impl Git<'_> {
                     "--no-tags",
                     "--depth",
                     &depth,
-                    "origin",
+                    url,
                     wanted,
                 ],
             )
@@ -144,7 +150,7 @@ impl Git<'_> {
                         "fetch",
                         "--quiet",
                         "--tags",
-                        "origin",
+                        url,
                         "+refs/heads/*:refs/remotes/origin/*",
                     ],
                 )
@@ -159,6 +165,10 @@ impl Git<'_> {
         )
         .await?;
         if self.dir.join(".gitmodules").exists() {
+            // A submodule's relative URL (`../child.git`) is resolved
+            // against the remote `origin`.
+            self.run("add the remote", &["remote", "add", "origin", url])
+                .await?;
             self.run(
                 "fetch the submodules",
                 &[
@@ -173,9 +183,24 @@ impl Git<'_> {
             )
             .await?;
         }
-        self.run("read the commit checked out", &["rev-parse", "HEAD"])
-            .await
+        match detached_head(self.dir) {
+            Some(commit) => Ok(commit),
+            None => {
+                self.run("read the commit checked out", &["rev-parse", "HEAD"])
+                    .await
+            }
+        }
     }
+}
+
+/// The commit a detached `HEAD` holds, read from `.git/HEAD` without
+/// starting git; `None` where the file says something else (a repository
+/// made with the reftable format keeps `HEAD` elsewhere).
+fn detached_head(dir: &Path) -> Option<String> {
+    let head = std::fs::read_to_string(dir.join(".git").join("HEAD")).ok()?;
+    let commit = head.trim_end();
+    let is_id = matches!(commit.len(), 40 | 64) && commit.bytes().all(|b| b.is_ascii_hexdigit());
+    is_id.then(|| commit.to_owned())
 }
 
 /// 4 to 39 hexadecimal digits: what git accepts as an abbreviated commit.
