@@ -69,7 +69,7 @@ pub const MODULE_CACHE_DIR_ENV: &str = "TFINSTALL_MODULE_CACHE_DIR";
 /// Where the module cache lives inside a plugin cache.
 pub const IN_PLUGIN_CACHE: &str = ".modules";
 
-const ENTRY_META_SUFFIX: &str = ".tfinstall.json";
+pub(super) const ENTRY_META_SUFFIX: &str = ".tfinstall.json";
 pub const MODULE_META_FORMAT: u32 = 1;
 
 #[derive(Clone, Debug)]
@@ -84,6 +84,11 @@ pub struct ModuleEntryMeta {
     /// The entry's identity: where it came from and what it was.
     #[serde(flatten)]
     pub identity: IdentityRecord,
+    /// The digest of the entry's tree when it was inserted
+    /// ([`super::module_upkeep::tree_digest`]), for `cache verify`; absent
+    /// in entries from before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree: Option<String>,
 }
 
 /// [`PackageIdentity`] as the records spell it.
@@ -276,6 +281,7 @@ impl ModuleCache {
         let meta = ModuleEntryMeta {
             format: MODULE_META_FORMAT,
             identity: IdentityRecord::from(identity),
+            tree: Some(super::module_upkeep::tree_digest(&built)?),
         };
         write_json(&sidecar(dir, ENTRY_META_SUFFIX), &meta)?;
         crate::failpoint::pause("module-insert-midway");
