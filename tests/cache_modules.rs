@@ -215,8 +215,17 @@ fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
 fn a_warmed_image_inits_offline_with_the_servers_stopped() {
     let world = World::new();
     let image = world.project("image");
-    let out = world.ok(&image, &["cache", "warm", "-no-color"]);
     let platform = current_platform();
+    let out = world.ok(
+        image.parent().unwrap(),
+        &[
+            "cache",
+            "warm",
+            "-no-color",
+            &format!("-platform={platform}"),
+            "image",
+        ],
+    );
     for provider in ["root", "net"] {
         assert!(
             out.contains(&format!("- Added {HOST}/{NS}/{provider} v")),

@@ -118,6 +118,9 @@ pub fn verify(args: CacheVerifyArgs) -> bool {
             ),
         ));
     }
+    // A module cache with no entry (a warm of local modules only makes its
+    // directory) is not mentioned.
+    let modules = modules.filter(|(_, (checked, unrecorded, _))| checked + unrecorded > 0);
     if let Some((modules, (checked, unrecorded, damage))) = &modules {
         if damage.is_empty() {
             outln!(
@@ -233,7 +236,7 @@ pub fn stats(args: CacheStatsArgs) -> bool {
             format_size(p.bytes),
         );
     }
-    if let Some((modules, entries)) = &modules {
+    if let Some((modules, entries)) = modules.as_ref().filter(|(_, entries)| !entries.is_empty()) {
         print_module_stats(modules, entries);
     }
     true
@@ -362,7 +365,15 @@ pub fn prune(args: CachePruneArgs) -> bool {
         }
         print_prune_report(&cache, &report, args.dry_run, now);
         if let Some((modules, report)) = &modules {
-            print_module_prune_report(modules, report, &module_criteria, args.dry_run, now);
+            let anything = report.kept > 0
+                || report.leftovers > 0
+                || !report.removed.is_empty()
+                || !report.in_use.is_empty()
+                || !report.used_meanwhile.is_empty()
+                || !report.failed.is_empty();
+            if anything {
+                print_module_prune_report(modules, report, &module_criteria, args.dry_run, now);
+            }
         }
     }
     let module_failures = modules
