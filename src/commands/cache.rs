@@ -812,8 +812,6 @@ async fn run_warm(
         });
         let (requirements, module_diags) =
             configuration_requirements_staged(dir, &data_dir, staged.as_ref())?;
-        drop(staged);
-        drop(installed);
         warnings.extend(module_diags);
         let (locks, lock_diags) = Locks::load(&dir.join(crate::workdir::LOCK_FILE));
         if lock_diags.has_errors() {
