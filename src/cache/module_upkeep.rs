@@ -534,3 +534,54 @@ fn subdirs(dir: &Path) -> Vec<PathBuf> {
         })
         .unwrap_or_default()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The digest covers names, contents and link targets, and never
+    /// follows a link (a module package may hold one naming `/`).
+    #[cfg(unix)]
+    #[test]
+    fn the_tree_digest_sees_every_change_and_follows_no_link() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path();
+        fs::create_dir(dir.join("sub")).unwrap();
+        fs::write(dir.join("main.tf"), "a").unwrap();
+        fs::write(dir.join("sub/x.tf"), "b").unwrap();
+        std::os::unix::fs::symlink("/", dir.join("root")).unwrap();
+        let first = tree_digest(dir).unwrap();
+        assert!(first.starts_with("sha256:"));
+        assert_eq!(tree_digest(dir).unwrap(), first);
+        fs::write(dir.join("sub/x.tf"), "c").unwrap();
+        let changed = tree_digest(dir).unwrap();
+        assert_ne!(changed, first);
+        fs::remove_file(dir.join("root")).unwrap();
+        std::os::unix::fs::symlink("/etc", dir.join("root")).unwrap();
+        assert_ne!(tree_digest(dir).unwrap(), changed);
+        fs::create_dir(dir.join("empty")).unwrap();
+        assert_ne!(tree_digest(dir).unwrap(), changed);
+    }
+
+    #[test]
+    fn keep_latest_counts_more_recent_uses_of_the_same_source() {
+        let now = SystemTime::now();
+        let entry = |url: &str, id: &str, age: u64| ModuleEntryUsage {
+            dir: PathBuf::from(id),
+            identity: Some(IdentityRecord::Git {
+                url: url.into(),
+                commit: id.into(),
+            }),
+            bytes: 0,
+            unshared_bytes: 0,
+            last_use: Some(now - Duration::from_secs(age)),
+        };
+        let entries = [
+            entry("https://h/a.git", "a1", 30),
+            entry("https://h/a.git", "a2", 20),
+            entry("https://h/a.git", "a3", 10),
+            entry("https://h/b.git", "b1", 50),
+        ];
+        assert_eq!(more_recently_used(&entries), [2, 1, 0, 0]);
+    }
+}
