@@ -106,6 +106,10 @@ const MODULES: usize = 8;
 const MODULE_COMMITS: usize = 300;
 const MODULE_FILES: usize = 100;
 const MODULE_PROVIDER_MB: usize = 5;
+/// The `modules` scenario's `init DIR…` row: how many directories (fresh
+/// clones of the same configuration) one tfinstall run initializes, with
+/// both caches warm.
+const MODULE_DIRS: usize = 20;
 
 #[derive(Clone, Debug)]
 struct Options {
@@ -1449,11 +1453,16 @@ impl Bench {
     /// a plugin cache the tool filled once before the runs. tfinstall's
     /// cold directory then gets the first Terraform's `init` through
     /// `tfinstall exec`; each further Terraform follows a cold `tfinstall
-    /// init` of its own. Rows: cold, one per follow-up Terraform (its
-    /// column is its cold `init` alone), warm.
+    /// init` of its own. After each warm `init`, a second one in the same
+    /// directory (the no-op); and for tfinstall, one `init DIR…` over
+    /// [`MODULE_DIRS`] fresh clones on the same warm caches. Rows: cold,
+    /// one per follow-up Terraform (its column is its cold `init` alone),
+    /// warm, no-op, `init DIR…`.
     fn modules(&mut self) -> Vec<ScenarioResult> {
         const COLD: &str = "cold";
         const WARM: &str = "warm";
+        const NOOP: &str = "no-op";
+        const DIRS: &str = "dirs";
         let main_tf = modules_main_tf();
         let tools = self.options.tools.clone();
         let followers: Vec<Tool> = if tools.contains(&Tool::Tfinstall) {
@@ -1477,6 +1486,8 @@ impl Bench {
         }
         let mut cold: BTreeMap<Tool, Vec<Sample>> = BTreeMap::new();
         let mut warm: BTreeMap<Tool, Vec<Sample>> = BTreeMap::new();
+        let mut noop: BTreeMap<Tool, Vec<Sample>> = BTreeMap::new();
+        let mut many: BTreeMap<Tool, Vec<Sample>> = BTreeMap::new();
         let mut pipelines: Vec<Vec<Sample>> = vec![Vec::new(); followers.len()];
         let mut follow_up_requests = vec![0; followers.len()];
         let mut costs: BTreeMap<(&str, Tool), Vec<RunCost>> = BTreeMap::new();
@@ -1536,8 +1547,34 @@ impl Bench {
                 log(WARM, tool.name(), &sample, Some(&cost));
                 warm.entry(tool).or_default().push(sample);
                 costs.entry((WARM, tool)).or_default().push(cost);
+                let (sample, cost) = self.timed_modules(tool, &dir, warm_config);
+                log(NOOP, tool.name(), &sample, Some(&cost));
+                noop.entry(tool).or_default().push(sample);
+                costs.entry((NOOP, tool)).or_default().push(cost);
                 let _ = fs::remove_dir_all(&dir);
                 let _ = fs::remove_dir_all(dir.with_extension("home"));
+                if tool == Tool::Tfinstall {
+                    let base = warm_base.join(format!("dirs{run}"));
+                    let dirs: Vec<PathBuf> = (0..MODULE_DIRS)
+                        .map(|i| {
+                            let dir = new_workdir(&base.join(format!("stack{i:02}")), &main_tf);
+                            fs::write(dir.join(".terraform.lock.hcl"), lock)
+                                .expect("write lock file");
+                            dir
+                        })
+                        .collect();
+                    let mut command =
+                        self.command(tool, &base, warm_config, self.options.parallelism);
+                    command.args(&dirs);
+                    let sample = self.measure(tool, &base, command);
+                    for dir in &dirs {
+                        assert_modules_installed(tool, dir);
+                    }
+                    log(DIRS, tool.name(), &sample, None);
+                    many.entry(tool).or_default().push(sample);
+                    let _ = fs::remove_dir_all(&base);
+                    let _ = fs::remove_dir_all(base.with_extension("home"));
+                }
                 let _ = fs::remove_dir_all(&base);
             }
         }
@@ -1587,11 +1624,38 @@ impl Bench {
                 )],
             });
         }
+        let median_wall = |samples: Option<&Vec<Sample>>| {
+            samples.map(|runs| median(&runs.iter().map(|s| s.wall).collect::<Vec<_>>()))
+        };
+        let mut dirs_notes = Vec::new();
+        if let (Some(one), Some(all)) = (
+            median_wall(warm.get(&Tool::Tfinstall)),
+            median_wall(many.get(&Tool::Tfinstall)),
+        ) {
+            dirs_notes.push(format!(
+                "modules, `init DIR…` over {MODULE_DIRS} clones: {} against {} for one directory (the warm row), {:.2}× its time.",
+                seconds(all),
+                seconds(one),
+                all.as_secs_f64() / one.as_secs_f64()
+            ));
+        }
         rows.push(ScenarioResult {
-            title: "modules, warm: a fresh clone with the lock file committed, plugin cache filled"
+            title: "modules, warm: a fresh clone with the lock file committed, plugin cache and (tfinstall) module cache filled"
                 .to_owned(),
             samples: warm,
             notes: Vec::new(),
+        });
+        rows.push(ScenarioResult {
+            title: "modules, no-op: `init` again in that clone".to_owned(),
+            samples: noop,
+            notes: Vec::new(),
+        });
+        rows.push(ScenarioResult {
+            title: format!(
+                "modules, `init DIR…` over {MODULE_DIRS} fresh clones sharing the modules, both caches filled"
+            ),
+            samples: many,
+            notes: dirs_notes,
         });
         rows
     }

@@ -89,6 +89,7 @@ use crate::verify::{AuthResult, SignatureCheck, Trust};
 use crate::version::Version;
 
 pub mod facts;
+pub mod module_upkeep;
 pub mod modules;
 mod process_locks;
 mod prune;

@@ -70,7 +70,7 @@ pub const MODULE_CACHE_DIR_ENV: &str = "TFINSTALL_MODULE_CACHE_DIR";
 /// Where the module cache lives inside a plugin cache.
 pub const IN_PLUGIN_CACHE: &str = ".modules";
 
-const ENTRY_META_SUFFIX: &str = ".tfinstall.json";
+pub(super) const ENTRY_META_SUFFIX: &str = ".tfinstall.json";
 pub const MODULE_META_FORMAT: u32 = 1;
 
 #[derive(Clone, Debug)]

@@ -159,6 +159,25 @@ impl PluginCache {
     }
 }
 
+/// What `paths` take (each tree whole, links not followed, each inode
+/// once), and of that what nothing else links; the first must exist.
+pub(super) fn size_of(paths: &[PathBuf]) -> io::Result<(u64, u64)> {
+    let mut seen = HashSet::new();
+    let mut blocks = Blocks::default();
+    for (n, path) in paths.iter().enumerate() {
+        let meta = match fs::symlink_metadata(path) {
+            Ok(meta) => meta,
+            Err(err) if n == 0 => return Err(err),
+            Err(_) => continue,
+        };
+        tally(&meta, &mut seen, &mut blocks);
+        if meta.is_dir() {
+            tally_tree(path, &mut seen, &mut blocks);
+        }
+    }
+    Ok((blocks.bytes, blocks.unshared))
+}
+
 #[derive(Default)]
 struct Blocks {
     bytes: u64,

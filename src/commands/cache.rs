@@ -12,6 +12,8 @@ use std::time::SystemTime;
 use serde_json::json;
 
 use crate::addr::target_platforms;
+use crate::cache::module_upkeep::{ModuleEntryUsage, ModulePruneCriteria, ModulePruneReport};
+use crate::cache::modules::{MODULE_CACHE_DIR_ENV, ModuleCache};
 use crate::cache::{EntryUsage, PluginCache, PruneCriteria, PruneReport};
 use crate::cli::{CachePruneArgs, CacheStatsArgs, CacheVerifyArgs, CacheWarmArgs};
 use crate::cliconfig::{self, CliConfig, CliEnv};
@@ -23,12 +25,13 @@ use crate::install::events::InstallEvent;
 use crate::install::installer::{CacheUse, Installer};
 use crate::install::layout::{InstallLayout, LayoutKind};
 use crate::lockfile::Locks;
+use crate::module_install::{ModuleSources, PreparedModules, module_cache};
 use crate::output::Output;
 use crate::policy::Policy;
 use crate::source::configured::{NetworkSources, SourceOptions, build_source};
 use crate::stdio::outln;
 use crate::units::{format_age, format_size, format_utc};
-use crate::workdir::configuration_requirements;
+use crate::workdir::configuration_requirements_staged;
 use crate::workdir::engine::EngineChoice;
 
 /// `cache warm [DIR…]`: each directory read with the engine its own files
@@ -91,29 +94,69 @@ pub fn verify(args: CacheVerifyArgs) -> bool {
         }
     };
     let (checked, damage) = cache.verify();
-    for problem in &damage {
+    let modules = modules_beside(&cache).map(|modules| {
+        let result = modules.verify();
+        (modules, result)
+    });
+    let module_damage = modules.iter().flat_map(|(_, (_, _, damage))| damage);
+    for problem in damage.iter().chain(module_damage) {
         outln!("- {}: {}", problem.dir.display(), problem.problem);
     }
+    let mut problems = Diagnostics::new();
     if damage.is_empty() {
         outln!(
             "Checked {checked} cache entries in {}: all match what was installed.",
             cache.root().display()
         );
-        true
     } else {
-        out.diagnostics(
-            &Diagnostic::error(
-                "Damaged plugin cache entries",
-                format!(
-                    "{} of {checked} entries in {} no longer match what was installed. Delete the directories listed above; the next tfinstall init or cache warm downloads them again.",
-                    damage.len(),
-                    cache.root().display()
-                ),
-            )
-            .into(),
-        );
-        false
+        problems.push(Diagnostic::error(
+            "Damaged plugin cache entries",
+            format!(
+                "{} of {checked} entries in {} no longer match what was installed. Delete the directories listed above; the next tfinstall init or cache warm downloads them again.",
+                damage.len(),
+                cache.root().display()
+            ),
+        ));
     }
+    // A module cache with no entry (a warm of local modules only makes its
+    // directory) is not mentioned.
+    let modules = modules.filter(|(_, (checked, unrecorded, _))| checked + unrecorded > 0);
+    if let Some((modules, (checked, unrecorded, damage))) = &modules {
+        if damage.is_empty() {
+            outln!(
+                "Checked {checked} module cache entries in {}: all match what was fetched.",
+                modules.root().display()
+            );
+        } else {
+            problems.push(Diagnostic::error(
+                "Damaged module cache entries",
+                format!(
+                    "{} of {checked} module entries in {} no longer match what was fetched, or can be changed through a working directory. Delete the directories listed above (their files are read-only: chmod -R u+w DIR first); the next tfinstall init or cache warm fetches them again.",
+                    damage.len(),
+                    modules.root().display()
+                ),
+            ));
+        }
+        if *unrecorded > 0 {
+            outln!(
+                "{} recorded no digest to check against (made before tfinstall recorded one).",
+                plural(*unrecorded, "module entry", "module entries")
+            );
+        }
+    }
+    out.diagnostics(&problems);
+    !problems.has_errors()
+}
+
+/// The module cache that goes with `cache`: `TFINSTALL_MODULE_CACHE_DIR`,
+/// else its `.modules/`; `None` when that directory does not exist (no
+/// module was ever cached there).
+fn modules_beside(cache: &PluginCache) -> Option<ModuleCache> {
+    ModuleCache::configured(
+        std::env::var_os(MODULE_CACHE_DIR_ENV).map(PathBuf::from),
+        Some(cache.root()),
+    )
+    .filter(|modules| modules.root().is_dir())
 }
 
 pub fn stats(args: CacheStatsArgs) -> bool {
@@ -127,6 +170,10 @@ pub fn stats(args: CacheStatsArgs) -> bool {
     };
     let stats = cache.stats();
     let providers = stats.providers();
+    let modules = modules_beside(&cache).map(|modules| {
+        let entries = modules.usage();
+        (modules, entries)
+    });
     if args.json {
         let document = json!({
             "cache_dir": cache.root().display().to_string(),
@@ -141,6 +188,18 @@ pub fn stats(args: CacheStatsArgs) -> bool {
             "bytes_saved_by_links": stats.bytes_saved_by_links,
             "oldest_use": stats.oldest_use().map(format_utc),
             "newest_use": stats.newest_use().map(format_utc),
+            "modules": modules.as_ref().map(|(modules, entries)| json!({
+                "cache_dir": modules.root().display().to_string(),
+                "entries": entries.len(),
+                "bytes": entries.iter().map(|e| e.bytes).sum::<u64>(),
+                "oldest_use": entries.iter().filter_map(|e| e.last_use).min().map(format_utc),
+                "newest_use": entries.iter().filter_map(|e| e.last_use).max().map(format_utc),
+                "packages": module_sources(entries).iter().map(|(source, count, bytes)| json!({
+                    "source": source,
+                    "entries": count,
+                    "bytes": bytes,
+                })).collect::<Vec<_>>(),
+            })),
         });
         outln!("{document}");
         return true;
@@ -177,7 +236,56 @@ pub fn stats(args: CacheStatsArgs) -> bool {
             format_size(p.bytes),
         );
     }
+    if let Some((modules, entries)) = modules.as_ref().filter(|(_, entries)| !entries.is_empty()) {
+        print_module_stats(modules, entries);
+    }
     true
+}
+
+/// The module cache's part of `cache stats`: its entries, what they take
+/// (files hard-linked into working directories counted once, here), when
+/// they were last used, and each source's share.
+fn print_module_stats(modules: &ModuleCache, entries: &[ModuleEntryUsage]) {
+    let sources = module_sources(entries);
+    outln!(
+        "\n{}: {} of {}, {}.",
+        modules.root().display(),
+        plural(entries.len(), "module entry", "module entries"),
+        plural(sources.len(), "source", "sources"),
+        format_size(entries.iter().map(|e| e.bytes).sum()),
+    );
+    let uses = || entries.iter().filter_map(|e| e.last_use);
+    if let (Some(oldest), Some(newest)) = (uses().min(), uses().max()) {
+        outln!(
+            "Last used: the oldest module entry {}, the newest {}.",
+            when(oldest),
+            when(newest)
+        );
+    }
+    if !sources.is_empty() {
+        outln!();
+    }
+    for (source, count, bytes) in &sources {
+        outln!(
+            "- {source}: {}, {}",
+            plural(*count, "entry", "entries"),
+            format_size(*bytes)
+        );
+    }
+}
+
+/// Each source's entries and bytes, by source.
+fn module_sources(entries: &[ModuleEntryUsage]) -> Vec<(String, usize, u64)> {
+    let mut by_source: std::collections::BTreeMap<String, (usize, u64)> = Default::default();
+    for entry in entries {
+        let totals = by_source.entry(entry.source()).or_default();
+        totals.0 += 1;
+        totals.1 += entry.bytes;
+    }
+    by_source
+        .into_iter()
+        .map(|(source, (count, bytes))| (source, count, bytes))
+        .collect()
 }
 
 pub fn prune(args: CachePruneArgs) -> bool {
@@ -193,6 +301,14 @@ pub fn prune(args: CachePruneArgs) -> bool {
     };
     let now = SystemTime::now();
     let report = cache.prune(&criteria, args.dry_run, now);
+    let module_criteria = ModulePruneCriteria {
+        unused_for: criteria.unused_for,
+        keep_latest: criteria.keep_latest,
+    };
+    let modules = modules_beside(&cache).map(|modules| {
+        let report = modules.prune(&module_criteria, args.dry_run, now);
+        (modules, report)
+    });
     // The hand-off files killed `tfinstall exec` runs left behind hold
     // copies of tokens: a scheduled prune removes them too.
     let hand_offs = if args.dry_run {
@@ -220,6 +336,24 @@ pub fn prune(args: CachePruneArgs) -> bool {
             "leftovers_removed": report.leftovers,
             "handoff_dirs_removed": hand_offs.iter().map(|dir| dir.display().to_string()).collect::<Vec<_>>(),
             "bytes_freed": report.bytes_freed(),
+            "modules": modules.as_ref().map(|(modules, report)| json!({
+                "cache_dir": modules.root().display().to_string(),
+                "removed": report.removed.iter().map(|(entry, freed)| {
+                    let mut item = module_entry_json(entry);
+                    item["freed_bytes"] = json!(freed);
+                    item
+                }).collect::<Vec<_>>(),
+                "in_use": report.in_use.iter().map(module_entry_json).collect::<Vec<_>>(),
+                "used_meanwhile": report.used_meanwhile.iter().map(module_entry_json).collect::<Vec<_>>(),
+                "failed": report.failed.iter().map(|(entry, err)| {
+                    let mut item = module_entry_json(entry);
+                    item["error"] = json!(err);
+                    item
+                }).collect::<Vec<_>>(),
+                "kept": report.kept,
+                "leftovers_removed": report.leftovers,
+                "bytes_freed": report.bytes_freed(),
+            })),
         });
         outln!("{document}");
     } else {
@@ -230,8 +364,22 @@ pub fn prune(args: CachePruneArgs) -> bool {
             );
         }
         print_prune_report(&cache, &report, args.dry_run, now);
+        if let Some((modules, report)) = &modules {
+            let anything = report.kept > 0
+                || report.leftovers > 0
+                || !report.removed.is_empty()
+                || !report.in_use.is_empty()
+                || !report.used_meanwhile.is_empty()
+                || !report.failed.is_empty();
+            if anything {
+                print_module_prune_report(modules, report, &module_criteria, args.dry_run, now);
+            }
+        }
     }
-    if report.failed.is_empty() {
+    let module_failures = modules
+        .as_ref()
+        .map_or(0, |(_, report)| report.failed.len());
+    if report.failed.is_empty() && module_failures == 0 {
         return true;
     }
     out.diagnostics(
@@ -239,13 +387,83 @@ pub fn prune(args: CachePruneArgs) -> bool {
             "Some cache entries could not be removed",
             format!(
                 "{} of the entries selected in {} could not be removed (listed above with the reason). Fix their permissions and run the prune again; they are whole entries still, or gone.",
-                report.failed.len(),
+                report.failed.len() + module_failures,
                 cache.root().display()
             ),
         )
         .into(),
     );
     false
+}
+
+fn print_module_prune_report(
+    modules: &ModuleCache,
+    report: &ModulePruneReport,
+    criteria: &ModulePruneCriteria,
+    dry_run: bool,
+    now: SystemTime,
+) {
+    outln!();
+    if report.leftovers > 0 {
+        outln!(
+            "- Cleaned up {} of the module cache left over from an interrupted run",
+            plural(report.leftovers, "item", "items")
+        );
+    }
+    let verb = if dry_run { "Would remove" } else { "Removed" };
+    for (entry, freed) in &report.removed {
+        let ago = entry.last_use.map_or(String::new(), |used| {
+            format!(
+                ", last used {} ago",
+                format_age(now.duration_since(used).unwrap_or_default())
+            )
+        });
+        outln!(
+            "- {verb} module {} ({}{ago}): frees {}",
+            entry.describe(),
+            entry.dir.display(),
+            format_size(*freed)
+        );
+    }
+    for entry in &report.in_use {
+        outln!(
+            "- Skipped module {}: a running tfinstall is using it; a later prune removes it",
+            entry.describe()
+        );
+    }
+    for entry in &report.used_meanwhile {
+        outln!("- Kept module {}: a run used it just now", entry.describe());
+    }
+    for (entry, err) in &report.failed {
+        outln!("- Could not remove module {}: {err}", entry.describe());
+    }
+    let mut summary = format!(
+        "{verb} {} from {}, {} {}; kept {}",
+        plural(report.removed.len(), "module entry", "module entries"),
+        modules.root().display(),
+        if dry_run { "freeing" } else { "freed" },
+        format_size(report.bytes_freed()),
+        report.kept + report.used_meanwhile.len(),
+    );
+    if !report.in_use.is_empty() {
+        summary.push_str(&format!("; skipped {} in use", report.in_use.len()));
+    }
+    if criteria.is_empty() {
+        summary
+            .push_str(" (lock files name no module: -unused-for or -keep-latest prunes modules)");
+    }
+    summary.push('.');
+    outln!("{summary}");
+}
+
+fn module_entry_json(entry: &ModuleEntryUsage) -> serde_json::Value {
+    json!({
+        "package": entry.describe(),
+        "source": entry.source(),
+        "dir": entry.dir.display().to_string(),
+        "last_use": entry.last_use.map(format_utc),
+        "bytes": entry.bytes,
+    })
 }
 
 fn print_prune_report(cache: &PluginCache, report: &PruneReport, dry_run: bool, now: SystemTime) {
@@ -562,12 +780,38 @@ async fn run_warm(
     }
     let mut warnings = source_diags;
     let downloader = Arc::new(
-        Downloader::new(client, DownloadSettings::from_env()).with_netrc(cli_config.netrc.clone()),
+        Downloader::new(client.clone(), DownloadSettings::from_env())
+            .with_netrc(cli_config.netrc.clone()),
     );
+    // Modules first: the providers the modules require are read from them.
+    let module_cache = module_cache(&cli_config);
+    let modules = ModuleSources::for_run(
+        &network,
+        client,
+        DownloadSettings::from_env(),
+        cli_config.netrc.clone(),
+        args.parallelism,
+    )
+    .with_cache(module_cache.clone());
+    let cached_before: BTreeSet<PathBuf> = module_cache
+        .as_ref()
+        .map(|cache| cache.entry_dirs().into_iter().collect())
+        .unwrap_or_default();
+    let installed = futures_util::future::join_all(
+        dirs.iter()
+            .map(|dir| warm_modules(&modules, module_cache.as_ref(), dir)),
+    )
+    .await;
     let mut configurations = Vec::new();
-    for dir in dirs {
+    for (dir, installed) in dirs.iter().zip(installed) {
+        let installed = installed?;
         let data_dir = dir.join(crate::workdir::data_dir());
-        let (requirements, module_diags) = configuration_requirements(dir, &data_dir)?;
+        let staged = installed.as_ref().and_then(|(prepared, _)| {
+            warnings.extend(prepared.warnings.clone());
+            prepared.staged()
+        });
+        let (requirements, module_diags) =
+            configuration_requirements_staged(dir, &data_dir, staged.as_ref())?;
         warnings.extend(module_diags);
         let (locks, lock_diags) = Locks::load(&dir.join(crate::workdir::LOCK_FILE));
         if lock_diags.has_errors() {
@@ -629,7 +873,75 @@ async fn run_warm(
             .collect::<Vec<_>>()
             .join(", ")
     );
+    if let Some(cache) = &module_cache {
+        report_warmed_modules(cache, &modules.cached_packages(), &cached_before);
+    }
     Ok(warnings)
+}
+
+/// Fills the module cache with every remote package the configuration in
+/// `dir` calls, nested ones included (registry modules calling others,
+/// local modules inside remote ones), and the registry answers `init
+/// -offline` reads: by installing its modules as `init` does, into a
+/// scratch directory in the module cache's `.tmp/`, where the files are
+/// hard links to the entries. The staged modules are what the providers
+/// the modules require are read from; the scratch directory goes with the
+/// result. `None` when the configuration calls no module (or no module
+/// cache is configured, which a configured plugin cache rules out).
+async fn warm_modules(
+    sources: &ModuleSources,
+    cache: Option<&ModuleCache>,
+    dir: &Path,
+) -> Result<Option<(PreparedModules, tempfile::TempDir)>, Diagnostics> {
+    let Some(cache) = cache else {
+        return Ok(None);
+    };
+    let calls_any =
+        crate::module::module_calls(dir, Path::new(""), None).is_ok_and(|calls| !calls.is_empty());
+    if !calls_any {
+        return Ok(None);
+    }
+    let scratch = cache.fetch_dir().map_err(|err| {
+        Diagnostic::error(
+            "Cannot use the module cache",
+            format!(
+                "Could not create a directory in {}: {err}. Check that you can write the module cache (beside the plugin cache, or TFINSTALL_MODULE_CACHE_DIR).",
+                cache.root().display()
+            ),
+        )
+    })?;
+    let prepared = crate::module_install::prepare(sources, dir, scratch.path(), false, &()).await?;
+    Ok(Some((prepared, scratch)))
+}
+
+/// One line per module package the run used from the module cache, then
+/// how many it added.
+fn report_warmed_modules(
+    cache: &ModuleCache,
+    used: &[(String, PathBuf)],
+    cached_before: &BTreeSet<PathBuf>,
+) {
+    if used.is_empty() {
+        return;
+    }
+    outln!("\nWarming the module cache at {}", cache.root().display());
+    let (mut added, mut present) = (0, 0);
+    for (addr, dir) in used {
+        let id = dir
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if cached_before.contains(dir) {
+            present += 1;
+            outln!("- Module package {addr} ({id}) was already cached");
+        } else {
+            added += 1;
+            outln!("- Added module package {addr} ({id})");
+        }
+    }
+    outln!(
+        "\nThe module cache now holds every module package the configuration calls, and the registry answers init -offline needs: {added} added, {present} already there."
+    );
 }
 
 /// Only warnings and the wait notice are shown while warming; the result

@@ -465,6 +465,21 @@ impl ModuleSources {
         Ok(())
     }
 
+    /// The module cache entries this run's packages came from, each with
+    /// the package address that named it, sorted (what `cache warm`
+    /// reports).
+    pub fn cached_packages(&self) -> Vec<(String, PathBuf)> {
+        let mut used: Vec<(String, PathBuf)> = lock(&self.packages)
+            .iter()
+            .filter_map(|(addr, cell)| {
+                let package = cell.get()?.as_ref().ok()?;
+                package.cached.then(|| (addr.clone(), package.dir.clone()))
+            })
+            .collect();
+        used.sort();
+        used
+    }
+
     fn store(&self, data_dir: &Path) -> std::io::Result<Arc<Staging>> {
         let mut store = lock(&self.store);
         if let Some(store) = &*store {
