@@ -640,9 +640,12 @@ async fn init_found(
         InstallMode::Normal
     };
     let outcome = installer.install(&requirements, &previous, mode).await?;
-    // Linked from a store of this run alone, which goes when the run ends:
-    // the files get the modes a download straight into place gives them.
-    if run._run_cache.is_some() || prefetch.and_then(prefetch::Prefetch::store).is_some() {
+    // Linked from the prefetch's store, which only this directory uses and
+    // which goes when the run ends: the files get the modes a download
+    // straight into place gives them. (A multi-directory run's own cache is
+    // shared by its directories: a mode is the inode's, so there the files
+    // stay read-only, as they are when linked from any plugin cache.)
+    if prefetch.and_then(prefetch::Prefetch::store).is_some() {
         let staged: Vec<PathBuf> = outcome
             .moves
             .iter()
