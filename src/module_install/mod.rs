@@ -962,7 +962,7 @@ fn plan_call(
     if !upgrade
         && !parent.fresh
         && let Some(record) = previous.get(&key)
-        && record.source == source.to_string()
+        && same_source(&record.source, &source)
         && root_dir.join(&record.dir).is_dir()
     {
         let version_holds = match &constraints {
@@ -1007,6 +1007,15 @@ type Fetched = (
     ModuleEvent,
     Option<Diagnostic>,
 );
+
+/// Whether a `modules.json` record's source names `source`: written as the
+/// call writes it (Terraform 1.0, tfinstall) or normalised (Terraform 1.1
+/// and later, OpenTofu).
+fn same_source(recorded: &str, source: &ModuleSource) -> bool {
+    let wanted = source.to_string();
+    recorded == wanted
+        || source_addr::parse(recorded).is_ok_and(|parsed| parsed.to_string() == wanted)
+}
 
 /// Resolves and fetches one call's package and places it at `KEY` in the
 /// staged modules directory (of the data directory `data_dir`).
@@ -1191,9 +1200,15 @@ async fn fetch_call(
     } else {
         package_root.join(&subdir)
     };
+    // The source as the call writes it, as Terraform 1.0 records it: that
+    // release compares the record with the call's text, and re-downloads a
+    // module whose record it finds normalised (`hashicorp/consul/aws`
+    // against `registry.terraform.io/hashicorp/consul/aws`); later releases
+    // and OpenTofu parse the record and compare the normalised forms, so
+    // every release finds the module in place.
     let record = ManifestRecord {
         key: key.clone(),
-        source: job.source.to_string(),
+        source: call.source.clone(),
         version: version.clone().unwrap_or_default(),
         dir: slash_path(&dir),
     };
