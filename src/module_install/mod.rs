@@ -1236,3 +1236,23 @@ async fn fetch_call(
     });
     Ok((record, (package_root, package_addr), download, warning))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_names_its_call_written_as_the_call_writes_it_or_normalised() {
+        let registry = source_addr::parse("cloudposse/label/null").unwrap();
+        assert!(same_source("cloudposse/label/null", &registry));
+        assert!(same_source(
+            "registry.terraform.io/cloudposse/label/null",
+            &registry
+        ));
+        assert!(!same_source("cloudposse/label/aws", &registry));
+        let github = source_addr::parse("github.com/o/r").unwrap();
+        assert!(same_source("github.com/o/r", &github));
+        assert!(same_source("git::https://github.com/o/r.git", &github));
+        assert!(!same_source("github.com/o/other", &github));
+    }
+}
