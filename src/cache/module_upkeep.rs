@@ -16,6 +16,7 @@ use super::modules::{
     ENTRY_META_SUFFIX, IdentityRecord, MODULE_META_FORMAT, ModuleCache, tree_digest,
 };
 use super::process_locks::EntryLocks;
+use super::prune::subdirs;
 use super::usage::size_of;
 use super::{Damage, EntryLock, TMP_DIR, remove_tree, sidecar, work_dir};
 
@@ -465,46 +466,9 @@ fn first_writable_file(_dir: &Path) -> Option<PathBuf> {
     None
 }
 
-fn subdirs(dir: &Path) -> Vec<PathBuf> {
-    fs::read_dir(dir)
-        .map(|children| {
-            children
-                .flatten()
-                .filter(|c| c.file_type().is_ok_and(|t| t.is_dir()))
-                .filter(|c| !c.file_name().to_string_lossy().starts_with('.'))
-                .map(|c| c.path())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The digest covers names, contents and link targets, and never
-    /// follows a link (a module package may hold one naming `/`).
-    #[cfg(unix)]
-    #[test]
-    fn the_tree_digest_sees_every_change_and_follows_no_link() {
-        let root = tempfile::tempdir().unwrap();
-        let dir = root.path();
-        fs::create_dir(dir.join("sub")).unwrap();
-        fs::write(dir.join("main.tf"), "a").unwrap();
-        fs::write(dir.join("sub/x.tf"), "b").unwrap();
-        std::os::unix::fs::symlink("/", dir.join("root")).unwrap();
-        let first = tree_digest(dir).unwrap();
-        assert!(first.starts_with("sha256:"));
-        assert_eq!(tree_digest(dir).unwrap(), first);
-        fs::write(dir.join("sub/x.tf"), "c").unwrap();
-        let changed = tree_digest(dir).unwrap();
-        assert_ne!(changed, first);
-        fs::remove_file(dir.join("root")).unwrap();
-        std::os::unix::fs::symlink("/etc", dir.join("root")).unwrap();
-        assert_ne!(tree_digest(dir).unwrap(), changed);
-        fs::create_dir(dir.join("empty")).unwrap();
-        assert_ne!(tree_digest(dir).unwrap(), changed);
-    }
 
     #[test]
     fn keep_latest_counts_more_recent_uses_of_the_same_source() {

@@ -269,7 +269,9 @@ fn newer_versions(entries: &[EntryUsage]) -> Vec<usize> {
         .collect()
 }
 
-fn subdirs(dir: &Path) -> Vec<PathBuf> {
+/// The directories in `dir` that are not dot-directories (the caches keep
+/// their own files in those).
+pub(super) fn subdirs(dir: &Path) -> Vec<PathBuf> {
     fs::read_dir(dir)
         .map(|children| {
             children
