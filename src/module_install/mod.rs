@@ -178,6 +178,35 @@ impl ModuleSources {
         .clone()
     }
 
+    /// The registry's version list for `package`, asked for as Terraform
+    /// asks, with one round trip fewer when the module cache remembers the
+    /// package: the download location of the version its kept list would
+    /// choose under `constraints` is asked for at the same time. That
+    /// answer is only memoized ([`ModuleSources::location`]), so it is used
+    /// only when the fresh list chooses that same version; a registry that
+    /// published a new version is asked for the new one's location after
+    /// the list, as without the cache. Every request Terraform makes is
+    /// still made, to the same host with the same credentials.
+    async fn fresh_versions(
+        &self,
+        package: &RegistryPackage,
+        constraints: &VersionConstraints,
+    ) -> Result<Vec<Version>, RegistryError> {
+        let expected = self
+            .cached_versions(package)
+            .and_then(|kept| constraints.newest_allowed(&kept).cloned())
+            .filter(|version| self.cached_location(package, version).is_some());
+        let early_location = async {
+            if let Some(version) = &expected {
+                // Its error, if any, is the answer only if this version is
+                // chosen: then the same memoized result is reported.
+                let _ = self.location(package, version).await;
+            }
+        };
+        let (versions, ()) = tokio::join!(self.versions(package), early_location);
+        versions
+    }
+
     /// The version list the module cache kept for `package` (`-offline`).
     fn cached_versions(&self, package: &RegistryPackage) -> Option<Vec<Version>> {
         let listed = self
@@ -1054,12 +1083,14 @@ async fn fetch_call(
         ModuleSource::Registry(source) => {
             let package = &source.package;
             let host = package.host.for_display();
+            let any = VersionConstraints::empty();
+            let constraints = job.constraints.as_ref().unwrap_or(&any);
             let versions = if sources.offline {
                 sources
                     .cached_versions(package)
                     .ok_or_else(|| not_installed(&format!("There is no version list of {package}")))
             } else {
-                sources.versions(package).await.map_err(|err| {
+                sources.fresh_versions(package, constraints).await.map_err(|err| {
                 Box::new(at(
                     match err {
                         RegistryError::NotFound => Diagnostic::error(
@@ -1081,8 +1112,6 @@ async fn fetch_call(
                 ))
             })
             }?;
-            let any = VersionConstraints::empty();
-            let constraints = job.constraints.as_ref().unwrap_or(&any);
             let Some(version) = constraints.newest_allowed(&versions).cloned() else {
                 let newest = any
                     .newest_allowed(&versions)
