@@ -30,6 +30,7 @@ use crate::cache::modules::{ModuleCache, RefRecord};
 use crate::cliconfig::netrc::Netrc;
 use crate::diag::{Diagnostic, Diagnostics, SourcePos};
 use crate::fetch::DownloadSettings;
+use crate::fsutil::blocking;
 use crate::install::link::{ModuleLinkMode, link_or_copy_module_tree, place_module_tree};
 use crate::install::staging::Staging;
 use crate::module::manifest::{MANIFEST_FILE, Manifest, ManifestRecord};
@@ -55,6 +56,10 @@ pub struct ModuleSources {
     fetcher: PackageFetcher,
     /// Bounds how many packages are fetched at once.
     fetches: Semaphore,
+    /// Bounds how many packages are placed at once: each is placed on a
+    /// blocking thread, off the runtime's one thread, so that `init DIR…`
+    /// places on every core.
+    placing: Semaphore,
     versions: Mutex<HashMap<RegistryPackage, Shared<Vec<Version>, RegistryError>>>,
     locations: Mutex<HashMap<(RegistryPackage, Version), Shared<String>>>,
     packages: Mutex<HashMap<String, Shared<Package>>>,
@@ -132,6 +137,9 @@ impl ModuleSources {
             registry,
             fetcher,
             fetches: Semaphore::new(parallelism.max(1)),
+            placing: Semaphore::new(
+                std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get),
+            ),
             versions: Mutex::new(HashMap::new()),
             locations: Mutex::new(HashMap::new()),
             packages: Mutex::new(HashMap::new()),
@@ -476,8 +484,14 @@ impl ModuleSources {
     /// meanwhile (so `cache prune` cannot remove it half-way), as the link
     /// mode says; a package of the run's own store by hard links.
     async fn place(&self, package: &Package, dst: &Path) -> std::io::Result<()> {
+        let _placing = self
+            .placing
+            .acquire()
+            .await
+            .map_err(std::io::Error::other)?;
+        let (src, dst) = (package.dir.clone(), dst.to_path_buf());
         let Some(cache) = self.cache.as_ref().filter(|_| package.cached) else {
-            return link_or_copy_module_tree(&package.dir, dst);
+            return blocking(move || link_or_copy_module_tree(&src, &dst)).await;
         };
         let _used = cache.hold_for_use(&package.dir).await?;
         if !package.dir.is_dir() {
@@ -489,7 +503,8 @@ impl ModuleSources {
                 ),
             ));
         }
-        place_module_tree(&package.dir, dst, self.link_mode)?;
+        let mode = self.link_mode;
+        blocking(move || place_module_tree(&src, &dst, mode)).await?;
         cache.record_use(&package.dir);
         Ok(())
     }
