@@ -594,3 +594,61 @@ fn a_branch_moves_with_upgrade_and_a_new_directory_gets_its_newest_commit() {
     assert_eq!(read_text(&installed), "# newer\n");
     assert_eq!(world.upload_packs("vpc"), 1, "one ref listing, no fetch");
 }
+
+/// With a warm module cache, the download location of the version the
+/// cache's kept list would choose is asked for alongside the version list,
+/// and used only if the fresh list chooses that version: a warm run makes
+/// exactly Terraform's requests, once each, and a registry that published
+/// a newer version or moved a download is followed exactly. (That the
+/// location goes out before the list is answered shows in the new-version
+/// case: the old version's location is asked for, which the fresh list
+/// alone would never ask.)
+#[test]
+fn a_warm_cache_asks_what_terraform_asks_and_follows_a_changed_registry() {
+    let (world, _vpc, dns) = World::new();
+    let vpc_versions = "/v1/modules/acme/vpc/aws/versions";
+    let vpc_download = "/v1/modules/acme/vpc/aws/1.0.0/download";
+    let dns_versions = "/v1/modules/acme/dns/aws/versions";
+    let dns_old = "/v1/modules/acme/dns/aws/2.0.0/download";
+    let dns_new = "/v1/modules/acme/dns/aws/2.1.0/download";
+    ok("cold init", &world.init(&world.workdir("a", &calls()), &[]));
+
+    world.server().clear_log();
+    ok("warm init", &world.init(&world.workdir("b", &calls()), &[]));
+    for path in [vpc_versions, vpc_download, dns_versions, dns_old] {
+        assert_eq!(world.server().count(path), 1, "{path}");
+    }
+    assert_eq!(world.server().requests().len(), 4);
+
+    // A newer version within `~> 2.0`: its location is asked for after the
+    // list, and installed; the kept version's early answer is not used.
+    let newer = dns.commit("main", "2.1.0", &[("main.tf", b"# 2.1.0\n")]);
+    world.publish("acme", "dns", &dns, &[("2.1.0", &newer)]);
+    world.server().clear_log();
+    let c = world.workdir("c", &calls());
+    ok("init after a new version", &world.init(&c, &[]));
+    assert_eq!(world.server().count(dns_versions), 1);
+    assert_eq!(world.server().count(dns_old), 1);
+    assert_eq!(world.server().count(dns_new), 1);
+    assert_eq!(
+        read_text(&c.join(".terraform/modules/dns/main.tf")),
+        "# 2.1.0\n"
+    );
+    assert!(read_text(&c.join(".terraform/modules/modules.json")).contains("\"2.1.0\""));
+
+    // The same version, now downloaded from another repository: the fresh
+    // location is the one followed.
+    let moved = world.git.create("vpc-moved");
+    let commit = moved.commit("main", "moved", &[("main.tf", b"# moved\n")]);
+    world.publish("acme", "vpc", &moved, &[("1.0.0", &commit)]);
+    world.server().clear_log();
+    let d = world.workdir("d", &calls());
+    ok("init after a moved download", &world.init(&d, &[]));
+    assert_eq!(world.server().count(vpc_versions), 1);
+    assert_eq!(world.server().count(vpc_download), 1);
+    assert_eq!(world.upload_packs("vpc"), 0);
+    assert_eq!(
+        read_text(&d.join(".terraform/modules/vpc/main.tf")),
+        "# moved\n"
+    );
+}

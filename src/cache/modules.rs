@@ -490,11 +490,15 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
         .and_then(|bytes| serde_json::from_slice(&bytes).ok())
 }
 
+/// Writes `value` to `path` atomically, unless `path` already holds those
+/// bytes: every warm `init` remembers the same registry answers and
+/// sources again, and one read costs less than a temp file, its mode and a
+/// rename per record.
 fn write_json<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
-    if let Some(parent) = path.parent() {
-        fs::create_dir_all(parent)?;
-    }
     let json = serde_json::to_vec_pretty(value).map_err(io::Error::other)?;
+    if fs::read(path).is_ok_and(|held| held == json) {
+        return Ok(());
+    }
     crate::fsutil::write_atomic(path, &json, 0o644)
 }
 
@@ -507,6 +511,33 @@ mod tests {
             url: "https://example.com/vpc.git".into(),
             commit: "0123456789abcdef0123456789abcdef01234567".into(),
         }
+    }
+
+    #[test]
+    fn an_unchanged_record_is_not_written_again() {
+        use std::os::unix::fs::MetadataExt;
+        let root = tempfile::tempdir().unwrap();
+        let cache = ModuleCache::new(root.path());
+        let inode = || {
+            fs::metadata(
+                root.path()
+                    .join("registry")
+                    .join(short_key("a/b/c"))
+                    .join("versions.json"),
+            )
+            .unwrap()
+            .ino()
+        };
+        cache.remember_registry_versions("a/b/c", vec!["1.0.0".into()]);
+        let first = inode();
+        cache.remember_registry_versions("a/b/c", vec!["1.0.0".into()]);
+        assert_eq!(inode(), first);
+        cache.remember_registry_versions("a/b/c", vec!["1.0.0".into(), "1.1.0".into()]);
+        assert_ne!(inode(), first);
+        assert_eq!(
+            cache.registry_versions("a/b/c").unwrap(),
+            vec!["1.0.0".to_string(), "1.1.0".to_string()]
+        );
     }
 
     #[tokio::test]

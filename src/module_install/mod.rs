@@ -30,6 +30,7 @@ use crate::cache::modules::{ModuleCache, RefRecord};
 use crate::cliconfig::netrc::Netrc;
 use crate::diag::{Diagnostic, Diagnostics, SourcePos};
 use crate::fetch::DownloadSettings;
+use crate::fsutil::blocking;
 use crate::install::link::{ModuleLinkMode, link_or_copy_module_tree, place_module_tree};
 use crate::install::staging::Staging;
 use crate::module::manifest::{MANIFEST_FILE, Manifest, ManifestRecord};
@@ -55,6 +56,10 @@ pub struct ModuleSources {
     fetcher: PackageFetcher,
     /// Bounds how many packages are fetched at once.
     fetches: Semaphore,
+    /// Bounds how many packages are placed at once: each is placed on a
+    /// blocking thread, off the runtime's one thread, so that `init DIR…`
+    /// places on every core.
+    placing: Semaphore,
     versions: Mutex<HashMap<RegistryPackage, Shared<Vec<Version>, RegistryError>>>,
     locations: Mutex<HashMap<(RegistryPackage, Version), Shared<String>>>,
     packages: Mutex<HashMap<String, Shared<Package>>>,
@@ -132,6 +137,9 @@ impl ModuleSources {
             registry,
             fetcher,
             fetches: Semaphore::new(parallelism.max(1)),
+            placing: Semaphore::new(
+                std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get),
+            ),
             versions: Mutex::new(HashMap::new()),
             locations: Mutex::new(HashMap::new()),
             packages: Mutex::new(HashMap::new()),
@@ -176,6 +184,35 @@ impl ModuleSources {
         })
         .await
         .clone()
+    }
+
+    /// The registry's version list for `package`, asked for as Terraform
+    /// asks, with one round trip fewer when the module cache remembers the
+    /// package: the download location of the version its kept list would
+    /// choose under `constraints` is asked for at the same time. That
+    /// answer is only memoized ([`ModuleSources::location`]), so it is used
+    /// only when the fresh list chooses that same version; a registry that
+    /// published a new version is asked for the new one's location after
+    /// the list, as without the cache. Every request Terraform makes is
+    /// still made, to the same host with the same credentials.
+    async fn fresh_versions(
+        &self,
+        package: &RegistryPackage,
+        constraints: &VersionConstraints,
+    ) -> Result<Vec<Version>, RegistryError> {
+        let expected = self
+            .cached_versions(package)
+            .and_then(|kept| constraints.newest_allowed(&kept).cloned())
+            .filter(|version| self.cached_location(package, version).is_some());
+        let early_location = async {
+            if let Some(version) = &expected {
+                // Its error, if any, is the answer only if this version is
+                // chosen: then the same memoized result is reported.
+                let _ = self.location(package, version).await;
+            }
+        };
+        let (versions, ()) = tokio::join!(self.versions(package), early_location);
+        versions
     }
 
     /// The version list the module cache kept for `package` (`-offline`).
@@ -447,8 +484,14 @@ impl ModuleSources {
     /// meanwhile (so `cache prune` cannot remove it half-way), as the link
     /// mode says; a package of the run's own store by hard links.
     async fn place(&self, package: &Package, dst: &Path) -> std::io::Result<()> {
+        let _placing = self
+            .placing
+            .acquire()
+            .await
+            .map_err(std::io::Error::other)?;
+        let (src, dst) = (package.dir.clone(), dst.to_path_buf());
         let Some(cache) = self.cache.as_ref().filter(|_| package.cached) else {
-            return link_or_copy_module_tree(&package.dir, dst);
+            return blocking(move || link_or_copy_module_tree(&src, &dst)).await;
         };
         let _used = cache.hold_for_use(&package.dir).await?;
         if !package.dir.is_dir() {
@@ -460,7 +503,8 @@ impl ModuleSources {
                 ),
             ));
         }
-        place_module_tree(&package.dir, dst, self.link_mode)?;
+        let mode = self.link_mode;
+        blocking(move || place_module_tree(&src, &dst, mode)).await?;
         cache.record_use(&package.dir);
         Ok(())
     }
@@ -1063,12 +1107,14 @@ async fn fetch_call(
         ModuleSource::Registry(source) => {
             let package = &source.package;
             let host = package.host.for_display();
+            let any = VersionConstraints::empty();
+            let constraints = job.constraints.as_ref().unwrap_or(&any);
             let versions = if sources.offline {
                 sources
                     .cached_versions(package)
                     .ok_or_else(|| not_installed(&format!("There is no version list of {package}")))
             } else {
-                sources.versions(package).await.map_err(|err| {
+                sources.fresh_versions(package, constraints).await.map_err(|err| {
                 Box::new(at(
                     match err {
                         RegistryError::NotFound => Diagnostic::error(
@@ -1090,8 +1136,6 @@ async fn fetch_call(
                 ))
             })
             }?;
-            let any = VersionConstraints::empty();
-            let constraints = job.constraints.as_ref().unwrap_or(&any);
             let Some(version) = constraints.newest_allowed(&versions).cloned() else {
                 let newest = any
                     .newest_allowed(&versions)
