@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use super::modules::{
-    ENTRY_META_SUFFIX, IdentityRecord, MODULE_META_FORMAT, ModuleCache, tree_digest,
+    ENTRY_META_SUFFIX, IdentityRecord, MODULE_META_FORMAT, ModuleCache, open_lock_file, tree_digest,
 };
 use super::process_locks::EntryLocks;
 use super::prune::subdirs;
@@ -183,15 +183,7 @@ impl ModuleCache {
     /// The entry's lock, exclusive, if no run holds it now.
     fn try_lock_entry(&self, dir: &Path) -> io::Result<Option<EntryLock>> {
         let lock_path = sidecar(dir, ".lock");
-        let open = || {
-            fs::OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .open(&lock_path)
-                .map(Some)
-        };
-        let hold = EntryLocks::of(&lock_path).try_hold_exclusive(&open)?;
+        let hold = EntryLocks::of(&lock_path).try_hold_exclusive(&|| open_lock_file(&lock_path))?;
         Ok(hold.map(|hold| EntryLock {
             work: work_dir(self.root(), dir),
             entry: dir.to_path_buf(),

@@ -259,12 +259,7 @@ impl ModuleCache {
         let open = || {
             fs::create_dir_all(dir.parent().unwrap_or(&self.root))?;
             mark_cache_dir(&self.root);
-            fs::OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .open(&lock_path)
-                .map(Some)
+            open_lock_file(&lock_path)
         };
         let hold = EntryLocks::of(&lock_path)
             .hold_exclusive(&open, on_wait)
@@ -500,6 +495,17 @@ fn write_json<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
         return Ok(());
     }
     crate::fsutil::write_atomic(path, &json, 0o644)
+}
+
+/// An entry's lock file, made if need be, for a holder that changes the
+/// entry (fills or removes it).
+pub(super) fn open_lock_file(lock_path: &Path) -> io::Result<Option<fs::File>> {
+    fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(lock_path)
+        .map(Some)
 }
 
 #[cfg(test)]
