@@ -84,19 +84,25 @@ fn place_tree(
         let entry = entry?;
         let from = entry.path();
         let to = dst.join(entry.file_name());
-        if symlinks == Symlinks::Keep && entry.file_type()?.is_symlink() {
-            recreate_symlink(&from, &to)?;
-            continue;
+        // The entry's own type comes with the directory listing: only a
+        // link followed, or a mode to look at, costs a stat (of which
+        // `init DIR…` would make one for each of thousands of files).
+        let mut kind = entry.file_type()?;
+        if kind.is_symlink() {
+            if symlinks == Symlinks::Keep {
+                recreate_symlink(&from, &to)?;
+                continue;
+            }
+            kind = fs::metadata(&from)?.file_type();
         }
-        let meta = fs::metadata(&from)?;
-        if meta.is_dir() {
+        if kind.is_dir() {
             place_tree(&from, &to, strategy, symlinks)?;
-        } else if meta.is_file() {
+        } else if kind.is_file() {
+            let writable = *strategy == Strategy::HardlinkReadOnly
+                && !fs::metadata(&from)?.permissions().readonly();
             match *strategy {
                 Strategy::HardlinkOnly => fs::hard_link(&from, &to)?,
-                Strategy::HardlinkReadOnly if !meta.permissions().readonly() => {
-                    copy_file(&from, &to)?
-                }
+                Strategy::HardlinkReadOnly if writable => copy_file(&from, &to)?,
                 Strategy::Hardlink | Strategy::HardlinkReadOnly => {
                     if fs::hard_link(&from, &to).is_err() {
                         *strategy = Strategy::Copy;
