@@ -5,6 +5,7 @@
 mod proxy;
 pub mod traffic;
 
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// The User-Agent Terraform's registry client sends, so registries that log
@@ -52,7 +53,32 @@ pub fn build_client() -> Result<reqwest::Client, crate::diag::Diagnostic> {
     provider
         .cipher_suites
         .sort_by_key(|suite| suite.suite() != rustls::CipherSuite::TLS13_AES_128_GCM_SHA256);
-    let _ = provider.install_default();
+    let _ = provider.clone().install_default();
+    let provider = Arc::new(provider);
+    let certificate_files_missing = |detail: String| {
+        crate::diag::Diagnostic::error(
+            "Failed to set up HTTPS",
+            format!(
+                "Could not create the HTTP client: {detail}. Check {}: each must name a readable PEM file or directory of certificates, or be unset.",
+                named_certificate_variables().join(" and ")
+            ),
+        )
+    };
+    if let Some(missing) = missing_certificate_paths().first() {
+        return Err(certificate_files_missing(format!(
+            "{} does not exist",
+            missing.display()
+        )));
+    }
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider.clone())
+        .with_protocol_versions(rustls::DEFAULT_VERSIONS)
+        .map_err(|err| certificate_files_missing(err.to_string()))?
+        // The platform's own verifier, only built later: see LazyVerifier.
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(LazyVerifier::start(provider)))
+        .with_no_client_auth();
+    // What reqwest offers when it builds the configuration itself.
+    tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     let proxies = proxy::ProxyEnv::from_process();
     let builder = match proxies.any() {
         true => reqwest::Client::builder().proxy(reqwest::Proxy::custom(move |url| {
@@ -61,6 +87,7 @@ pub fn build_client() -> Result<reqwest::Client, crate::diag::Diagnostic> {
         false => reqwest::Client::builder().no_proxy(),
     };
     builder
+        .tls_backend_preconfigured(tls)
         .user_agent(user_agent())
         .http2_initial_stream_window_size(HTTP2_STREAM_WINDOW)
         .http2_initial_connection_window_size(HTTP2_CONNECTION_WINDOW)
@@ -68,15 +95,7 @@ pub fn build_client() -> Result<reqwest::Client, crate::diag::Diagnostic> {
         .pool_idle_timeout(Duration::from_secs(30))
         .build()
         .map_err(|err| {
-            // The usual cause is a certificate variable naming nothing usable,
-            // which reqwest reports only as "builder error".
-            let named: Vec<String> = ["SSL_CERT_FILE", "SSL_CERT_DIR"]
-                .into_iter()
-                .filter_map(|name| {
-                    std::env::var_os(name)
-                        .map(|value| format!("{name}={:?}", value.to_string_lossy()))
-                })
-                .collect();
+            let named = named_certificate_variables();
             let hint = if named.is_empty() {
                 String::new()
             } else {
@@ -93,6 +112,112 @@ pub fn build_client() -> Result<reqwest::Client, crate::diag::Diagnostic> {
                 ),
             )
         })
+}
+
+/// `SSL_CERT_FILE` and `SSL_CERT_DIR` as set, for messages about them.
+fn named_certificate_variables() -> Vec<String> {
+    ["SSL_CERT_FILE", "SSL_CERT_DIR"]
+        .into_iter()
+        .filter_map(|name| {
+            std::env::var_os(name).map(|value| format!("{name}={:?}", value.to_string_lossy()))
+        })
+        .collect()
+}
+
+/// The paths `SSL_CERT_FILE` and `SSL_CERT_DIR` name that do not exist:
+/// checked at start, since the certificates themselves are read only
+/// later ([`LazyVerifier`]), and a run that cannot trust any server should
+/// say so before it does anything.
+fn missing_certificate_paths() -> Vec<std::path::PathBuf> {
+    let file = std::env::var_os("SSL_CERT_FILE").map(std::path::PathBuf::from);
+    let dirs = std::env::var_os("SSL_CERT_DIR")
+        .map(|dirs| std::env::split_paths(&dirs).collect::<Vec<_>>())
+        .unwrap_or_default();
+    file.into_iter()
+        .chain(dirs)
+        .filter(|path| !path.as_os_str().is_empty() && !path.exists())
+        .collect()
+}
+
+/// The platform's certificate verifier (what reqwest would build), built
+/// on a thread of its own from the moment the client is made, and waited
+/// for at the first handshake. Building it reads every certificate of the
+/// system's store, a few milliseconds that a run making no request (a
+/// no-op `init`) need not spend and that a run making one spends beside its
+/// start-up. Every check is the platform verifier's own.
+#[derive(Debug)]
+struct LazyVerifier {
+    provider: Arc<rustls::crypto::CryptoProvider>,
+    verifier: Arc<OnceLock<Result<rustls_platform_verifier::Verifier, rustls::Error>>>,
+}
+
+impl LazyVerifier {
+    fn start(provider: Arc<rustls::crypto::CryptoProvider>) -> Self {
+        let verifier = Arc::new(OnceLock::new());
+        let (cell, roots_provider) = (verifier.clone(), provider.clone());
+        // Not joined: a process that ends first has no use for it.
+        std::thread::spawn(move || {
+            cell.get_or_init(|| rustls_platform_verifier::Verifier::new(roots_provider));
+        });
+        LazyVerifier { provider, verifier }
+    }
+
+    fn verifier(&self) -> Result<&rustls_platform_verifier::Verifier, rustls::Error> {
+        let provider = self.provider.clone();
+        self.verifier
+            .get_or_init(|| rustls_platform_verifier::Verifier::new(provider))
+            .as_ref()
+            .map_err(|err| {
+                rustls::Error::General(format!(
+                    "could not load the trusted certificates (the system's, or SSL_CERT_FILE and SSL_CERT_DIR): {err}"
+                ))
+            })
+    }
+}
+
+impl rustls::client::danger::ServerCertVerifier for LazyVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &rustls::pki_types::CertificateDer<'_>,
+        intermediates: &[rustls::pki_types::CertificateDer<'_>],
+        server_name: &rustls::pki_types::ServerName<'_>,
+        ocsp_response: &[u8],
+        now: rustls::pki_types::UnixTime,
+    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+        self.verifier()?.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        )
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.verifier()?.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &rustls::pki_types::CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        self.verifier()?.verify_tls13_signature(message, cert, dss)
+    }
+
+    /// Known without the certificates: the platform verifier's are its
+    /// crypto provider's, which is this one.
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.provider
+            .signature_verification_algorithms
+            .supported_schemes()
+    }
 }
 
 /// The Terraform version tfinstall presents itself as to registries
