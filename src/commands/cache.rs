@@ -40,6 +40,8 @@ use crate::workdir::engine::EngineChoice;
 /// engine's CLI configuration (the engine is one for the whole process at
 /// any time, see [`Engine::select`]).
 pub async fn warm(args: CacheWarmArgs, launch_dir: PathBuf, engine_flag: Option<Engine>) -> bool {
+    // One run per process: each module is read once for it.
+    crate::module::remember_modules_read();
     let out = Output::new(false, args.no_color);
     let dirs = if args.dirs.is_empty() {
         vec![PathBuf::from(".")]

@@ -12,6 +12,8 @@ use crate::source::configured::NetworkSources;
 use crate::workdir::data_dir;
 
 pub async fn run(args: GetArgs) -> bool {
+    // One run per process: each module is read once for it.
+    crate::module::remember_modules_read();
     let out = Output::new(false, args.no_color);
     match get(&args, &out).await {
         Ok(()) => true,

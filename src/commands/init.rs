@@ -35,6 +35,8 @@ mod prefetch;
 /// `init` in the working directory, or in each DIR given, each with the
 /// engine its own files choose unless `engine_flag` (`-engine`) says.
 pub async fn run(args: InitArgs, launch_dir: PathBuf, engine_flag: Option<Engine>) -> bool {
+    // One run per process: each module is read once for it.
+    crate::module::remember_modules_read();
     let dirs = if args.dirs.is_empty() {
         vec![PathBuf::from(".")]
     } else {

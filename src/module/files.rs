@@ -2,13 +2,16 @@
 //! Terraform's order (parser_config_dir.go), with OpenTofu's `.tofu` files
 //! when it is the engine.
 
+use std::collections::HashMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::engine::Engine;
 
+use super::assemble::{ModuleConfig, assemble};
 use super::decode::{FileDecls, decode_file};
 use super::range::LineIndex;
 use super::syntax::TOP_LEVEL;
@@ -62,14 +65,11 @@ pub(super) fn config_files(
         names.push(entry.file_name());
     }
     names.sort_by(|a, b| a.as_encoded_bytes().cmp(b.as_encoded_bytes()));
-    let names: Vec<String> = names
-        .into_iter()
-        .filter_map(|name| name.into_string().ok())
-        .collect();
+    let names: Vec<&str> = names.iter().filter_map(|name| name.to_str()).collect();
 
     let mut primary = Vec::new();
     let mut overrides = Vec::new();
-    for name in &names {
+    for name in names {
         if is_ignored(name) {
             continue;
         }
@@ -77,9 +77,9 @@ pub(super) fn config_files(
             continue;
         };
         if is_override(stem) {
-            overrides.push(name.as_str());
+            overrides.push(name);
         } else {
-            primary.push(name.as_str());
+            primary.push(name);
         }
     }
     let in_dir = |names: Vec<&str>| -> Vec<PathBuf> {
@@ -108,6 +108,127 @@ fn without_shadowed_tf_files<'a>(names: &'a [&'a str]) -> impl Iterator<Item = &
         };
         !names.contains(&alternative.as_str())
     })
+}
+
+/// A module directory's files put together, and what reading them
+/// reported.
+pub(super) type LoadedModule = Arc<(ModuleConfig, Vec<Diagnostic>)>;
+
+/// A module directory as the memo knows it: the directory diagnostics name
+/// (ranges carry it), where it was read (for a tree placed from a package,
+/// its path in that package), and whether OpenTofu's files were read.
+type ModuleKey = (PathBuf, PathBuf, bool);
+
+/// What this process has read of module directories, once
+/// [`remember_modules_read`] has turned it on.
+#[derive(Default)]
+struct Memo {
+    modules: HashMap<ModuleKey, LoadedModule>,
+    /// Trees placed from packages that do not change, by where each was
+    /// placed: the package it is a copy of.
+    placed: HashMap<PathBuf, PathBuf>,
+}
+
+impl Memo {
+    /// Where the module in `fs_dir` is read from as far as the memo goes:
+    /// for a directory inside a placed tree, its path in the package.
+    fn location(&self, fs_dir: &Path) -> PathBuf {
+        let fs_dir = fs_dir.strip_prefix(".").unwrap_or(fs_dir);
+        let placed = fs_dir.ancestors().find_map(|ancestor| {
+            let package = self.placed.get(ancestor)?;
+            let rest = fs_dir.strip_prefix(ancestor).ok()?;
+            Some(package.join(rest))
+        });
+        placed.unwrap_or_else(|| fs_dir.to_path_buf())
+    }
+}
+
+/// `None` until [`remember_modules_read`].
+static MEMO: Mutex<Option<Memo>> = Mutex::new(None);
+
+fn memo() -> std::sync::MutexGuard<'static, Option<Memo>> {
+    MEMO.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Makes this process read each module directory once: one run of `init`
+/// reads a module to walk its calls, again for the early provider fetch and
+/// again for the requirements, and `init DIR…` reads the same packages for
+/// every directory. A configuration is taken to hold still while one run
+/// reads it (as Terraform reads it once); a module of a tree placed from a
+/// package that does not change ([`same_tree`]) is known by its path in
+/// that package, so every directory that placed it shares one reading.
+/// Left off by default: a process that outlives one run (the unit tests)
+/// would otherwise keep what is long gone.
+pub fn remember_modules_read() {
+    memo().get_or_insert_with(Memo::default);
+}
+
+/// Tells the memo that the tree at `placed` was just made, file for file,
+/// from `package`, a module cache entry or a package fetched for this run,
+/// neither of which changes while the run lasts: a module under `placed`
+/// is read as the one under `package`.
+pub fn same_tree(placed: &Path, package: &Path) {
+    if let Some(memo) = memo().as_mut() {
+        let placed = placed.strip_prefix(".").unwrap_or(placed);
+        memo.placed
+            .insert(placed.to_path_buf(), package.to_path_buf());
+    }
+}
+
+/// Tells the memo that the tree at `placed` is gone: whatever is put there
+/// next is read afresh.
+pub fn tree_removed(placed: &Path) {
+    if let Some(memo) = memo().as_mut() {
+        let placed = placed.strip_prefix(".").unwrap_or(placed);
+        memo.placed.remove(placed);
+        memo.modules
+            .retain(|(_, location, _), _| !location.starts_with(placed));
+    }
+}
+
+/// Reads the module in `fs_dir` whose directory diagnostics name
+/// `display_dir`: its files as `engine` lists them, put together. `Err`
+/// when the directory cannot be listed.
+pub(super) fn load_module(
+    fs_dir: &Path,
+    display_dir: &Path,
+    engine: Engine,
+) -> io::Result<LoadedModule> {
+    let key = memo().as_ref().map(|memo| {
+        (
+            display_dir.to_path_buf(),
+            memo.location(fs_dir),
+            engine == Engine::OpenTofu,
+        )
+    });
+    if let Some(key) = &key
+        && let Some(known) = memo()
+            .as_ref()
+            .and_then(|memo| memo.modules.get(key).cloned())
+    {
+        return Ok(known);
+    }
+    let files = config_files(fs_dir, display_dir, engine)?;
+    let mut diags = Diagnostics::new();
+    let load = |paths: &[PathBuf], is_override: bool, diags: &mut Diagnostics| {
+        paths
+            .iter()
+            .filter_map(|path| {
+                let name = path.strip_prefix(display_dir).unwrap_or(path);
+                load_file(&fs_dir.join(name), path, is_override, diags)
+            })
+            .collect::<Vec<_>>()
+    };
+    let primary = load(&files.primary, false, &mut diags);
+    let overrides = load(&files.overrides, true, &mut diags);
+    let module = assemble(primary, overrides, &mut diags);
+    let loaded: LoadedModule = Arc::new((module, diags.0));
+    if let Some(key) = key
+        && let Some(memo) = memo().as_mut()
+    {
+        memo.modules.insert(key, loaded.clone());
+    }
+    Ok(loaded)
 }
 
 /// Reads and decodes one file: `fs_path` is where it is, `display_path`

@@ -23,8 +23,9 @@ use crate::addr::ProviderAddr;
 use crate::diag::{Diagnostic, Diagnostics, SourcePos};
 use crate::version::VersionConstraints;
 
-use assemble::{ModuleConfig, assemble};
-use files::{config_files, load_file};
+use assemble::ModuleConfig;
+use files::{config_files, load_module};
+pub use files::{remember_modules_read, same_tree, tree_removed};
 
 use crate::engine::Engine;
 use manifest::Manifest;
@@ -118,6 +119,10 @@ pub fn load_configuration(
 pub struct StagedModules<'a> {
     pub named: &'a Path,
     pub actual: &'a Path,
+    /// Module packages (by `modules.json` key) still read from the
+    /// installed modules directory, `installed`: kept from before, they are
+    /// linked into `actual` only if the walk ends with something changed.
+    pub kept: Option<(&'a Path, &'a BTreeSet<String>)>,
 }
 
 /// [`load_requirements`], with the modules (and their manifest) read from
@@ -165,31 +170,28 @@ fn load_configuration_staged(
 /// still be on their way, enough to start fetching providers early. The
 /// whole configuration is still read ([`load_requirements_staged`]) for the
 /// selection itself; a module that does not read here adds nothing.
-pub fn module_own_requirements(dir: &Path) -> BTreeMap<ProviderAddr, VersionConstraints> {
-    let Ok(files) = config_files(dir, Path::new(""), Engine::current()) else {
+///
+/// `fs_dir` is where the module is, `display_dir` the directory diagnostics
+/// name (as `modules.json` does), so that the files read here are the ones
+/// the whole configuration's reading finds already parsed.
+pub fn module_own_requirements(
+    fs_dir: &Path,
+    display_dir: &Path,
+) -> BTreeMap<ProviderAddr, VersionConstraints> {
+    let Ok(loaded) = load_module(fs_dir, display_dir, Engine::current()) else {
         return BTreeMap::new();
     };
-    let mut diags = Diagnostics::new();
-    let load = |paths: &[PathBuf], is_override: bool, diags: &mut Diagnostics| {
-        paths
-            .iter()
-            .filter_map(|path| load_file(&dir.join(path), path, is_override, diags))
-            .collect::<Vec<_>>()
-    };
-    let primary = load(&files.primary, false, &mut diags);
-    let overrides = load(&files.overrides, true, &mut diags);
-    let module = assemble(primary, overrides, &mut diags);
     let mut walker = Walker {
         locations: Locations {
-            root_dir: dir,
+            root_dir: fs_dir,
             staged: None,
         },
         manifest: Manifest::default(),
         configuration: Configuration::default(),
-        diags,
+        diags: Diagnostics::new(),
         ancestors: Vec::new(),
     };
-    walker.record("", &module);
+    walker.record("", &loaded.0);
     walker
         .configuration
         .requirements
@@ -230,7 +232,7 @@ pub fn module_calls(
 ) -> Result<Vec<ModuleCall>, Diagnostics> {
     let locations = Locations { root_dir, staged };
     let fs_dir = locations.fs_path(display_dir);
-    let files = config_files(&fs_dir, display_dir, Engine::current()).map_err(|_| {
+    let loaded = load_module(&fs_dir, display_dir, Engine::current()).map_err(|_| {
         let shown = if display_dir.as_os_str().is_empty() {
             Path::new(".")
         } else {
@@ -238,30 +240,24 @@ pub fn module_calls(
         };
         Diagnostics::from(unreadable_module_dir(shown, None))
     })?;
-    let mut diags = Diagnostics::new();
-    let load = |paths: &[PathBuf], is_override: bool, diags: &mut Diagnostics| {
-        paths
-            .iter()
-            .filter_map(|path| load_file(&locations.fs_path(path), path, is_override, diags))
-            .collect::<Vec<_>>()
-    };
-    let primary = load(&files.primary, false, &mut diags);
-    let overrides = load(&files.overrides, true, &mut diags);
-    let module = assemble(primary, overrides, &mut diags);
-    if diags.has_errors() {
-        return Err(diags);
+    let (module, found) = &*loaded;
+    if found.iter().any(Diagnostic::is_error) {
+        return Err(Diagnostics(found.clone()));
     }
     let mut calls: Vec<ModuleCall> = module
         .module_calls
-        .into_iter()
+        .iter()
         .filter_map(|call| {
-            let source = call.source?;
+            let source = call.source.clone()?;
             let range = call.source_range.as_ref().unwrap_or(&call.def_range);
             Some(ModuleCall {
-                name: call.name,
+                name: call.name.clone(),
                 source,
                 source_pos: range.source_pos(),
-                version: call.version.zip(call.version_range.map(|r| r.source_pos())),
+                version: call
+                    .version
+                    .clone()
+                    .zip(call.version_range.as_ref().map(|r| r.source_pos())),
             })
         })
         .collect();
@@ -277,12 +273,27 @@ struct Locations<'a> {
 
 impl Locations<'_> {
     fn fs_path(&self, display: &Path) -> PathBuf {
-        if let Some(staged) = self.staged
-            && let Ok(rest) = display.strip_prefix(staged.named)
-        {
-            return staged.actual.join(rest);
+        match self.staged {
+            Some(staged) => staged.fs_path(self.root_dir, display),
+            None => self.root_dir.join(display),
         }
-        self.root_dir.join(display)
+    }
+}
+
+impl StagedModules<'_> {
+    /// Where the file or directory diagnostics name `display` is on disk,
+    /// for the configuration rooted at `root_dir`.
+    pub fn fs_path(&self, root_dir: &Path, display: &Path) -> PathBuf {
+        let Ok(rest) = display.strip_prefix(self.named) else {
+            return root_dir.join(display);
+        };
+        if let Some((installed, keys)) = self.kept
+            && let Some(Component::Normal(key)) = rest.components().next()
+            && key.to_str().is_some_and(|key| keys.contains(key))
+        {
+            return installed.join(rest);
+        }
+        self.actual.join(rest)
     }
 }
 
@@ -310,8 +321,8 @@ impl Walker<'_> {
         } else {
             display_dir
         };
-        let files = match config_files(&fs_dir, display_dir, Engine::current()) {
-            Ok(files) => files,
+        let loaded = match load_module(&fs_dir, display_dir, Engine::current()) {
+            Ok(loaded) => loaded,
             Err(_) => {
                 self.diags
                     .push(unreadable_module_dir(shown_dir, call.as_ref()));
@@ -334,20 +345,10 @@ impl Walker<'_> {
             return;
         }
 
-        let mut module_diags = Diagnostics::new();
-        let load = |paths: &[PathBuf], is_override: bool, diags: &mut Diagnostics| {
-            paths
-                .iter()
-                .filter_map(|path| {
-                    load_file(&self.locations.fs_path(path), path, is_override, diags)
-                })
-                .collect::<Vec<_>>()
-        };
-        let primary = load(&files.primary, false, &mut module_diags);
-        let overrides = load(&files.overrides, true, &mut module_diags);
-        let module = assemble(primary, overrides, &mut module_diags);
+        let (module, found) = &*loaded;
+        let module_diags = Diagnostics(found.clone());
         let path = module_path(names);
-        self.record(&path, &module);
+        self.record(&path, module);
         self.configuration.module_paths.push(path);
 
         // As in Terraform, a root module with errors is not descended into

@@ -20,7 +20,7 @@
 pub mod registry;
 pub mod source_addr;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -483,15 +483,17 @@ impl ModuleSources {
     /// Places `package` at `dst`: a module cache entry held for use
     /// meanwhile (so `cache prune` cannot remove it half-way), as the link
     /// mode says; a package of the run's own store by hard links.
-    async fn place(&self, package: &Package, dst: &Path) -> std::io::Result<()> {
+    async fn place(&self, package: &Package, dst_path: &Path) -> std::io::Result<()> {
         let _placing = self
             .placing
             .acquire()
             .await
             .map_err(std::io::Error::other)?;
-        let (src, dst) = (package.dir.clone(), dst.to_path_buf());
+        let (src, dst) = (package.dir.clone(), dst_path.to_path_buf());
         let Some(cache) = self.cache.as_ref().filter(|_| package.cached) else {
-            return blocking(move || link_or_copy_module_tree(&src, &dst)).await;
+            blocking(move || link_or_copy_module_tree(&src, &dst)).await?;
+            crate::module::same_tree(dst_path, &package.dir);
+            return Ok(());
         };
         let _used = cache.hold_for_use(&package.dir).await?;
         if !package.dir.is_dir() {
@@ -505,6 +507,7 @@ impl ModuleSources {
         }
         let mode = self.link_mode;
         blocking(move || place_module_tree(&src, &dst, mode)).await?;
+        crate::module::same_tree(dst_path, &package.dir);
         cache.record_use(&package.dir);
         Ok(())
     }
@@ -583,9 +586,10 @@ impl ModuleEvent {
 pub trait WalkObserver: Sync {
     /// A remote package is about to be fetched: the walk will take a while.
     fn fetching(&self) {}
-    /// The files of a module are in place at `dir`, in the staging area or
-    /// the working directory; told once or more for each module.
-    fn module_ready(&self, _dir: &Path) {}
+    /// The files of a module are in place at `fs_dir`, in the staging area
+    /// or the working directory, and `display_dir` is the directory
+    /// diagnostics name for it; told once or more for each module.
+    fn module_ready(&self, _fs_dir: &Path, _display_dir: &Path) {}
 }
 
 /// No one to tell (`get`).
@@ -613,6 +617,7 @@ impl PreparedModules {
         self.staged.as_ref().map(|actual| StagedModules {
             named: &self.named,
             actual,
+            kept: None,
         })
     }
 
@@ -744,17 +749,18 @@ pub async fn prepare(
         fresh: false,
         call_pos: None,
     }];
+    // Packages kept from the previous install, read where they are during
+    // the walk: a run that changes nothing (a no-op) copies nothing.
+    let mut kept_keys: BTreeSet<String> = BTreeSet::new();
     while !level.is_empty() {
         let view = StagedModules {
             named: &named,
             actual: &staged,
+            kept: Some((&target, &kept_keys)),
         };
         let mut placements = Vec::new();
         for node in &level {
-            observer.module_ready(&match node.dir.strip_prefix(&named) {
-                Ok(rest) => staged.join(rest),
-                Err(_) => dir.join(&node.dir),
-            });
+            observer.module_ready(&view.fs_path(dir, &node.dir), &node.dir);
             let calls = match module_calls(dir, &node.dir, Some(&view)) {
                 Ok(calls) => calls,
                 Err(found) => {
@@ -799,15 +805,7 @@ pub async fn prepare(
                 }) => {
                     let names: Vec<String> = record.key.split('.').map(str::to_string).collect();
                     if kept {
-                        let root = named.join(&record.key);
-                        if !staged.join(&record.key).exists()
-                            && let Err(err) = link_or_copy_module_tree(
-                                &target.join(&record.key),
-                                &staged.join(&record.key),
-                            )
-                        {
-                            return Err(io_failure(&root, &err).into());
-                        }
+                        kept_keys.insert(record.key.clone());
                     }
                     let changed = previous.get(&record.key) != Some(&record);
                     if changed {
@@ -881,6 +879,10 @@ pub async fn prepare(
             events,
             warnings,
         });
+    }
+    for key in &kept_keys {
+        link_or_copy_module_tree(&target.join(key), &staged.join(key))
+            .map_err(|err| io_failure(&named.join(key), &err))?;
     }
     let manifest_path = staged.join(MANIFEST_FILE);
     crate::fsutil::write_atomic_umask(&manifest_path, manifest.render().as_bytes(), 0o644)
@@ -1237,13 +1239,13 @@ async fn fetch_call(
         .place(&fetched, &place)
         .await
         .map_err(|err| Box::new(io_failure(&place, &err)))?;
-    observer.module_ready(&place.join(&subdir));
     let package_root = named.join(key);
     let dir = if subdir.is_empty() {
         package_root.clone()
     } else {
         package_root.join(&subdir)
     };
+    observer.module_ready(&place.join(&subdir), &dir);
     // The source as the call writes it, as Terraform 1.0 records it: that
     // release compares the record with the call's text, and re-downloads a
     // module whose record it finds normalised (`hashicorp/consul/aws`

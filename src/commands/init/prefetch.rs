@@ -34,8 +34,9 @@ use crate::version::VersionConstraints;
 enum Learned {
     /// A package is being fetched: the walk takes long enough to overlap.
     Fetching,
-    /// A module's files are in place.
-    Module(PathBuf),
+    /// A module's files are in place: where they are, and the directory
+    /// diagnostics name.
+    Module(PathBuf, PathBuf),
 }
 
 /// The prefetch of one working directory's `init`.
@@ -127,7 +128,7 @@ impl Prefetch {
         };
         let mut known: BTreeMap<ProviderAddr, VersionConstraints> = BTreeMap::new();
         let mut modules_seen: HashSet<PathBuf> = HashSet::new();
-        let mut unread: Vec<PathBuf> = Vec::new();
+        let mut unread: Vec<(PathBuf, PathBuf)> = Vec::new();
         let mut started: HashMap<ProviderAddr, VersionConstraints> = HashMap::new();
         let built: OnceLock<Option<Installer>> = OnceLock::new();
         let mut overlapping = false;
@@ -137,9 +138,9 @@ impl Prefetch {
                 learned = receiver.recv() => match learned {
                     None => break,
                     Some(Learned::Fetching) => overlapping = true,
-                    Some(Learned::Module(dir)) => {
-                        if modules_seen.insert(dir.clone()) {
-                            unread.push(dir);
+                    Some(Learned::Module(fs_dir, display_dir)) => {
+                        if modules_seen.insert(fs_dir.clone()) {
+                            unread.push((fs_dir, display_dir));
                         }
                     }
                 },
@@ -150,8 +151,8 @@ impl Prefetch {
             if !overlapping {
                 continue;
             }
-            for dir in unread.drain(..) {
-                for (provider, constraints) in module_own_requirements(&dir) {
+            for (fs_dir, display_dir) in unread.drain(..) {
+                for (provider, constraints) in module_own_requirements(&fs_dir, &display_dir) {
                     known
                         .entry(provider)
                         .or_insert_with(VersionConstraints::empty)
@@ -189,8 +190,11 @@ impl WalkObserver for Prefetch {
         self.tell(Learned::Fetching);
     }
 
-    fn module_ready(&self, dir: &Path) {
-        self.tell(Learned::Module(dir.to_path_buf()));
+    fn module_ready(&self, fs_dir: &Path, display_dir: &Path) {
+        self.tell(Learned::Module(
+            fs_dir.to_path_buf(),
+            display_dir.to_path_buf(),
+        ));
     }
 }
 
