@@ -512,6 +512,46 @@ impl ModuleSources {
         Ok(())
     }
 
+    /// The package the module cache's kept answers say `source` resolves
+    /// to, if the cache holds it: for a registry module, the entry of the
+    /// download location it kept for the version its kept list would
+    /// choose; for a remote address, the entry that address last gave. A
+    /// guess, placed early and kept only if the run's own answers agree
+    /// ([`fetch_call`]); none in `-offline`, which asks nothing.
+    fn guess(
+        &self,
+        source: &ModuleSource,
+        constraints: Option<&VersionConstraints>,
+    ) -> Option<Package> {
+        if self.offline || self.cache.is_none() {
+            return None;
+        }
+        let addr = match source {
+            ModuleSource::Registry(source) => {
+                let any = VersionConstraints::empty();
+                let kept = self.cached_versions(&source.package)?;
+                let version = constraints.unwrap_or(&any).newest_allowed(&kept)?;
+                let location = self.cached_location(&source.package, version)?;
+                source_addr::parse_remote(&location).ok()?.package
+            }
+            ModuleSource::Remote(remote) => remote.package.clone(),
+            ModuleSource::Local(_) => return None,
+        };
+        self.offline_package(&addr)
+    }
+
+    /// Removes a tree placed at `dst` by a guess the answers did not bear
+    /// out.
+    async fn unplace(&self, dst: &Path) -> std::io::Result<()> {
+        let dst = dst.to_path_buf();
+        crate::module::tree_removed(&dst);
+        blocking(move || match std::fs::remove_dir_all(&dst) {
+            Err(err) if err.kind() != std::io::ErrorKind::NotFound => Err(err),
+            _ => Ok(()),
+        })
+        .await
+    }
+
     /// The module cache entries this run's packages came from, each with
     /// the package address that named it, sorted (what `cache warm`
     /// reports).
@@ -1064,7 +1104,11 @@ fn same_source(recorded: &str, source: &ModuleSource) -> bool {
 }
 
 /// Resolves and fetches one call's package and places it at `KEY` in the
-/// staged modules directory (of the data directory `data_dir`).
+/// staged modules directory (of the data directory `data_dir`). The
+/// package the module cache's kept answers name, when it holds one, is
+/// placed while the registry and the git host are asked, and kept if their
+/// answers name it too: placing thousands of files for `init DIR…` then
+/// costs no time beyond the round trips it overlaps.
 async fn fetch_call(
     sources: &ModuleSources,
     job: &FetchJob,
@@ -1073,6 +1117,109 @@ async fn fetch_call(
     observer: &dyn WalkObserver,
     data_dir: &Path,
 ) -> Result<Fetched, Box<Diagnostic>> {
+    let call = &job.call;
+    let key = &job.key;
+    let place = staged.join(key);
+    let guess = sources.guess(&job.source, job.constraints.as_ref());
+    let early = async {
+        match &guess {
+            Some(guess) => Some(sources.place(guess, &place).await),
+            None => None,
+        }
+    };
+    let (resolved, early) =
+        futures_util::future::join(resolve_call(sources, job, data_dir), early).await;
+    let kept_early = match (&guess, early, &resolved) {
+        (Some(guess), Some(Ok(())), Ok(resolved)) if guess.dir == resolved.fetched.dir => true,
+        (_, Some(_), _) => {
+            sources
+                .unplace(&place)
+                .await
+                .map_err(|err| Box::new(io_failure(&place, &err)))?;
+            false
+        }
+        _ => false,
+    };
+    let Resolved {
+        package_addr,
+        subdir,
+        version,
+        shown_source,
+        fetched,
+    } = resolved?;
+    if !kept_early {
+        sources
+            .place(&fetched, &place)
+            .await
+            .map_err(|err| Box::new(io_failure(&place, &err)))?;
+    }
+    let file_line = format!(
+        "{}:{}",
+        call.source_pos.file.display(),
+        call.source_pos.line
+    );
+    let package_root = named.join(key);
+    let dir = if subdir.is_empty() {
+        package_root.clone()
+    } else {
+        package_root.join(&subdir)
+    };
+    observer.module_ready(&place.join(&subdir), &dir);
+    // The source as the call writes it, as Terraform 1.0 records it: that
+    // release compares the record with the call's text, and re-downloads a
+    // module whose record it finds normalised (`hashicorp/consul/aws`
+    // against `registry.terraform.io/hashicorp/consul/aws`); later releases
+    // and OpenTofu parse the record and compare the normalised forms, so
+    // every release finds the module in place.
+    let record = ManifestRecord {
+        key: key.clone(),
+        source: call.source.clone(),
+        version: version.clone().unwrap_or_default(),
+        dir: slash_path(&dir),
+    };
+    let download = ModuleEvent::Downloading {
+        key: key.clone(),
+        source: shown_source,
+        version,
+    };
+    let warning = fetched.moved_tag.map(|moved| {
+        at(
+            Diagnostic::warning(
+                "Module tag moved",
+                format!(
+                    "The tag {:?} of module {:?} ({file_line}, source {:?}) now names commit {}, but it named commit {} when the module cache last fetched it. A tag that moves can mean that someone changed the module under its version; check the repository before you trust it. This run installed commit {}.",
+                    moved.tag,
+                    call.name,
+                    job.source.to_string(),
+                    moved.now,
+                    moved.was,
+                    moved.now,
+                ),
+            ),
+            &call.source_pos,
+        )
+    });
+    Ok((record, (package_root, package_addr), download, warning))
+}
+
+/// Where one call's package comes from, as the registry (or the call)
+/// says, and the package itself, fetched or found in the module cache.
+struct Resolved {
+    package_addr: String,
+    subdir: String,
+    version: Option<String>,
+    /// The source as the `Downloading` line shows it.
+    shown_source: String,
+    fetched: Package,
+}
+
+/// Resolves one call: its version and download location from the
+/// registry, then its package (in `-offline`, all from the module cache).
+async fn resolve_call(
+    sources: &ModuleSources,
+    job: &FetchJob,
+    data_dir: &Path,
+) -> Result<Resolved, Box<Diagnostic>> {
     let call = &job.call;
     let file_line = format!(
         "{}:{}",
@@ -1104,7 +1251,6 @@ async fn fetch_call(
     if sources.offline && sources.cache.is_none() {
         return Err(not_installed(""));
     }
-    let key = &job.key;
     let (package_addr, subdir, version, shown_source) = match &job.source {
         ModuleSource::Registry(source) => {
             let package = &source.package;
@@ -1234,53 +1380,13 @@ async fn fetch_call(
             ))
         })
     }?;
-    let place = staged.join(key);
-    sources
-        .place(&fetched, &place)
-        .await
-        .map_err(|err| Box::new(io_failure(&place, &err)))?;
-    let package_root = named.join(key);
-    let dir = if subdir.is_empty() {
-        package_root.clone()
-    } else {
-        package_root.join(&subdir)
-    };
-    observer.module_ready(&place.join(&subdir), &dir);
-    // The source as the call writes it, as Terraform 1.0 records it: that
-    // release compares the record with the call's text, and re-downloads a
-    // module whose record it finds normalised (`hashicorp/consul/aws`
-    // against `registry.terraform.io/hashicorp/consul/aws`); later releases
-    // and OpenTofu parse the record and compare the normalised forms, so
-    // every release finds the module in place.
-    let record = ManifestRecord {
-        key: key.clone(),
-        source: call.source.clone(),
-        version: version.clone().unwrap_or_default(),
-        dir: slash_path(&dir),
-    };
-    let download = ModuleEvent::Downloading {
-        key: key.clone(),
-        source: shown_source,
+    Ok(Resolved {
+        package_addr,
+        subdir,
         version,
-    };
-    let warning = fetched.moved_tag.map(|moved| {
-        at(
-            Diagnostic::warning(
-                "Module tag moved",
-                format!(
-                    "The tag {:?} of module {:?} ({file_line}, source {:?}) now names commit {}, but it named commit {} when the module cache last fetched it. A tag that moves can mean that someone changed the module under its version; check the repository before you trust it. This run installed commit {}.",
-                    moved.tag,
-                    call.name,
-                    job.source.to_string(),
-                    moved.now,
-                    moved.was,
-                    moved.now,
-                ),
-            ),
-            &call.source_pos,
-        )
-    });
-    Ok((record, (package_root, package_addr), download, warning))
+        shown_source,
+        fetched,
+    })
 }
 
 #[cfg(test)]
