@@ -26,8 +26,90 @@ pub fn link_or_copy_tree(src: &Path, dst: &Path) -> io::Result<()> {
 /// and following one that names a directory outside, such as `/`, would
 /// copy whatever it names.
 pub fn link_or_copy_module_tree(src: &Path, dst: &Path) -> io::Result<()> {
+    if link_module_tree_at(src, dst)? {
+        return Ok(());
+    }
     let mut strategy = Strategy::Hardlink;
     place_tree(src, dst, &mut strategy, Symlinks::Keep)
+}
+
+/// Hard-links the module package at `src` into the new directory `dst`
+/// through directory handles, so that each link names one path component
+/// instead of walking two long paths: `init DIR…` links every module file
+/// into every directory (16,000 links for 20 directories of 8 modules of
+/// 100 files), and those walks were a third of the time. `false`, with
+/// nothing left at `dst`, when any link is refused (another filesystem):
+/// the caller then places it file by file, copying. std has no `linkat`
+/// relative to a directory handle; rustix is the safe binding of it.
+#[cfg(unix)]
+fn link_module_tree_at(src: &Path, dst: &Path) -> io::Result<bool> {
+    use rustix::fs::{Mode, OFlags};
+    let open_dir = |path: &Path| {
+        rustix::fs::open(
+            path,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+    };
+    let src_dir = open_dir(src)?;
+    fs::create_dir(dst)?;
+    let linked = open_dir(dst)
+        .map_err(io::Error::from)
+        .and_then(|dst_dir| link_dir_at(src_dir, &dst_dir));
+    if linked.is_err() {
+        fs::remove_dir_all(dst)?;
+    }
+    Ok(linked.is_ok())
+}
+
+#[cfg(not(unix))]
+fn link_module_tree_at(_: &Path, _: &Path) -> io::Result<bool> {
+    Ok(false)
+}
+
+/// Links every entry of the directory `src` into the directory `dst`:
+/// files as hard links, symbolic links recreated, subdirectories made and
+/// linked in turn; other kinds of entry are left out, as [`place_tree`]
+/// leaves them.
+#[cfg(unix)]
+fn link_dir_at(src: std::os::fd::OwnedFd, dst: &std::os::fd::OwnedFd) -> io::Result<()> {
+    use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags};
+    let open_in = |dir: &std::os::fd::OwnedFd, name: &std::ffi::CStr| {
+        rustix::fs::openat(
+            dir,
+            name,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NOFOLLOW,
+            Mode::empty(),
+        )
+    };
+    let mut entries = Dir::new(src)?;
+    let src = entries.fd()?.try_clone_to_owned()?;
+    while let Some(entry) = entries.read() {
+        let entry = entry?;
+        let name = entry.file_name();
+        if name == c"." || name == c".." {
+            continue;
+        }
+        let kind = match entry.file_type() {
+            FileType::Unknown => FileType::from_raw_mode(
+                rustix::fs::statat(&src, name, AtFlags::SYMLINK_NOFOLLOW)?.st_mode,
+            ),
+            kind => kind,
+        };
+        match kind {
+            FileType::RegularFile => rustix::fs::linkat(&src, name, dst, name, AtFlags::empty())?,
+            FileType::Directory => {
+                rustix::fs::mkdirat(dst, name, Mode::from_raw_mode(0o777))?;
+                link_dir_at(open_in(&src, name)?, &open_in(dst, name)?)?;
+            }
+            FileType::Symlink => {
+                let target = rustix::fs::readlinkat(&src, name, Vec::new())?;
+                rustix::fs::symlinkat(target.as_c_str(), dst, name)?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// How module packages from the module cache are placed in
@@ -46,11 +128,10 @@ pub enum ModuleLinkMode {
 /// Places the module package at `src` at `dst` (which must not exist) as
 /// `mode` says; symbolic links are recreated as links either way.
 pub fn place_module_tree(src: &Path, dst: &Path, mode: ModuleLinkMode) -> io::Result<()> {
-    let mut strategy = match mode {
-        ModuleLinkMode::Auto => Strategy::Hardlink,
-        ModuleLinkMode::Copy => Strategy::Copy,
-    };
-    place_tree(src, dst, &mut strategy, Symlinks::Keep)
+    match mode {
+        ModuleLinkMode::Auto => link_or_copy_module_tree(src, dst),
+        ModuleLinkMode::Copy => place_tree(src, dst, &mut Strategy::Copy, Symlinks::Keep),
+    }
 }
 
 /// What [`place_tree`] does with a symbolic link in the tree it places.
