@@ -20,7 +20,7 @@
 pub mod registry;
 pub mod source_addr;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -56,10 +56,11 @@ pub struct ModuleSources {
     fetcher: PackageFetcher,
     /// Bounds how many packages are fetched at once.
     fetches: Semaphore,
-    /// Bounds how many packages are placed at once: each is placed on a
-    /// blocking thread, off the runtime's one thread, so that `init DIR…`
-    /// places on every core.
-    placing: Semaphore,
+    /// Where packages are placed: a thread per core, off the runtime's
+    /// one thread, so that `init DIR…` places on every core.
+    placers: Placers,
+    /// The module cache entries whose use this run has recorded.
+    used: Mutex<HashSet<PathBuf>>,
     versions: Mutex<HashMap<RegistryPackage, Shared<Vec<Version>, RegistryError>>>,
     locations: Mutex<HashMap<(RegistryPackage, Version), Shared<String>>>,
     packages: Mutex<HashMap<String, Shared<Package>>>,
@@ -137,9 +138,10 @@ impl ModuleSources {
             registry,
             fetcher,
             fetches: Semaphore::new(parallelism.max(1)),
-            placing: Semaphore::new(
+            placers: Placers::new(
                 std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get),
             ),
+            used: Mutex::new(HashSet::new()),
             versions: Mutex::new(HashMap::new()),
             locations: Mutex::new(HashMap::new()),
             packages: Mutex::new(HashMap::new()),
@@ -484,31 +486,34 @@ impl ModuleSources {
     /// meanwhile (so `cache prune` cannot remove it half-way), as the link
     /// mode says; a package of the run's own store by hard links.
     async fn place(&self, package: &Package, dst_path: &Path) -> std::io::Result<()> {
-        let _placing = self
-            .placing
-            .acquire()
-            .await
-            .map_err(std::io::Error::other)?;
         let (src, dst) = (package.dir.clone(), dst_path.to_path_buf());
         let Some(cache) = self.cache.as_ref().filter(|_| package.cached) else {
-            blocking(move || link_or_copy_module_tree(&src, &dst)).await?;
+            self.placers
+                .run(move || link_or_copy_module_tree(&src, &dst))
+                .await?;
             crate::module::same_tree(dst_path, &package.dir);
             return Ok(());
         };
         let _used = cache.hold_for_use(&package.dir).await?;
-        if !package.dir.is_dir() {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                format!(
-                    "{} was removed from the module cache while this run used it; run again",
-                    package.dir.display()
-                ),
-            ));
-        }
         let mode = self.link_mode;
-        blocking(move || place_module_tree(&src, &dst, mode)).await?;
+        self.placers
+            .run(move || {
+                if !src.is_dir() {
+                    return Err(std::io::Error::new(
+                        std::io::ErrorKind::NotFound,
+                        format!(
+                            "{} was removed from the module cache while this run used it; run again",
+                            src.display()
+                        ),
+                    ));
+                }
+                place_module_tree(&src, &dst, mode)
+            })
+            .await?;
         crate::module::same_tree(dst_path, &package.dir);
-        cache.record_use(&package.dir);
+        if lock(&self.used).insert(package.dir.clone()) {
+            cache.record_use(&package.dir);
+        }
         Ok(())
     }
 
@@ -575,6 +580,59 @@ impl ModuleSources {
         let created = Arc::new(Staging::create(data_dir)?);
         *store = Some(created.clone());
         Ok(created)
+    }
+}
+
+/// A thread per core that places packages, one after another, from a
+/// queue of all the run's placements. The runtime's one thread only queues
+/// them and hears of each end: one that is busy (reading a configuration,
+/// writing a lock file) never holds up the next placement, as it did when
+/// each placement had to be polled through a semaphore to start.
+struct Placers {
+    queue: Mutex<std::sync::mpsc::Sender<PlaceJob>>,
+}
+
+type PlaceJob = Box<dyn FnOnce() + Send>;
+
+impl Placers {
+    fn new(threads: usize) -> Self {
+        let (queue, jobs) = std::sync::mpsc::channel::<PlaceJob>();
+        let jobs = Arc::new(Mutex::new(jobs));
+        for _ in 0..threads.max(1) {
+            let jobs = jobs.clone();
+            // Detached: they end when the queue is dropped with the run.
+            std::thread::spawn(move || {
+                loop {
+                    let job = lock(&jobs).recv();
+                    match job {
+                        Ok(job) => job(),
+                        Err(_) => return,
+                    }
+                }
+            });
+        }
+        Placers {
+            queue: Mutex::new(queue),
+        }
+    }
+
+    /// Runs `place` on a placing thread and waits for it.
+    async fn run(
+        &self,
+        place: impl FnOnce() -> std::io::Result<()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let (done, result) = tokio::sync::oneshot::channel();
+        let job: PlaceJob = Box::new(move || {
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(place))
+                .unwrap_or_else(|_| Err(std::io::Error::other("placing a module panicked")));
+            let _ = done.send(outcome);
+        });
+        lock(&self.queue)
+            .send(job)
+            .map_err(|_| std::io::Error::other("the placing threads have stopped"))?;
+        result
+            .await
+            .map_err(|_| std::io::Error::other("the placing threads have stopped"))?
     }
 }
 
