@@ -16,6 +16,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use futures_util::StreamExt;
@@ -60,6 +61,11 @@ pub(super) struct Prefetch {
     locks: Locks,
     /// `-parallelism`: packages fetched at once.
     permits: Semaphore,
+    /// Set with [`Prefetch::walk_done`]: a prefetch still waiting for a
+    /// permit then never starts. It would look for the package where the
+    /// real installation may already have put it, and hash it there, for
+    /// nothing.
+    walk_ended: AtomicBool,
 }
 
 impl Prefetch {
@@ -80,6 +86,7 @@ impl Prefetch {
             target: OnceLock::new(),
             locks,
             permits: Semaphore::new(parallelism.max(1)),
+            walk_ended: AtomicBool::new(false),
         }
     }
 
@@ -93,6 +100,7 @@ impl Prefetch {
 
     /// The walk has ended: what is in flight finishes, nothing new starts.
     pub(super) fn walk_done(&self) {
+        self.walk_ended.store(true, Ordering::Relaxed);
         lock(&self.learned).take();
     }
 
@@ -174,6 +182,9 @@ impl Prefetch {
                     let Ok(_permit) = self.permits.acquire().await else {
                         return;
                     };
+                    if self.walk_ended.load(Ordering::Relaxed) {
+                        return;
+                    }
                     // A failure is the real installation's to meet and report.
                     let _ = installer
                         .prefetch(&provider, &constraints, &self.locks)
