@@ -652,3 +652,63 @@ fn a_warm_cache_asks_what_terraform_asks_and_follows_a_changed_registry() {
         "# moved\n"
     );
 }
+
+/// One `init DIR…` whose directories call one module at two versions: the
+/// module cache's kept answers name the older one, so it is placed early
+/// for both, and the newer one's directory must end with the newer
+/// package and the calls of the newer package (a nested module the older
+/// one does not have), not what was read of the older one.
+#[test]
+fn directories_of_one_run_get_each_their_version_after_an_early_guess() {
+    let (world, _vpc, dns) = World::new();
+    let old = dns.commit("main", "3.0.0", &[("main.tf", b"# 3.0.0\n")]);
+    world.publish("acme", "dns", &dns, &[("3.0.0", &old)]);
+    let call = |version: &str| {
+        format!(
+            "module \"dns\" {{\n  source  = \"registry.test/acme/dns/aws\"\n  version = \"{version}\"\n}}\n"
+        )
+    };
+    ok(
+        "warm",
+        &world.init(&world.workdir("warm", &call("3.0.0")), &[]),
+    );
+
+    let new = dns.commit(
+        "main",
+        "3.1.0",
+        &[
+            (
+                "main.tf",
+                b"module \"zones\" {\n  source = \"./zones\"\n}\n",
+            ),
+            ("zones/main.tf", b"# zones of 3.1.0\n"),
+        ],
+    );
+    world.publish("acme", "dns", &dns, &[("3.0.0", &old), ("3.1.0", &new)]);
+    let a = world.workdir("a", &call("3.0.0"));
+    let b = world.workdir("b", &call("~> 3.0"));
+    let output = world
+        .command(
+            &world.tmp.path().join("work"),
+            &["init", "-no-color", "a", "b"],
+        )
+        .output()
+        .expect("run tfinstall");
+    ok("init a b", &output);
+
+    assert_eq!(
+        read_text(&a.join(".terraform/modules/dns/main.tf")),
+        "# 3.0.0\n"
+    );
+    let a_manifest = read_text(&a.join(".terraform/modules/modules.json"));
+    assert!(a_manifest.contains("\"3.0.0\""), "{a_manifest}");
+    assert!(!a_manifest.contains("dns.zones"), "{a_manifest}");
+
+    assert_eq!(
+        read_text(&b.join(".terraform/modules/dns/zones/main.tf")),
+        "# zones of 3.1.0\n"
+    );
+    let b_manifest = read_text(&b.join(".terraform/modules/modules.json"));
+    assert!(b_manifest.contains("\"3.1.0\""), "{b_manifest}");
+    assert!(b_manifest.contains("\"Key\":\"dns.zones\""), "{b_manifest}");
+}
