@@ -55,24 +55,15 @@ pub fn build_client() -> Result<reqwest::Client, crate::diag::Diagnostic> {
         .sort_by_key(|suite| suite.suite() != rustls::CipherSuite::TLS13_AES_128_GCM_SHA256);
     let _ = provider.clone().install_default();
     let provider = Arc::new(provider);
-    let certificate_files_missing = |detail: String| {
-        crate::diag::Diagnostic::error(
-            "Failed to set up HTTPS",
-            format!(
-                "Could not create the HTTP client: {detail}. Check {}: each must name a readable PEM file or directory of certificates, or be unset.",
-                named_certificate_variables().join(" and ")
-            ),
-        )
-    };
     if let Some(missing) = missing_certificate_paths().first() {
-        return Err(certificate_files_missing(format!(
+        return Err(https_setup_failure(format!(
             "{} does not exist",
             missing.display()
         )));
     }
     let mut tls = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(rustls::DEFAULT_VERSIONS)
-        .map_err(|err| certificate_files_missing(err.to_string()))?
+        .map_err(|err| https_setup_failure(err.to_string()))?
         // The platform's own verifier, only built later: see LazyVerifier.
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(LazyVerifier::start(provider)))
@@ -94,24 +85,26 @@ pub fn build_client() -> Result<reqwest::Client, crate::diag::Diagnostic> {
         .connect_timeout(Duration::from_secs(10))
         .pool_idle_timeout(Duration::from_secs(30))
         .build()
-        .map_err(|err| {
-            let named = named_certificate_variables();
-            let hint = if named.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    " Check {}: each must name a readable PEM file or directory of certificates, or be unset.",
-                    named.join(" and ")
-                )
-            };
-            crate::diag::Diagnostic::error(
-                "Failed to set up HTTPS",
-                format!(
-                    "Could not create the HTTP client: {}.{hint}",
-                    error_chain(&err)
-                ),
-            )
-        })
+        .map_err(|err| https_setup_failure(error_chain(&err)))
+}
+
+/// Why the client could not be made, naming the certificate variables that
+/// are set: the usual cause is one naming nothing usable, which reqwest
+/// reports only as "builder error".
+fn https_setup_failure(detail: String) -> crate::diag::Diagnostic {
+    let named = named_certificate_variables();
+    let hint = if named.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " Check {}: each must name a readable PEM file or directory of certificates, or be unset.",
+            named.join(" and ")
+        )
+    };
+    crate::diag::Diagnostic::error(
+        "Failed to set up HTTPS",
+        format!("Could not create the HTTP client: {detail}.{hint}"),
+    )
 }
 
 /// `SSL_CERT_FILE` and `SSL_CERT_DIR` as set, for messages about them.

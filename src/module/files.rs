@@ -181,8 +181,6 @@ pub fn tree_removed(placed: &Path) {
     if let Some(memo) = memo().as_mut() {
         let placed = placed.strip_prefix(".").unwrap_or(placed);
         memo.placed.remove(placed);
-        memo.modules
-            .retain(|(_, location, _), _| !location.starts_with(placed));
     }
 }
 

@@ -22,7 +22,7 @@ pub mod source_addr;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::sync::{OnceCell, Semaphore};
 
@@ -589,31 +589,41 @@ impl ModuleSources {
 /// writing a lock file) never holds up the next placement, as it did when
 /// each placement had to be polled through a semaphore to start.
 struct Placers {
-    queue: Mutex<std::sync::mpsc::Sender<PlaceJob>>,
+    threads: usize,
+    /// Started at the first placement: a run without remote modules starts
+    /// no thread.
+    queue: OnceLock<std::sync::mpsc::Sender<PlaceJob>>,
 }
 
 type PlaceJob = Box<dyn FnOnce() + Send>;
 
 impl Placers {
     fn new(threads: usize) -> Self {
-        let (queue, jobs) = std::sync::mpsc::channel::<PlaceJob>();
-        let jobs = Arc::new(Mutex::new(jobs));
-        for _ in 0..threads.max(1) {
-            let jobs = jobs.clone();
-            // Detached: they end when the queue is dropped with the run.
-            std::thread::spawn(move || {
-                loop {
-                    let job = lock(&jobs).recv();
-                    match job {
-                        Ok(job) => job(),
-                        Err(_) => return,
-                    }
-                }
-            });
-        }
         Placers {
-            queue: Mutex::new(queue),
+            threads: threads.max(1),
+            queue: OnceLock::new(),
         }
+    }
+
+    fn queue(&self) -> &std::sync::mpsc::Sender<PlaceJob> {
+        self.queue.get_or_init(|| {
+            let (queue, jobs) = std::sync::mpsc::channel::<PlaceJob>();
+            let jobs = Arc::new(Mutex::new(jobs));
+            for _ in 0..self.threads {
+                let jobs = jobs.clone();
+                // Detached: they end when the queue is dropped with the run.
+                std::thread::spawn(move || {
+                    loop {
+                        let job = lock(&jobs).recv();
+                        match job {
+                            Ok(job) => job(),
+                            Err(_) => return,
+                        }
+                    }
+                });
+            }
+            queue
+        })
     }
 
     /// Runs `place` on a placing thread and waits for it.
@@ -627,7 +637,7 @@ impl Placers {
                 .unwrap_or_else(|_| Err(std::io::Error::other("placing a module panicked")));
             let _ = done.send(outcome);
         });
-        lock(&self.queue)
+        self.queue()
             .send(job)
             .map_err(|_| std::io::Error::other("the placing threads have stopped"))?;
         result
