@@ -50,9 +50,11 @@
 //! may be made (`-offline`), and to notice a tag that moved.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -76,6 +78,13 @@ pub const MODULE_META_FORMAT: u32 = 1;
 #[derive(Clone, Debug)]
 pub struct ModuleCache {
     root: PathBuf,
+    /// The records this run has read or written, by path, shared by the
+    /// clones of one run's cache: `init DIR…` over 20 directories asked
+    /// for each module's kept answers and entry record 4 times a
+    /// directory, all on the runtime's one thread. A record another
+    /// process changes meanwhile is seen by the next run, as if this one
+    /// had read it all at its start.
+    records: Arc<Mutex<HashMap<PathBuf, Arc<[u8]>>>>,
 }
 
 /// Provenance of one module entry, stored beside it.
@@ -199,7 +208,10 @@ fn hex_id(id: &str) -> io::Result<&str> {
 
 impl ModuleCache {
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        ModuleCache { root: root.into() }
+        ModuleCache {
+            root: root.into(),
+            records: Arc::default(),
+        }
     }
 
     /// The module cache a run uses: `TFINSTALL_MODULE_CACHE_DIR` (`env`)
@@ -239,7 +251,8 @@ impl ModuleCache {
         if !dir.is_dir() {
             return None;
         }
-        let meta = read_json::<ModuleEntryMeta>(&sidecar(&dir, ENTRY_META_SUFFIX))
+        let meta = self
+            .read_json::<ModuleEntryMeta>(&sidecar(&dir, ENTRY_META_SUFFIX))
             .filter(|meta| meta.format == MODULE_META_FORMAT);
         Some(ModuleEntry { dir, meta })
     }
@@ -300,7 +313,7 @@ impl ModuleCache {
             identity: IdentityRecord::from(identity),
             tree: tree_digest(&built)?,
         };
-        write_json(&sidecar(dir, ENTRY_META_SUFFIX), &meta)?;
+        self.write_json(&sidecar(dir, ENTRY_META_SUFFIX), &meta)?;
         crate::failpoint::pause("module-insert-midway");
         fs::rename(&built, dir)?;
         Ok(dir.clone())
@@ -338,7 +351,7 @@ impl ModuleCache {
 
     /// What `reference` of the repository at `url` named when last resolved.
     pub fn resolved_ref(&self, url: &str, reference: &str) -> Option<RefRecord> {
-        read_json::<RefRecord>(&self.ref_path(url, reference))
+        self.read_json::<RefRecord>(&self.ref_path(url, reference))
             .filter(|record| record.url == redact(url) && record.reference == reference)
     }
 
@@ -348,7 +361,7 @@ impl ModuleCache {
             url: redact(&record.url).into_owned(),
             ..record.clone()
         };
-        let _ = write_json(&self.ref_path(&record.url, &record.reference), &record);
+        let _ = self.write_json(&self.ref_path(&record.url, &record.reference), &record);
     }
 
     fn source_path(&self, source: &str) -> PathBuf {
@@ -359,7 +372,7 @@ impl ModuleCache {
 
     /// The identity the source address `source` gave when last fetched.
     pub fn last_fetched(&self, source: &str) -> Option<PackageIdentity> {
-        read_json::<SourceRecord>(&self.source_path(source))
+        self.read_json::<SourceRecord>(&self.source_path(source))
             .filter(|record| record.source == redact(source))
             .map(|record| match record.identity {
                 IdentityRecord::Git { url, commit } => PackageIdentity::Git { url, commit },
@@ -373,7 +386,7 @@ impl ModuleCache {
             source: redact(source).into_owned(),
             identity: IdentityRecord::from(identity),
         };
-        let _ = write_json(&self.source_path(source), &record);
+        let _ = self.write_json(&self.source_path(source), &record);
     }
 
     fn registry_dir(&self, package: &str) -> PathBuf {
@@ -383,7 +396,7 @@ impl ModuleCache {
     /// The version list last answered for the registry package `package`
     /// (`HOST/NS/NAME/SYSTEM`).
     pub fn registry_versions(&self, package: &str) -> Option<Vec<String>> {
-        read_json::<RegistryVersions>(&self.registry_dir(package).join("versions.json"))
+        self.read_json::<RegistryVersions>(&self.registry_dir(package).join("versions.json"))
             .filter(|record| record.package == package)
             .map(|record| record.versions)
     }
@@ -393,7 +406,7 @@ impl ModuleCache {
             package: package.to_owned(),
             versions,
         };
-        let _ = write_json(&self.registry_dir(package).join("versions.json"), &record);
+        let _ = self.write_json(&self.registry_dir(package).join("versions.json"), &record);
     }
 
     fn location_path(&self, package: &str, version: &str) -> PathBuf {
@@ -404,7 +417,7 @@ impl ModuleCache {
     /// The download location last answered for `version` of `package`,
     /// without the password of a URL in it.
     pub fn registry_location(&self, package: &str, version: &str) -> Option<String> {
-        read_json::<RegistryLocation>(&self.location_path(package, version))
+        self.read_json::<RegistryLocation>(&self.location_path(package, version))
             .filter(|record| record.package == package && record.version == version)
             .map(|record| record.location)
     }
@@ -415,7 +428,7 @@ impl ModuleCache {
             version: version.to_owned(),
             location: redact(location).into_owned(),
         };
-        let _ = write_json(&self.location_path(package, version), &record);
+        let _ = self.write_json(&self.location_path(package, version), &record);
     }
 }
 
@@ -477,24 +490,42 @@ fn is_executable(_meta: &fs::Metadata) -> bool {
     false
 }
 
-/// A record, if it is there and reads; records are replaced by rename only,
-/// so one is read whole or not at all.
-fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
-    fs::read(path)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+impl ModuleCache {
+    /// The bytes of the record at `path`, as this run last read or wrote
+    /// them.
+    fn record_bytes(&self, path: &Path) -> Option<Arc<[u8]>> {
+        if let Some(known) = lock(&self.records).get(path) {
+            return Some(known.clone());
+        }
+        let bytes: Arc<[u8]> = fs::read(path).ok()?.into();
+        lock(&self.records).insert(path.to_path_buf(), bytes.clone());
+        Some(bytes)
+    }
+
+    /// A record, if it is there and reads; records are replaced by rename
+    /// only, so one is read whole or not at all.
+    fn read_json<T: serde::de::DeserializeOwned>(&self, path: &Path) -> Option<T> {
+        self.record_bytes(path)
+            .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+    }
+
+    /// Writes `value` to `path` atomically, unless `path` already holds
+    /// those bytes: every warm `init` remembers the same registry answers
+    /// and sources again, and one read costs less than a temp file, its
+    /// mode and a rename per record.
+    fn write_json<T: Serialize>(&self, path: &Path, value: &T) -> io::Result<()> {
+        let json = serde_json::to_vec_pretty(value).map_err(io::Error::other)?;
+        if self.record_bytes(path).is_some_and(|held| *held == *json) {
+            return Ok(());
+        }
+        crate::fsutil::write_atomic(path, &json, 0o644)?;
+        lock(&self.records).insert(path.to_path_buf(), json.into());
+        Ok(())
+    }
 }
 
-/// Writes `value` to `path` atomically, unless `path` already holds those
-/// bytes: every warm `init` remembers the same registry answers and
-/// sources again, and one read costs less than a temp file, its mode and a
-/// rename per record.
-fn write_json<T: Serialize>(path: &Path, value: &T) -> io::Result<()> {
-    let json = serde_json::to_vec_pretty(value).map_err(io::Error::other)?;
-    if fs::read(path).is_ok_and(|held| held == json) {
-        return Ok(());
-    }
-    crate::fsutil::write_atomic(path, &json, 0o644)
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// An entry's lock file, made if need be, for a holder that changes the
