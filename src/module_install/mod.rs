@@ -988,13 +988,22 @@ pub async fn prepare(
             warnings,
         });
     }
-    for key in &kept_keys {
-        link_or_copy_module_tree(&target.join(key), &staged.join(key))
-            .map_err(|err| io_failure(&named.join(key), &err))?;
-    }
+    // Links and an fsync: off the runtime's one thread, so that the
+    // directories of a multi-directory run finish their modules side by
+    // side instead of one after another.
+    let (kept_from, kept_to, kept_named) = (target.clone(), staged.clone(), named.clone());
     let manifest_path = staged.join(MANIFEST_FILE);
-    crate::fsutil::write_atomic_umask(&manifest_path, manifest.render().as_bytes(), 0o644)
-        .map_err(|err| io_failure(&manifest_path, &err))?;
+    let manifest_text = manifest.render();
+    tokio::task::spawn_blocking(move || {
+        for key in &kept_keys {
+            link_or_copy_module_tree(&kept_from.join(key), &kept_to.join(key))
+                .map_err(|err| io_failure(&kept_named.join(key), &err))?;
+        }
+        crate::fsutil::write_atomic_umask(&manifest_path, manifest_text.as_bytes(), 0o644)
+            .map_err(|err| io_failure(&manifest_path, &err))
+    })
+    .await
+    .map_err(|err| io_failure(&staged, &std::io::Error::other(err)))??;
     Ok(PreparedModules {
         named,
         target,
