@@ -11,13 +11,20 @@ use std::sync::Arc;
 
 pub use snippet::{Snippet, SnippetPos};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub enum Severity {
     Warning,
     Error,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Kept (by a reading of a module kept across runs) as its file, line and
+/// column and the bytes of the quote; read back, the quote gets the text of
+/// the file as it is now ([`with_known_texts`]), which the reading is known
+/// to have come from.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(into = "SourcePosForm", from = "SourcePosForm")]
 pub struct SourcePos {
     pub file: PathBuf,
     pub line: usize,
@@ -52,6 +59,70 @@ impl SourcePos {
             });
         }
     }
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct SourcePosForm {
+    file: PathBuf,
+    line: usize,
+    column: usize,
+    quoted: Option<Range<usize>>,
+}
+
+impl From<SourcePos> for SourcePosForm {
+    fn from(pos: SourcePos) -> Self {
+        SourcePosForm {
+            file: pos.file,
+            line: pos.line,
+            column: pos.column,
+            quoted: pos.quote.map(|quote| quote.bytes),
+        }
+    }
+}
+
+impl From<SourcePosForm> for SourcePos {
+    fn from(form: SourcePosForm) -> Self {
+        let quote = form.quoted.and_then(|bytes| {
+            Some(Quote {
+                source: known_text(&form.file)?,
+                bytes,
+            })
+        });
+        SourcePos {
+            file: form.file,
+            line: form.line,
+            column: form.column,
+            quote,
+        }
+    }
+}
+
+thread_local! {
+    /// The texts [`with_known_texts`] lends to what is read back meanwhile.
+    static KNOWN_TEXTS: std::cell::RefCell<Vec<SourceText>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Runs `read_back` with `texts` at hand for the positions and ranges it
+/// reads back to quote. A kept reading holds no text (the files are read
+/// anyway, to know the reading is theirs), and serde's derived readers take
+/// no argument to hand the texts to: this thread-local is that argument.
+pub fn with_known_texts<R>(texts: &[SourceText], read_back: impl FnOnce() -> R) -> R {
+    let previous = KNOWN_TEXTS.with(|known| known.replace(texts.to_vec()));
+    let result = read_back();
+    KNOWN_TEXTS.with(|known| *known.borrow_mut() = previous);
+    result
+}
+
+/// The text of `file` among those [`with_known_texts`] lent, if any.
+pub fn known_text(file: &Path) -> Option<SourceText> {
+    KNOWN_TEXTS.with(|known| {
+        known
+            .borrow()
+            .iter()
+            .find(|text| text.name() == file)
+            .cloned()
+    })
 }
 
 /// Bytes of a file's text a diagnostic is about.
@@ -171,7 +242,7 @@ impl fmt::Display for SourcePos {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Diagnostic {
     pub severity: Severity,
     pub summary: String,

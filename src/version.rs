@@ -25,7 +25,7 @@ use crate::go_quote::go_quote;
 /// `1.0.0`), because Terraform treats exact selections, lock entries and
 /// cache lookups that way. Ordering is semantic-version precedence, with the
 /// metadata as a tie-break only so that `Ord` agrees with `Eq`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Version {
     major: u64,
     minor: u64,
@@ -190,7 +190,7 @@ fn compare_extra_part(left: &str, right: &str) -> Ordering {
 /// Selections are kept as written (operator plus boundary, omitted parts as
 /// 0) rather than simplified, because Terraform reports the canonical string
 /// of the whole list and merges lists from many modules by concatenation.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct VersionConstraints {
     selections: Vec<Selection>,
 }
@@ -334,7 +334,7 @@ impl fmt::Display for VersionConstraints {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 enum Operator {
     Equal,
     NotEqual,
@@ -368,7 +368,7 @@ impl Operator {
 /// One operator applied to one boundary version. Parts the user omitted are
 /// stored as 0: every consumer (set membership, canonical string) treats
 /// them that way, so nothing is lost.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 struct Selection {
     operator: Operator,
     boundary: Version,

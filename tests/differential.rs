@@ -342,11 +342,14 @@ impl Scenario {
 
 /// The data directory of work dir `dir`, less `modules/` (Terraform records
 /// the module tree there, and installing modules is not tfinstall's job)
-/// and tfinstall's memo of installed packages' hashes.
+/// and tfinstall's own files.
 fn data_tree(dir: &Path) -> Snapshot {
     let mut tree = Snapshot::resolved(&dir.join(".terraform"));
-    tree.entries
-        .retain(|path, _| path != "modules" && !path.starts_with("modules/") && path != HASH_MEMO);
+    tree.entries.retain(|path, _| {
+        path != "modules"
+            && !path.starts_with("modules/")
+            && !TFINSTALL_DATA_FILES.contains(&path.as_str())
+    });
     tree
 }
 

@@ -1121,3 +1121,77 @@ fn an_empty_directory_is_initialized_with_nothing_written() {
     assert_eq!(Snapshot::of(&case.work), before);
     assert!(case.data().join("plugin_path").is_file());
 }
+
+#[test]
+fn a_module_read_by_an_earlier_run_warns_the_same_and_a_changed_file_is_read_again() {
+    let case = Project::new();
+    case.write(
+        "main.tf",
+        "module \"child\" {\n  source = \"./modules/child\"\n}\n",
+    );
+    let child = case.write(
+        "modules/child/main.tf",
+        "provider \"alpha\" {\n  version = \"~> 1.0\"\n}\n",
+    );
+    let mirror = case.dir("mirror");
+    Pkg::fake("hashicorp/alpha", "1.0.0").write_packed(&mirror);
+    Pkg::fake("hashicorp/beta", "1.0.0").write_packed(&mirror);
+    let arg = format!("-plugin-dir={}", mirror.display());
+    let warning = |run: &Run| -> String {
+        let (_, warning) = run
+            .stdout
+            .split_once(
+                "Warning: Version constraints inside provider configuration blocks are deprecated",
+            )
+            .unwrap_or_else(|| panic!("no deprecation warning in:\n{}", run.stdout));
+        let end = "into the required_providers block.";
+        let (warning, _) = warning.split_once(end).expect("the warning's detail");
+        format!("{warning}{end}")
+    };
+
+    let first = case.init(&[&arg]);
+    first.assert_success();
+    assert!(
+        warning(&first).contains("on modules/child/main.tf line 2, in provider \"alpha\":")
+            && warning(&first).contains("2:   version = \"~> 1.0\""),
+        "the warning quotes its source line:\n{}",
+        first.stdout
+    );
+    let kept = case.data().join(".tfinstall-readings.json");
+    assert!(kept.is_file(), "the readings are kept for the next run");
+
+    // The second run takes both modules' readings from the first: the same
+    // warning, quoting the same line, and nothing rewritten.
+    let kept_before = std::fs::read(&kept).expect("readings");
+    let second = case.init(&[&arg]);
+    second.assert_success();
+    assert_eq!(warning(&second), warning(&first));
+    assert_eq!(std::fs::read(&kept).expect("readings"), kept_before);
+
+    // A file changed to other bytes of the same length, its modification
+    // time put back, is still read again: readings are kept by content.
+    let modified = std::fs::metadata(&child)
+        .and_then(|meta| meta.modified())
+        .expect("mtime");
+    let same_length = "provider \"beta\" {\n  versionx = \"~> 1.0\"\n}\n";
+    assert_eq!(
+        same_length.len(),
+        std::fs::metadata(&child).expect("size").len() as usize
+    );
+    std::fs::write(&child, same_length).expect("rewrite the module");
+    std::fs::File::options()
+        .write(true)
+        .open(&child)
+        .and_then(|file| file.set_modified(modified))
+        .expect("put the mtime back");
+    let third = case.init(&[&arg]);
+    third.assert_success();
+    assert!(
+        third
+            .stdout
+            .contains("- Installing hashicorp/beta v1.0.0...")
+            && !third.stdout.contains("deprecated"),
+        "the changed module was read again:\n{}",
+        third.stdout
+    );
+}

@@ -451,12 +451,12 @@ fn assert_installed_nothing(dir: &Path, name: &str) {
     );
 }
 
-/// The data directory less tfinstall's memo of installed packages' hashes
-/// (Terraform ignores files it does not know there).
+/// The data directory less tfinstall's own files (Terraform ignores files
+/// it does not know there).
 fn data_tree(dir: &Path) -> Snapshot {
     let mut tree = Snapshot::resolved(&dir.join(".terraform"));
     tree.entries
-        .retain(|path, _| path != ".tfinstall-hashes.json");
+        .retain(|path, _| !TFINSTALL_DATA_FILES.contains(&path.as_str()));
     tree
 }
 

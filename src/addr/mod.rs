@@ -82,7 +82,9 @@ impl std::error::Error for AddrError {}
 
 /// A service hostname in its comparison form: lower-case ASCII (punycode for
 /// international names), followed by `:port` unless the port is the default.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct Hostname(String);
 
 impl Hostname {
@@ -177,7 +179,9 @@ pub fn hostname_for_display(given: &str) -> String {
 ///
 /// Field order gives the derived `Ord` Terraform's `LessThan`: ASCII hostname,
 /// then namespace, then type, each byte-wise.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct ProviderAddr {
     pub hostname: Hostname,
     pub namespace: String,

@@ -464,6 +464,7 @@ async fn init(run: &Run<'_>, dir: &Path, out: &Arc<Output>) -> Result<Initialize
         return Ok(Initialized::EmptyDirectory);
     }
     let data_dir = in_dir(dir, data_dir());
+    crate::module::recall_readings(&data_dir);
     // Read before the modules, for the providers fetched while they arrive;
     // reported where Terraform reports them, after the modules.
     let lock_path = in_dir(dir, LOCK_FILE);
@@ -698,6 +699,7 @@ async fn init_found(
             ),
         ))
     })?;
+    crate::module::keep_readings(&data_dir);
     Ok(Initialized::Installed {
         warnings,
         lock_file,

@@ -14,7 +14,7 @@ use super::range::{DiagnosticExt, SrcRange};
 
 /// A module's provider-relevant content after override merging, with every
 /// resource's provider resolved to a full address.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 pub(super) struct ModuleConfig {
     /// By local name; sorted so results do not depend on file order.
     pub required: BTreeMap<String, RequiredProvider>,

@@ -27,7 +27,7 @@ pub(super) struct RequiredProvidersBlock {
     pub entries: Vec<RequiredProvider>,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct RequiredProvider {
     pub local_name: String,
     pub addr: ProviderAddr,
@@ -35,7 +35,7 @@ pub(super) struct RequiredProvider {
     pub range: SrcRange,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct ProviderConfig {
     pub name: String,
     pub alias: Option<String>,
@@ -54,14 +54,14 @@ impl ProviderConfig {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(super) enum ResourceMode {
     Managed,
     Data,
     Ephemeral,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct ResourceDecl {
     pub mode: ResourceMode,
     pub type_name: String,
@@ -86,14 +86,14 @@ impl ResourceDecl {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(super) struct ProviderRef {
     pub name: String,
     pub alias: Option<String>,
     pub range: SrcRange,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct ModuleCallDecl {
     pub name: String,
     pub source: Option<String>,
@@ -104,7 +104,7 @@ pub(super) struct ModuleCallDecl {
     pub def_range: SrcRange,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct ImportDecl {
     /// `(type, name)` of a resource in this module; `None` when the target
     /// is inside a child module or not a static resource address.

@@ -6,9 +6,9 @@ use std::collections::HashMap;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::diag::{Diagnostic, Diagnostics};
+use crate::diag::{Diagnostic, Diagnostics, SourceText, with_known_texts};
 use crate::engine::Engine;
 
 use super::assemble::{ModuleConfig, assemble};
@@ -112,7 +112,50 @@ fn without_shadowed_tf_files<'a>(names: &'a [&'a str]) -> impl Iterator<Item = &
 
 /// A module directory's files put together, and what reading them
 /// reported.
-pub(super) type LoadedModule = Arc<(ModuleConfig, Vec<Diagnostic>)>;
+pub(super) type LoadedModule = Arc<Reading>;
+
+/// A module directory's files put together ([`ModuleConfig`]), what
+/// reading them reported, and the digest of what was read: the reading
+/// holds for any directory whose files have the same names and bytes.
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+pub(super) struct Reading {
+    #[serde(with = "hex::serde")]
+    pub digest: [u8; 32],
+    pub config: ModuleConfig,
+    pub diags: Vec<Diagnostic>,
+}
+
+/// One configuration file of a module directory as read: its name as
+/// diagnostics give it, whether it overrides, and its bytes (`None` when it
+/// could not be read).
+struct ReadFile {
+    display_path: PathBuf,
+    is_override: bool,
+    bytes: Option<Vec<u8>>,
+}
+
+/// The digest a reading of `files` is kept by: everything the reading
+/// depends on besides the program (engine, directory name, each file's
+/// name, kind and bytes), length-prefixed so that no two lists collide.
+fn digest_of(display_dir: &Path, engine: Engine, files: &[ReadFile]) -> [u8; 32] {
+    use sha2::Digest;
+    let mut hasher = sha2::Sha256::new();
+    let mut part = |bytes: &[u8]| {
+        hasher.update((bytes.len() as u64).to_le_bytes());
+        hasher.update(bytes);
+    };
+    part(&[u8::from(engine == Engine::OpenTofu)]);
+    part(display_dir.as_os_str().as_encoded_bytes());
+    for file in files {
+        part(file.display_path.as_os_str().as_encoded_bytes());
+        part(&[u8::from(file.is_override)]);
+        match &file.bytes {
+            Some(bytes) => part(bytes),
+            None => part(b"unreadable"),
+        }
+    }
+    hasher.finalize().into()
+}
 
 /// A module directory as the memo knows it: the directory diagnostics name
 /// (ranges carry it), where it was read (for a tree placed from a package,
@@ -127,6 +170,12 @@ struct Memo {
     /// Trees placed from packages that do not change, by where each was
     /// placed: the package it is a copy of.
     placed: HashMap<PathBuf, PathBuf>,
+    /// Readings earlier runs kept ([`recall_readings`]), by digest, not yet
+    /// read back.
+    kept: HashMap<[u8; 32], Box<serde_json::value::RawValue>>,
+    /// The readings each data directory's configuration was made of, for
+    /// [`keep_readings`], with what its readings file held before.
+    used: HashMap<PathBuf, (Vec<LoadedModule>, Option<Vec<u8>>)>,
 }
 
 impl Memo {
@@ -161,6 +210,129 @@ fn memo() -> std::sync::MutexGuard<'static, Option<Memo>> {
 /// would otherwise keep what is long gone.
 pub fn remember_modules_read() {
     memo().get_or_insert_with(Memo::default);
+}
+
+/// The file in a data directory that keeps the readings of its
+/// configuration's modules from one run to the next.
+const READINGS_FILE: &str = ".tfinstall-readings.json";
+
+/// A readings file: which program wrote it, and its readings by digest.
+#[derive(serde::Deserialize)]
+struct KeptReadings {
+    reader: String,
+    readings: Vec<KeptReading>,
+}
+
+#[derive(serde::Deserialize)]
+struct KeptReading {
+    #[serde(with = "hex::serde")]
+    digest: [u8; 32],
+    reading: Box<serde_json::value::RawValue>,
+}
+
+#[derive(serde::Serialize)]
+struct KeptReadingsOut<'a> {
+    reader: &'a str,
+    readings: Vec<KeptReadingOut<'a>>,
+}
+
+#[derive(serde::Serialize)]
+struct KeptReadingOut<'a> {
+    #[serde(with = "hex::serde")]
+    digest: [u8; 32],
+    reading: &'a Reading,
+}
+
+/// This program, as a readings file names the program that wrote it: a
+/// reading holds only for the parser that made it, so another build (even
+/// of the same version) reads its files afresh. `None` when the program's
+/// own file cannot be looked at: then nothing is kept or recalled.
+fn reader() -> Option<&'static str> {
+    static READER: OnceLock<Option<String>> = OnceLock::new();
+    READER
+        .get_or_init(|| {
+            let program = std::env::current_exe().and_then(fs::metadata).ok()?;
+            let modified = program
+                .modified()
+                .ok()?
+                .duration_since(std::time::UNIX_EPOCH)
+                .ok()?;
+            Some(format!(
+                "tfinstall {} {} {}",
+                env!("CARGO_PKG_VERSION"),
+                program.len(),
+                modified.as_nanos()
+            ))
+        })
+        .as_deref()
+}
+
+/// Makes the readings an earlier run kept in `data_dir` available to this
+/// one: a module whose files have the same names and bytes is not parsed
+/// again (a no-op `init` of a configuration calling large modules was
+/// mostly parsing). Needs [`remember_modules_read`].
+pub fn recall_readings(data_dir: &Path) {
+    let Some(reader) = reader() else {
+        return;
+    };
+    if memo().is_none() {
+        return;
+    }
+    let before = fs::read(data_dir.join(READINGS_FILE)).ok();
+    let kept = before
+        .as_deref()
+        .and_then(|bytes| serde_json::from_slice::<KeptReadings>(bytes).ok())
+        .filter(|kept| kept.reader == reader);
+    if let Some(memo) = memo().as_mut() {
+        for entry in kept.into_iter().flat_map(|kept| kept.readings) {
+            memo.kept.insert(entry.digest, entry.reading);
+        }
+        memo.used.entry(data_dir.to_path_buf()).or_default().1 = before;
+    }
+}
+
+/// Records that the configuration of `data_dir` was made of `readings`.
+pub(super) fn used_by(data_dir: &Path, readings: Vec<LoadedModule>) {
+    if let Some(memo) = memo().as_mut() {
+        memo.used.entry(data_dir.to_path_buf()).or_default().0 = readings;
+    }
+}
+
+/// Keeps in `data_dir` the readings its configuration was last made of,
+/// for the next run's [`recall_readings`]; written only when they changed.
+/// A cache: when it cannot be written, the next run parses again.
+pub fn keep_readings(data_dir: &Path) {
+    let Some(reader) = reader() else {
+        return;
+    };
+    let Some((readings, before)) = memo().as_mut().and_then(|memo| memo.used.remove(data_dir))
+    else {
+        return;
+    };
+    if readings.is_empty() {
+        return;
+    }
+    let kept = KeptReadingsOut {
+        reader,
+        readings: readings
+            .iter()
+            .map(|reading| KeptReadingOut {
+                digest: reading.digest,
+                reading,
+            })
+            .collect(),
+    };
+    let Ok(text) = serde_json::to_vec(&kept) else {
+        return;
+    };
+    if before.as_deref() != Some(text.as_slice()) {
+        let _ = crate::fsutil::write_atomic_umask(&data_dir.join(READINGS_FILE), &text, 0o644);
+    }
+}
+
+/// Whether [`remember_modules_read`] has turned the memo on.
+pub(super) fn remembering() -> bool {
+    memo().is_some()
 }
 
 /// Tells the memo that the tree at `placed` was just made, file for file,
@@ -206,21 +378,23 @@ pub(super) fn load_module(
     {
         return Ok(known);
     }
-    let files = config_files(fs_dir, display_dir, engine)?;
-    let mut diags = Diagnostics::new();
-    let load = |paths: &[PathBuf], is_override: bool, diags: &mut Diagnostics| {
-        paths
-            .iter()
-            .filter_map(|path| {
-                let name = path.strip_prefix(display_dir).unwrap_or(path);
-                load_file(&fs_dir.join(name), path, is_override, diags)
-            })
-            .collect::<Vec<_>>()
-    };
-    let primary = load(&files.primary, false, &mut diags);
-    let overrides = load(&files.overrides, true, &mut diags);
-    let module = assemble(primary, overrides, &mut diags);
-    let loaded: LoadedModule = Arc::new((module, diags.0));
+    let listed = config_files(fs_dir, display_dir, engine)?;
+    let primary = listed.primary.iter().map(|path| (path, false));
+    let overrides = listed.overrides.iter().map(|path| (path, true));
+    let files: Vec<ReadFile> = primary
+        .chain(overrides)
+        .map(|(path, is_override)| {
+            let name = path.strip_prefix(display_dir).unwrap_or(path);
+            ReadFile {
+                display_path: path.clone(),
+                is_override,
+                bytes: fs::read(fs_dir.join(name)).ok(),
+            }
+        })
+        .collect();
+    let digest = digest_of(display_dir, engine, &files);
+    let loaded: LoadedModule =
+        Arc::new(kept_reading(&digest, &files).unwrap_or_else(|| read_afresh(digest, files)));
     if let Some(key) = key
         && let Some(memo) = memo().as_mut()
     {
@@ -229,17 +403,67 @@ pub(super) fn load_module(
     Ok(loaded)
 }
 
+/// Parses and puts together `files`, read from one module directory.
+fn read_afresh(digest: [u8; 32], files: Vec<ReadFile>) -> Reading {
+    let mut diags = Diagnostics::new();
+    let (mut primary, mut overrides) = (Vec::new(), Vec::new());
+    for file in files {
+        let decls = decode_bytes(file.bytes, &file.display_path, file.is_override, &mut diags);
+        match (decls, file.is_override) {
+            (Some(decls), false) => primary.push(decls),
+            (Some(decls), true) => overrides.push(decls),
+            (None, _) => {}
+        }
+    }
+    let config = assemble(primary, overrides, &mut diags);
+    Reading {
+        digest,
+        config,
+        diags: diags.0,
+    }
+}
+
+/// A reading an earlier run kept of exactly these files, with the files'
+/// texts at hand for the diagnostics to quote; `None` when there is none
+/// (or it cannot be read back, which only costs the parse).
+fn kept_reading(digest: &[u8; 32], files: &[ReadFile]) -> Option<Reading> {
+    let raw = memo().as_ref()?.kept.get(digest)?.clone();
+    let texts: Vec<SourceText> = files
+        .iter()
+        .filter_map(|file| {
+            let text = std::str::from_utf8(file.bytes.as_deref()?).ok()?;
+            let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+            Some(SourceText::new(&file.display_path, text))
+        })
+        .collect();
+    with_known_texts(&texts, || serde_json::from_str::<Reading>(raw.get()))
+        .ok()
+        .filter(|reading| reading.digest == *digest)
+}
+
 /// Reads and decodes one file: `fs_path` is where it is, `display_path`
 /// the name diagnostics give it.
-pub(super) fn load_file(
+#[cfg(test)]
+fn load_file(
     fs_path: &Path,
     display_path: &Path,
     is_override: bool,
     diags: &mut Diagnostics,
 ) -> Option<FileDecls> {
-    let bytes = match fs::read(fs_path) {
-        Ok(bytes) => bytes,
-        Err(_) => {
+    decode_bytes(fs::read(fs_path).ok(), display_path, is_override, diags)
+}
+
+/// Decodes one file's bytes (`None`: it could not be read), named
+/// `display_path` in diagnostics.
+fn decode_bytes(
+    bytes: Option<Vec<u8>>,
+    display_path: &Path,
+    is_override: bool,
+    diags: &mut Diagnostics,
+) -> Option<FileDecls> {
+    let bytes = match bytes {
+        Some(bytes) => bytes,
+        None => {
             diags.push(Diagnostic::error(
                 "Failed to read file",
                 format!(

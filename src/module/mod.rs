@@ -25,7 +25,7 @@ use crate::version::VersionConstraints;
 
 use assemble::ModuleConfig;
 use files::{config_files, load_module};
-pub use files::{remember_modules_read, same_tree, tree_removed};
+pub use files::{keep_readings, recall_readings, remember_modules_read, same_tree, tree_removed};
 
 use crate::engine::Engine;
 use manifest::Manifest;
@@ -154,8 +154,10 @@ fn load_configuration_staged(
         configuration: Configuration::default(),
         diags,
         ancestors: Vec::new(),
+        readings: Vec::new(),
     };
     walker.visit(&[], Path::new(""), None);
+    files::used_by(data_dir, std::mem::take(&mut walker.readings));
     walker.reject_legacy_addresses();
     if walker.diags.has_errors() {
         Err(walker.diags)
@@ -190,8 +192,9 @@ pub fn module_own_requirements(
         configuration: Configuration::default(),
         diags: Diagnostics::new(),
         ancestors: Vec::new(),
+        readings: Vec::new(),
     };
-    walker.record("", &loaded.0);
+    walker.record("", &loaded.config);
     walker
         .configuration
         .requirements
@@ -240,7 +243,7 @@ pub fn module_calls(
         };
         Diagnostics::from(unreadable_module_dir(shown, None))
     })?;
-    let (module, found) = &*loaded;
+    let (module, found) = (&loaded.config, &loaded.diags);
     if found.iter().any(Diagnostic::is_error) {
         return Err(Diagnostics(found.clone()));
     }
@@ -263,6 +266,38 @@ pub fn module_calls(
         .collect();
     calls.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(calls)
+}
+
+/// Reads the modules at `display_dirs` side by side, one thread a core, so
+/// that the [`module_calls`] that follow for each of them find it read: a
+/// walk's level (the eight modules a root calls, say) is otherwise read one
+/// module after another on one core. Only worth it once
+/// [`remember_modules_read`] keeps what is read; a module that cannot be
+/// read is left for its [`module_calls`] to report.
+pub fn read_ahead(root_dir: &Path, display_dirs: &[&Path], staged: Option<&StagedModules<'_>>) {
+    if display_dirs.len() < 2 || !files::remembering() {
+        return;
+    }
+    let locations = Locations { root_dir, staged };
+    let dirs: Vec<(PathBuf, &Path)> = display_dirs
+        .iter()
+        .map(|display| (locations.fs_path(display), *display))
+        .collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let read = || {
+        while let Some((fs_dir, display)) =
+            dirs.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+        {
+            let _ = load_module(fs_dir, display, Engine::current());
+        }
+    };
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    std::thread::scope(|scope| {
+        for _ in 1..cores.min(dirs.len()) {
+            scope.spawn(read);
+        }
+        read();
+    });
 }
 
 /// Where the files a diagnostic names are on disk.
@@ -311,6 +346,8 @@ struct Walker<'a> {
     /// Canonical directories of the modules being visited, to stop a
     /// module that (indirectly) calls itself.
     ancestors: Vec<PathBuf>,
+    /// The readings of the modules visited, in the order visited.
+    readings: Vec<files::LoadedModule>,
 }
 
 impl Walker<'_> {
@@ -345,7 +382,8 @@ impl Walker<'_> {
             return;
         }
 
-        let (module, found) = &*loaded;
+        self.readings.push(loaded.clone());
+        let (module, found) = (&loaded.config, &loaded.diags);
         let module_diags = Diagnostics(found.clone());
         let path = module_path(names);
         self.record(&path, module);

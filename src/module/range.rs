@@ -5,22 +5,57 @@ use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use crate::diag::{Diagnostic, SourcePos, SourceText};
+use crate::diag::{Diagnostic, SourcePos, SourceText, known_text};
 
 /// A one-based line/column position; columns count characters, as HCL does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(super) struct Pos {
     pub line: usize,
     pub column: usize,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Kept without its text, as [`SourcePos`] is (see there).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(into = "SrcRangeForm", from = "SrcRangeForm")]
 pub(super) struct SrcRange {
     pub file: PathBuf,
     pub start: Pos,
     pub end: Pos,
     /// The file's text and the bytes of it, for diagnostics to quote.
     pub text: Option<(SourceText, Range<usize>)>,
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct SrcRangeForm {
+    file: PathBuf,
+    start: Pos,
+    end: Pos,
+    bytes: Option<Range<usize>>,
+}
+
+impl From<SrcRange> for SrcRangeForm {
+    fn from(range: SrcRange) -> Self {
+        SrcRangeForm {
+            file: range.file,
+            start: range.start,
+            end: range.end,
+            bytes: range.text.map(|(_, bytes)| bytes),
+        }
+    }
+}
+
+impl From<SrcRangeForm> for SrcRange {
+    fn from(form: SrcRangeForm) -> Self {
+        let text = form
+            .bytes
+            .and_then(|bytes| Some((known_text(&form.file)?, bytes)));
+        SrcRange {
+            file: form.file,
+            start: form.start,
+            end: form.end,
+            text,
+        }
+    }
 }
 
 impl SrcRange {

@@ -867,6 +867,8 @@ pub async fn prepare(
             kept: Some((&target, &kept_keys)),
         };
         let mut placements = Vec::new();
+        let dirs: Vec<&Path> = level.iter().map(|node| node.dir.as_path()).collect();
+        crate::module::read_ahead(dir, &dirs, Some(&view));
         for node in &level {
             observer.module_ready(&view.fs_path(dir, &node.dir), &node.dir);
             let calls = match module_calls(dir, &node.dir, Some(&view)) {

@@ -58,6 +58,13 @@ pub use self::{
     zips::{Compression, RawZip, ZipEntry, build_zip, build_zip_sizes_after},
 };
 
+/// The files tfinstall keeps for itself in a data directory, which
+/// Terraform ignores: the memo of installed packages' hashes and the
+/// modules' readings. Left out where `.terraform` is compared with
+/// Terraform's.
+#[allow(dead_code)]
+pub const TFINSTALL_DATA_FILES: [&str; 2] = [".tfinstall-hashes.json", ".tfinstall-readings.json"];
+
 /// Copies a fixture tree as a fresh clone has it: without what a local run
 /// of the README's quick start leaves in the bundled example (`.terraform`
 /// and the lock file, ignored by git).
