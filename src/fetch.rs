@@ -639,6 +639,7 @@ impl Downloader {
             message: crate::http::error_chain(&err),
         };
         crate::http::traffic::request(url);
+        crate::http::start_loading_roots();
         let response = self.with_stall_timeout(host, request.send()).await?;
         let response = response.map_err(transport)?;
         let status = response.status();

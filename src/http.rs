@@ -5,7 +5,7 @@
 mod proxy;
 pub mod traffic;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 /// The User-Agent Terraform's registry client sends, so registries that log
@@ -132,12 +132,33 @@ fn missing_certificate_paths() -> Vec<std::path::PathBuf> {
         .collect()
 }
 
+/// The verifiers of the clients built so far whose roots nothing has
+/// started loading yet.
+static UNLOADED_ROOTS: Mutex<Vec<Box<dyn FnOnce() + Send>>> = Mutex::new(Vec::new());
+
+/// Starts loading the trusted roots of every client built so far, on a
+/// thread of its own: called just before a request is sent, so that the
+/// roots load while its connection is made. Cheap once done.
+pub fn start_loading_roots() {
+    let unloaded = std::mem::take(&mut *lock(&UNLOADED_ROOTS));
+    if !unloaded.is_empty() {
+        // Not joined: a process that ends first has no use for it.
+        std::thread::spawn(move || unloaded.into_iter().for_each(|load| load()));
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The platform's certificate verifier (what reqwest would build), built
-/// on a thread of its own from the moment the client is made, and waited
-/// for at the first handshake. Building it reads every certificate of the
-/// system's store, a few milliseconds that a run making no request (a
-/// no-op `init`) need not spend and that a run making one spends beside its
-/// start-up. Every check is the platform verifier's own.
+/// on a thread of its own from the run's first request on
+/// ([`start_loading_roots`]), and waited for at the first handshake (or
+/// built there, if no request said it was coming). Building it reads every
+/// certificate of the system's store: a few milliseconds of a core that a
+/// run making no request (a no-op `init`, which reads its modules on both
+/// cores) need not spend, and that a run making one spends while its first
+/// connection is made. Every check is the platform verifier's own.
 #[derive(Debug)]
 struct LazyVerifier {
     provider: Arc<rustls::crypto::CryptoProvider>,
@@ -148,10 +169,9 @@ impl LazyVerifier {
     fn start(provider: Arc<rustls::crypto::CryptoProvider>) -> Self {
         let verifier = Arc::new(OnceLock::new());
         let (cell, roots_provider) = (verifier.clone(), provider.clone());
-        // Not joined: a process that ends first has no use for it.
-        std::thread::spawn(move || {
+        lock(&UNLOADED_ROOTS).push(Box::new(move || {
             cell.get_or_init(|| rustls_platform_verifier::Verifier::new(roots_provider));
-        });
+        }));
         LazyVerifier { provider, verifier }
     }
 
@@ -364,6 +384,7 @@ impl ApiClient {
             }
         };
         traffic::request(url);
+        start_loading_roots();
         let mut response = request.send().await.map_err(describe)?;
         let final_url = response.url().clone();
         let status = response.status();

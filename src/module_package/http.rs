@@ -149,6 +149,7 @@ impl PackageFetcher {
             url: shown.clone(),
             status: crate::http::error_chain(&err),
         };
+        crate::http::start_loading_roots();
         let mut response = request.send().await.map_err(transport)?;
         let status = response.status();
         if !status.is_success() {

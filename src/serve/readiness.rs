@@ -77,6 +77,7 @@ impl OciProbe {
             return result.clone();
         }
         let url = format!("https://{}/v2/", self.host);
+        crate::http::start_loading_roots();
         let result = match self.client.get(&url).timeout(PROBE_TIMEOUT).send().await {
             Ok(_) => Ok(()),
             Err(err) => Err(format!(

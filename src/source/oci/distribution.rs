@@ -336,6 +336,7 @@ impl Registry {
         if let Some(login) = login {
             request = request.basic_auth(&login.username, Some(&login.secret));
         }
+        crate::http::start_loading_roots();
         let response = request
             .send()
             .await
@@ -396,6 +397,7 @@ impl Registry {
                         .body(reqwest::Body::wrap_stream(tokio_util_stream(file)))
                 }
             };
+            crate::http::start_loading_roots();
             let transient = match request.send().await {
                 Ok(response) => {
                     let status = response.status().as_u16();
