@@ -812,30 +812,40 @@ pub async fn prepare(
     if diags.has_errors() {
         return Err(diags);
     }
-    // The run's package store goes in the first data directory, made
-    // before that directory's staging area: dropped last, at the end of the
-    // run, it removes the data directory again if it made it and a failed
-    // run left it empty.
-    sources.store(&data_dir).map_err(|err| {
-        Diagnostics::from(Diagnostic::error(
-            "Failed to install modules",
-            format!(
-                "Could not create a staging directory for module packages in {}: {err}.",
-                data_dir.display()
-            ),
-        ))
-    })?;
-    let staging = Staging::create(&data_dir).map_err(|err| {
-        Diagnostics::from(Diagnostic::error(
-            "Failed to install modules",
-            format!(
-                "Could not create a staging directory in {}: {err}.",
-                data_dir.display()
-            ),
-        ))
-    })?;
-    let staged = staging.new_path("modules");
-    std::fs::create_dir(&staged).map_err(|err| io_failure(&staged, &err))?;
+    // Where the data directory is new, the run's package store goes in it
+    // before its staging area: dropped last, at the end of the run, it
+    // removes the data directory again if a failed run left it empty.
+    // Elsewhere it is made at the first package it holds: a no-op makes
+    // none.
+    if !data_dir.is_dir() {
+        sources.store(&data_dir).map_err(|err| {
+            Diagnostics::from(Diagnostic::error(
+                "Failed to install modules",
+                format!(
+                    "Could not create a staging directory for module packages in {}: {err}.",
+                    data_dir.display()
+                ),
+            ))
+        })?;
+    }
+    // The staging area and the new modules directory in it, made when the
+    // first package is placed or the walk ends with something changed: a
+    // no-op makes neither.
+    let make_staging = || -> Result<(Staging, PathBuf), Diagnostics> {
+        let staging = Staging::create(&data_dir).map_err(|err| {
+            Diagnostics::from(Diagnostic::error(
+                "Failed to install modules",
+                format!(
+                    "Could not create a staging directory in {}: {err}.",
+                    data_dir.display()
+                ),
+            ))
+        })?;
+        let staged = staging.new_path("modules");
+        std::fs::create_dir(&staged).map_err(|err| io_failure(&staged, &err))?;
+        Ok((staging, staged))
+    };
+    let mut staging: Option<(Staging, PathBuf)> = None;
 
     let mut records: BTreeMap<String, ManifestRecord> = BTreeMap::new();
     records.insert(
@@ -861,9 +871,11 @@ pub async fn prepare(
     // the walk: a run that changes nothing (a no-op) copies nothing.
     let mut kept_keys: BTreeSet<String> = BTreeSet::new();
     while !level.is_empty() {
+        // Until a package is placed, every module the walk reaches is
+        // installed or local: none is looked for in the staging area.
         let view = StagedModules {
             named: &named,
-            actual: &staged,
+            actual: staging.as_ref().map_or(&target, |(_, staged)| staged),
             kept: Some((&target, &kept_keys)),
         };
         let mut placements = Vec::new();
@@ -897,9 +909,13 @@ pub async fn prepare(
         let mut jobs = jobs.peekable();
         if jobs.peek().is_some() {
             observer.fetching();
+            if staging.is_none() {
+                staging = Some(make_staging()?);
+            }
         }
+        let staged = staging.as_ref().map_or(&target, |(_, staged)| staged);
         let results = futures_util::future::join_all(
-            jobs.map(|job| fetch_call(sources, job, &named, &staged, observer, &data_dir)),
+            jobs.map(|job| fetch_call(sources, job, &named, staged, observer, &data_dir)),
         )
         .await;
         let mut results = results.into_iter();
@@ -990,6 +1006,10 @@ pub async fn prepare(
             warnings,
         });
     }
+    let (staging, staged) = match staging {
+        Some(made) => made,
+        None => make_staging()?,
+    };
     // Links and an fsync: off the runtime's one thread, so that the
     // directories of a multi-directory run finish their modules side by
     // side instead of one after another.
