@@ -170,8 +170,9 @@ struct Memo {
     /// Trees placed from packages that do not change, by where each was
     /// placed: the package it is a copy of.
     placed: HashMap<PathBuf, PathBuf>,
-    /// Readings earlier runs kept ([`recall_readings`]), by digest, not yet
-    /// read back.
+    /// Readings earlier runs kept ([`recall_readings`]), by digest, as
+    /// they were written: each is read back when a module's files have
+    /// its digest.
     kept: HashMap<[u8; 32], Box<serde_json::value::RawValue>>,
     /// The readings each data directory's configuration was made of, for
     /// [`keep_readings`], with what its readings file held before.
