@@ -140,15 +140,15 @@ static UNLOADED_ROOTS: Mutex<Vec<Box<dyn FnOnce() + Send>>> = Mutex::new(Vec::ne
 /// thread of its own: called just before a request is sent, so that the
 /// roots load while its connection is made. Cheap once done.
 pub fn start_loading_roots() {
-    let unloaded = std::mem::take(&mut *lock(&UNLOADED_ROOTS));
+    let unloaded = std::mem::take(&mut *unloaded_roots());
     if !unloaded.is_empty() {
         // Not joined: a process that ends first has no use for it.
         std::thread::spawn(move || unloaded.into_iter().for_each(|load| load()));
     }
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
+fn unloaded_roots() -> std::sync::MutexGuard<'static, Vec<Box<dyn FnOnce() + Send>>> {
+    UNLOADED_ROOTS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The platform's certificate verifier (what reqwest would build), built
@@ -169,7 +169,7 @@ impl LazyVerifier {
     fn start(provider: Arc<rustls::crypto::CryptoProvider>) -> Self {
         let verifier = Arc::new(OnceLock::new());
         let (cell, roots_provider) = (verifier.clone(), provider.clone());
-        lock(&UNLOADED_ROOTS).push(Box::new(move || {
+        unloaded_roots().push(Box::new(move || {
             cell.get_or_init(|| rustls_platform_verifier::Verifier::new(roots_provider));
         }));
         LazyVerifier { provider, verifier }

@@ -491,14 +491,18 @@ fn is_executable(_meta: &fs::Metadata) -> bool {
 }
 
 impl ModuleCache {
+    fn records(&self) -> std::sync::MutexGuard<'_, HashMap<PathBuf, Arc<[u8]>>> {
+        self.records.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// The bytes of the record at `path`, as this run last read or wrote
     /// them.
     fn record_bytes(&self, path: &Path) -> Option<Arc<[u8]>> {
-        if let Some(known) = lock(&self.records).get(path) {
+        if let Some(known) = self.records().get(path) {
             return Some(known.clone());
         }
         let bytes: Arc<[u8]> = fs::read(path).ok()?.into();
-        lock(&self.records).insert(path.to_path_buf(), bytes.clone());
+        self.records().insert(path.to_path_buf(), bytes.clone());
         Some(bytes)
     }
 
@@ -519,13 +523,9 @@ impl ModuleCache {
             return Ok(());
         }
         crate::fsutil::write_atomic(path, &json, 0o644)?;
-        lock(&self.records).insert(path.to_path_buf(), json.into());
+        self.records().insert(path.to_path_buf(), json.into());
         Ok(())
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// An entry's lock file, made if need be, for a holder that changes the

@@ -119,7 +119,8 @@ pub(super) type LoadedModule = Arc<Reading>;
 /// holds for any directory whose files have the same names and bytes.
 #[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub(super) struct Reading {
-    #[serde(with = "hex::serde")]
+    /// Kept beside the reading in a readings file, not in it.
+    #[serde(skip)]
     pub digest: [u8; 32],
     pub config: ModuleConfig,
     pub diags: Vec<Diagnostic>,
@@ -437,9 +438,11 @@ fn kept_reading(digest: &[u8; 32], files: &[ReadFile]) -> Option<Reading> {
             Some(SourceText::new(&file.display_path, text))
         })
         .collect();
-    with_known_texts(&texts, || serde_json::from_str::<Reading>(raw.get()))
-        .ok()
-        .filter(|reading| reading.digest == *digest)
+    let reading = with_known_texts(&texts, || serde_json::from_str::<Reading>(raw.get())).ok()?;
+    Some(Reading {
+        digest: *digest,
+        ..reading
+    })
 }
 
 /// Reads and decodes one file: `fs_path` is where it is, `display_path`
