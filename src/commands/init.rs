@@ -11,6 +11,7 @@ use crate::cliconfig::{self, CliConfig, CliEnv};
 use crate::diag::{Diagnostic, Diagnostics};
 use crate::engine::Engine;
 use crate::fetch::{DownloadSettings, Downloader};
+use crate::fsutil::Flush;
 use crate::install::context::OtherPlatforms;
 use crate::install::installer::{CacheUse, InstallMode, InstallOutcome, Installer};
 use crate::install::layout::{InstallLayout, LayoutKind};
@@ -877,7 +878,7 @@ impl Commit {
             // file beside the lock file.
             let rendered = locks.render();
             staging
-            .replace_file(&lock_path, rendered.as_bytes(), FileMode::Exact(0o644))
+            .replace_file(&lock_path, rendered.as_bytes(), FileMode::Exact(0o644), Flush::ToDisk)
             .map_err(|err| {
                 Diagnostics::from(Diagnostic::error(
                     "Failed to update dependency lock file",
@@ -980,7 +981,12 @@ fn write_selections(
     if holds(path, &text) {
         return Ok(());
     }
-    staging.replace_file(path, text.as_bytes(), FileMode::LessUmask(0o644))
+    staging.replace_file(
+        path,
+        text.as_bytes(),
+        FileMode::LessUmask(0o644),
+        Flush::ToDisk,
+    )
 }
 
 /// Like the lock file, data-directory files are rewritten only when their

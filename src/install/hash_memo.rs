@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde::{Deserialize, Serialize};
 
 use crate::cache::AuthRecord;
+use crate::fsutil::Flush;
 use crate::install::staging::{FileMode, Staging};
 use crate::package::stamps::{DirStamps, FileStamp, stamps_of};
 use crate::verify::AuthResult;
@@ -161,7 +162,7 @@ impl HashMemo {
         if let Ok(json) = serde_json::to_vec(&*entries)
             && self.path.parent().is_some_and(Path::is_dir)
         {
-            let _ = staging.replace_file(&self.path, &json, FileMode::Exact(0o644));
+            let _ = staging.replace_file(&self.path, &json, FileMode::Exact(0o644), Flush::No);
         }
     }
 }

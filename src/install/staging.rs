@@ -9,6 +9,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::fsutil::Flush;
+
 const STAGING_DIR: &str = ".tfinstall-staging";
 const LOCK_SUFFIX: &str = ".lock";
 
@@ -97,20 +99,31 @@ impl Staging {
     /// next run removes, never in the user's working directory. When the
     /// data directory is on another file system than `target` (`TF_DATA_DIR`),
     /// the temporary file goes beside `target` instead.
-    pub fn replace_file(&self, target: &Path, contents: &[u8], mode: FileMode) -> io::Result<()> {
+    /// `flush` says whether it must survive a crash of the machine too.
+    pub fn replace_file(
+        &self,
+        target: &Path,
+        contents: &[u8],
+        mode: FileMode,
+        flush: Flush,
+    ) -> io::Result<()> {
         if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
             fs::create_dir_all(parent)?;
         }
         let temp = self.new_path("file");
-        let result = write_new_file(&temp, contents, mode).and_then(|()| fs::rename(&temp, target));
+        let result =
+            write_new_file(&temp, contents, mode, flush).and_then(|()| fs::rename(&temp, target));
         if result.is_err() {
             let _ = fs::remove_file(&temp);
         }
         match result {
-            Err(err) if err.kind() == io::ErrorKind::CrossesDevices => match mode {
-                FileMode::Exact(mode) => crate::fsutil::write_atomic(target, contents, mode),
-                FileMode::LessUmask(mode) => {
+            Err(err) if err.kind() == io::ErrorKind::CrossesDevices => match (mode, flush) {
+                (FileMode::Exact(mode), _) => crate::fsutil::write_atomic(target, contents, mode),
+                (FileMode::LessUmask(mode), Flush::ToDisk) => {
                     crate::fsutil::write_atomic_umask(target, contents, mode)
+                }
+                (FileMode::LessUmask(mode), Flush::No) => {
+                    crate::fsutil::write_cache_file(target, contents, mode)
                 }
             },
             other => other,
@@ -128,7 +141,7 @@ pub enum FileMode {
     LessUmask(u32),
 }
 
-fn write_new_file(path: &Path, contents: &[u8], mode: FileMode) -> io::Result<()> {
+fn write_new_file(path: &Path, contents: &[u8], mode: FileMode, flush: Flush) -> io::Result<()> {
     let mut options = fs::OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
@@ -145,7 +158,10 @@ fn write_new_file(path: &Path, contents: &[u8], mode: FileMode) -> io::Result<()
         use std::os::unix::fs::PermissionsExt;
         file.set_permissions(fs::Permissions::from_mode(mode))?;
     }
-    file.sync_all()
+    match flush {
+        Flush::ToDisk => file.sync_all(),
+        Flush::No => Ok(()),
+    }
 }
 
 impl Drop for Staging {
@@ -277,10 +293,10 @@ mod tests {
         let target = data.path().join("out/lock.hcl");
         let staging = Staging::create(&data.path().join(".terraform")).unwrap();
         staging
-            .replace_file(&target, b"one", FileMode::Exact(0o644))
+            .replace_file(&target, b"one", FileMode::Exact(0o644), Flush::ToDisk)
             .unwrap();
         staging
-            .replace_file(&target, b"two", FileMode::Exact(0o600))
+            .replace_file(&target, b"two", FileMode::Exact(0o600), Flush::No)
             .unwrap();
         assert_eq!(fs::read(&target).unwrap(), b"two");
         #[cfg(unix)]
