@@ -690,17 +690,30 @@ async fn init_found(
                 ))
             })??;
     // The modules' staging area goes only now: their directory has moved.
-    drop(modules);
-    record_plugin_dirs(&data_dir, &args.plugin_dirs).map_err(|err| {
-        Diagnostics::from(Diagnostic::error(
+    // Removing it and the writes after it are file work too, kept off the
+    // runtime's thread for the same reason as the commit.
+    let plugin_dirs = args.plugin_dirs.clone();
+    tokio::task::spawn_blocking(move || {
+        drop(modules);
+        record_plugin_dirs(&data_dir, &plugin_dirs).map_err(|err| {
+            Diagnostic::error(
+                "Failed to save plugin locations",
+                format!(
+                    "Could not write {}: {err}. Check the permissions of the working directory and run tfinstall init again.",
+                    data_dir.join(PLUGIN_PATH_FILE).display()
+                ),
+            )
+        })?;
+        crate::module::keep_readings(&data_dir);
+        Ok::<(), Diagnostic>(())
+    })
+    .await
+    .map_err(|err| {
+        Diagnostic::error(
             "Failed to save plugin locations",
-            format!(
-                "Could not write {}: {err}. Check the permissions of the working directory and run tfinstall init again.",
-                data_dir.join(PLUGIN_PATH_FILE).display()
-            ),
-        ))
-    })?;
-    crate::module::keep_readings(&data_dir);
+            format!("The last writes of the installation stopped: {err}."),
+        )
+    })??;
     Ok(Initialized::Installed {
         warnings,
         lock_file,
