@@ -905,7 +905,8 @@ async fn run_warm(
         cli_config.netrc.clone(),
         args.parallelism,
     )
-    .with_cache(module_cache.clone());
+    .with_cache(module_cache.clone())
+    .with_live_events(out.module_event_sink());
     let cached_before: BTreeSet<PathBuf> = module_cache
         .as_ref()
         .map(|cache| cache.entry_dirs().into_iter().collect())
