@@ -204,7 +204,8 @@ tfinstall cache prune -cache-dir=/srv/tfinstall-store -unused-for=90d -json\n\nE
 #[derive(Debug, Args)]
 pub struct CacheStatsArgs {
     /// The cache directory (or serve store) to look at; default: the
-    /// configured plugin cache.
+    /// configured plugin cache, or the module cache alone when only
+    /// TFINSTALL_MODULE_CACHE_DIR is set.
     #[arg(long = "cache-dir", value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
 
@@ -238,7 +239,8 @@ pub struct CachePruneArgs {
     pub dry_run: bool,
 
     /// The cache directory (or serve store) to prune; default: the
-    /// configured plugin cache.
+    /// configured plugin cache, or the module cache alone when only
+    /// TFINSTALL_MODULE_CACHE_DIR is set.
     #[arg(long = "cache-dir", value_name = "DIR")]
     pub cache_dir: Option<PathBuf>,
 

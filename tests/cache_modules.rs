@@ -26,23 +26,27 @@ struct World {
     inner: CacheWorld,
     git: GitServer,
     config: PathBuf,
+    /// The same registries, and no plugin cache.
+    config_without_plugin_cache: PathBuf,
 }
 
 impl World {
     fn new() -> World {
         let inner = CacheWorld::new(&[("root", "1.0.0"), ("net", "2.0.0")]);
         let git = GitServer::start(&inner.server);
+        let hosts = format!(
+            "host \"{HOST}\" {{\n  services = {{\n    \"providers.v1\" = \"{0}\"\n    \"modules.v1\" = \"{1}\"\n  }}\n}}\n",
+            inner.server.url_for("/v1/providers/"),
+            inner.server.url_for("/v1/modules/"),
+        );
         let config = inner.path("cli-modules.tfrc");
         fs::write(
             &config,
-            format!(
-                "host \"{HOST}\" {{\n  services = {{\n    \"providers.v1\" = \"{0}\"\n    \"modules.v1\" = \"{1}\"\n  }}\n}}\nplugin_cache_dir = \"{2}\"\n",
-                inner.server.url_for("/v1/providers/"),
-                inner.server.url_for("/v1/modules/"),
-                inner.cache.display()
-            ),
+            format!("{hosts}plugin_cache_dir = \"{}\"\n", inner.cache.display()),
         )
         .unwrap();
+        let config_without_plugin_cache = inner.path("cli-no-plugin-cache.tfrc");
+        fs::write(&config_without_plugin_cache, &hosts).unwrap();
 
         let sg = git.create("sg");
         let sg_commit = sg.commit(
@@ -76,7 +80,12 @@ impl World {
                 format!("git::{}?ref={net_commit}", net.url()),
             ),
         );
-        World { inner, git, config }
+        World {
+            inner,
+            git,
+            config,
+            config_without_plugin_cache,
+        }
     }
 
     /// A fresh clone of the project: a root module calling `acme/net/aws`.
@@ -98,18 +107,31 @@ impl World {
     }
 
     fn tfinstall(&self, dir: &Path, args: &[&str]) -> std::process::Output {
+        self.run(dir, &self.config, None, args)
+    }
+
+    /// `tfinstall ARGS…` in `dir` with the CLI configuration `config` and,
+    /// when given, `TFINSTALL_MODULE_CACHE_DIR=module_cache`.
+    fn run(
+        &self,
+        dir: &Path,
+        config: &Path,
+        module_cache: Option<&Path>,
+        args: &[&str],
+    ) -> std::process::Output {
         let mut command = tfinstall_command(&self.inner.path("home"));
         self.inner.ca.configure(&mut command);
         command
             .current_dir(dir)
-            .env("TF_CLI_CONFIG_FILE", &self.config)
+            .env("TF_CLI_CONFIG_FILE", config)
             .env("GIT_SSL_CAINFO", self.inner.ca.ca_pem_path())
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("GIT_TERMINAL_PROMPT", "0")
-            .env_remove("TFINSTALL_MODULE_CACHE_DIR")
-            .args(args)
-            .output()
-            .expect("run tfinstall")
+            .env_remove("TFINSTALL_MODULE_CACHE_DIR");
+        if let Some(module_cache) = module_cache {
+            command.env("TFINSTALL_MODULE_CACHE_DIR", module_cache);
+        }
+        command.args(args).output().expect("run tfinstall")
     }
 
     fn ok(&self, dir: &Path, args: &[&str]) -> String {
@@ -132,15 +154,20 @@ impl World {
 
     /// The module cache's entry directories (`KIND/URLKEY/ID`).
     fn entries(&self) -> Vec<PathBuf> {
-        let mut entries = Vec::new();
-        for kind in ["git", "archive"] {
-            for source in subdirs(&self.module_cache().join(kind)) {
-                entries.extend(subdirs(&source));
-            }
-        }
-        entries.sort();
-        entries
+        module_entries(&self.module_cache())
     }
+}
+
+/// The entry directories (`KIND/URLKEY/ID`) of the module cache at `root`.
+fn module_entries(root: &Path) -> Vec<PathBuf> {
+    let mut entries = Vec::new();
+    for kind in ["git", "archive"] {
+        for source in subdirs(&root.join(kind)) {
+            entries.extend(subdirs(&source));
+        }
+    }
+    entries.sort();
+    entries
 }
 
 fn subdirs(dir: &Path) -> Vec<PathBuf> {
@@ -279,7 +306,9 @@ fn a_warmed_image_inits_offline_with_the_servers_stopped() {
     assert!(output.status.success(), "{output:?}");
     let lock = fs::read(online.join(".terraform.lock.hcl")).unwrap();
 
-    let World { inner, git, config } = world;
+    let World {
+        inner, git, config, ..
+    } = world;
     let CacheWorld {
         ca,
         server,
@@ -455,5 +484,140 @@ fn verify_reports_a_changed_module_entry() {
     assert!(
         stdout.contains("contents changed: expected sha256:"),
         "{stdout}"
+    );
+}
+
+/// With only `TFINSTALL_MODULE_CACHE_DIR` set, `cache warm` fills the
+/// module cache and warns that providers need a plugin cache, and `stats`,
+/// `verify` and `prune` work on the module cache, saying nothing of a
+/// plugin cache. With neither cache they refuse, naming both settings.
+#[test]
+fn the_cache_commands_work_on_a_module_cache_alone() {
+    let world = World::new();
+    let project = world.project("alone");
+    let modules = world.inner.path("modules-alone");
+    let config = &world.config_without_plugin_cache;
+    let alone = |args: &[&str]| world.run(&project, config, Some(&modules), args);
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+
+    for args in [
+        &["cache", "warm", "-no-color"][..],
+        &["cache", "stats", "-no-color"],
+        &["cache", "verify", "-no-color"],
+        &["cache", "prune", "-no-color", "-unused-for=30d"],
+    ] {
+        let output = world.run(&project, config, None, args);
+        let stderr = text(&output.stderr);
+        assert!(!output.status.success(), "{args:?}");
+        assert!(
+            stderr.contains("No plugin cache configured")
+                && stderr.contains("TF_PLUGIN_CACHE_DIR")
+                && stderr.contains("TFINSTALL_MODULE_CACHE_DIR"),
+            "{args:?}: {stderr}"
+        );
+    }
+    // A module cache that was never made is not read as an empty one.
+    let output = alone(&["cache", "stats", "-no-color"]);
+    assert!(!output.status.success());
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("No such cache directory") && stderr.contains("TFINSTALL_MODULE_CACHE_DIR"),
+        "{stderr}"
+    );
+
+    let output = alone(&["cache", "warm", "-no-color"]);
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", text(&output.stderr));
+    assert!(
+        stdout.starts_with(&format!(
+            "Warming the module cache at {}\n",
+            modules.display()
+        )),
+        "{stdout}"
+    );
+    assert_eq!(
+        stdout.matches("- Added module package git::").count(),
+        2,
+        "{stdout}"
+    );
+    assert!(stdout.contains(": 2 added, 0 already there."), "{stdout}");
+    assert!(!stdout.contains("Warming the plugin cache"), "{stdout}");
+    assert!(
+        stdout.contains("Warning: Providers not warmed")
+            && stdout.contains("plugin_cache_dir")
+            && stdout.contains("TF_PLUGIN_CACHE_DIR environment variable, to warm providers too"),
+        "{stdout}"
+    );
+    let entries = module_entries(&modules);
+    assert_eq!(entries.len(), 2);
+    assert!(!world.inner.cache.join(".modules").exists());
+
+    let stats = text(&alone(&["cache", "stats", "-no-color"]).stdout);
+    assert!(
+        stats.starts_with(&format!(
+            "{}: 2 module entries of 2 sources, ",
+            modules.display()
+        )),
+        "{stats}"
+    );
+    assert!(!stats.contains("providers"), "{stats}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&alone(&["cache", "stats", "-json"]).stdout).unwrap();
+    assert_eq!(json["modules"]["entries"], 2, "{json}");
+    assert_eq!(
+        json["modules"]["cache_dir"],
+        modules.display().to_string(),
+        "{json}"
+    );
+    assert_eq!(json.as_object().unwrap().len(), 1, "modules only: {json}");
+
+    let verify = alone(&["cache", "verify", "-no-color"]);
+    assert!(verify.status.success());
+    assert_eq!(
+        text(&verify.stdout),
+        format!(
+            "Checked 2 module cache entries in {}: all match what was fetched.\n",
+            modules.display()
+        )
+    );
+
+    for entry in &entries {
+        age_entry(entry, 40 * DAY);
+    }
+    let dry = alone(&["cache", "prune", "-json", "-dry-run", "-unused-for=30d"]);
+    assert!(dry.status.success());
+    let json: serde_json::Value = serde_json::from_slice(&dry.stdout).unwrap();
+    assert_eq!(
+        json["modules"]["removed"].as_array().unwrap().len(),
+        2,
+        "{json}"
+    );
+    assert_eq!(json["dry_run"], true);
+    assert!(json.get("cache_dir").is_none(), "no plugin cache: {json}");
+    assert_eq!(
+        module_entries(&modules).len(),
+        2,
+        "a dry run removes nothing"
+    );
+
+    let pruned = alone(&["cache", "prune", "-no-color", "-unused-for=30d"]);
+    let stdout = text(&pruned.stdout);
+    assert!(pruned.status.success(), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "Removed 2 module entries from {}, freed ",
+            modules.display()
+        )),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("Removed 0 entries"), "{stdout}");
+    assert!(module_entries(&modules).is_empty());
+
+    // Empty now, and still reported: it is the cache that was asked about.
+    let verify = alone(&["cache", "verify", "-no-color"]);
+    assert!(
+        text(&verify.stdout).starts_with("Checked 0 module cache entries in "),
+        "{}",
+        text(&verify.stdout)
     );
 }

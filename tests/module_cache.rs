@@ -712,3 +712,153 @@ fn directories_of_one_run_get_each_their_version_after_an_early_guess() {
     assert!(b_manifest.contains("\"3.1.0\""), "{b_manifest}");
     assert!(b_manifest.contains("\"Key\":\"dns.zones\""), "{b_manifest}");
 }
+
+/// A `tfinstall` started with its stdout piped, whose lines arrive as it
+/// writes them: to see a line printed while the process waits.
+struct Running {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Running {
+    fn start(mut command: Command) -> Running {
+        let mut child = command
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start tfinstall");
+        let stdout = child.stdout.take().unwrap();
+        let (sender, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead as _;
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if sender.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Running {
+            child,
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits until it prints a line `wanted` accepts.
+    fn wait_for_line(&mut self, what: &str, wanted: impl Fn(&str) -> bool) {
+        loop {
+            match self.lines.recv_timeout(Duration::from_secs(60)) {
+                Ok(line) => {
+                    let found = wanted(&line);
+                    self.seen.push(line);
+                    if found {
+                        return;
+                    }
+                }
+                Err(err) => {
+                    let _ = self.child.kill();
+                    panic!(
+                        "no {what} ({err}); output so far:\n{}",
+                        self.seen.join("\n")
+                    );
+                }
+            }
+        }
+    }
+
+    /// Its whole stdout once it has exited, which it must with success.
+    fn succeeded(mut self, what: &str) -> Vec<String> {
+        let output = self.child.wait_with_output().unwrap();
+        self.seen.extend(self.lines.iter());
+        assert!(
+            output.status.success(),
+            "{what} failed:\n{}\n{}",
+            self.seen.join("\n"),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        self.seen
+    }
+}
+
+/// While another process fills a module cache entry (held just after it
+/// took the entry's lock), `init` says once that it waits for it, as it
+/// does for a provider, in text and in `-json`; it fetches nothing
+/// meanwhile and installs from the entry once the other is done.
+#[test]
+fn a_process_waiting_for_a_module_entry_says_so() {
+    let (world, _, _) = World::new();
+    let vpc =
+        "module \"vpc\" {\n  source  = \"registry.test/acme/vpc/aws\"\n  version = \"1.0.0\"\n}\n";
+    let pauses = world.tmp.path().join("pauses");
+    std::fs::create_dir_all(&pauses).unwrap();
+    let filling_dir = world.workdir("filling", vpc);
+    let mut filling = spawnable(&world.command(&filling_dir, &["init", "-no-color"]));
+    filling
+        .env("TFINSTALL_PAUSE_DIR", &pauses)
+        .env("TFINSTALL_PAUSE_AT", "module-fill-after-lock");
+    let filling = Running::start(filling);
+    let mut waited = 0;
+    while !pauses.join("module-fill-after-lock.reached").exists() {
+        assert!(waited < 6000, "the filling process never took the lock");
+        std::thread::sleep(Duration::from_millis(10));
+        waited += 1;
+    }
+    world.server().clear_log();
+
+    let text_dir = world.workdir("text", vpc);
+    let mut text = Running::start(spawnable(&world.command(&text_dir, &["init", "-no-color"])));
+    let json_dir = world.workdir("json", vpc);
+    let mut json = Running::start(spawnable(&world.command(&json_dir, &["init", "-json"])));
+    let wanted = "- Waiting for another tfinstall to finish fetching registry.test/acme/vpc/aws 1.0.0 into the shared module cache...";
+    text.wait_for_line("wait notice", |line| line == wanted);
+    json.wait_for_line("module_cache_wait message", |line| {
+        line.contains("\"type\":\"module_cache_wait\"")
+    });
+    assert_eq!(
+        world.upload_packs("vpc"),
+        0,
+        "the waiting processes fetch nothing"
+    );
+
+    std::fs::write(pauses.join("module-fill-after-lock.go"), b"").unwrap();
+    let filled = filling.succeeded("the filling init");
+    assert!(
+        !filled.iter().any(|line| line.contains("Waiting")),
+        "{filled:?}"
+    );
+    let text = text.succeeded("the waiting init");
+    assert_eq!(
+        text.iter().filter(|line| line.as_str() == wanted).count(),
+        1,
+        "{text:#?}"
+    );
+    let downloading = text
+        .iter()
+        .position(|line| line == "Downloading registry.test/acme/vpc/aws 1.0.0 for vpc...")
+        .unwrap_or_else(|| panic!("{text:#?}"));
+    assert!(
+        text.iter().position(|line| line == wanted) < Some(downloading),
+        "{text:#?}"
+    );
+    let json = json.succeeded("the waiting init -json");
+    let stream = validated_stream(format!("{}\n", json.join("\n")).as_bytes());
+    let waits: Vec<_> = stream
+        .iter()
+        .filter(|message| message["type"] == "module_cache_wait")
+        .collect();
+    assert_eq!(waits.len(), 1, "{json:#?}");
+    assert_eq!(waits[0]["source"], "registry.test/acme/vpc/aws");
+    assert_eq!(waits[0]["version"], "1.0.0");
+    assert_eq!(waits[0]["@message"], &wanted[2..]);
+    for dir in [&filling_dir, &text_dir, &json_dir] {
+        assert_eq!(
+            read_text(&dir.join(".terraform/modules/vpc/main.tf")),
+            MODULE_TF
+        );
+    }
+    assert_eq!(git_entries(&world.module_cache()).len(), 1);
+}

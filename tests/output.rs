@@ -199,7 +199,7 @@ fn json_stream_of_a_successful_install_follows_the_schema() {
 
     assert_eq!(stream[0]["type"], "version");
     assert_eq!(stream[0]["ui"], "1.2");
-    assert_eq!(stream[0]["tfinstall_ui"], "2.2");
+    assert_eq!(stream[0]["tfinstall_ui"], "2.3");
     assert_eq!(stream[0]["engine"], "terraform");
     let host = world.registry.server.host();
     let alpha = format!("{host}/test/alpha");

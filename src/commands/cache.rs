@@ -1,6 +1,8 @@
 //! `tfinstall cache warm`, `verify`, `stats` and `prune`: filling the
-//! plugin cache ahead of time (CI images), checking it for damage, and
-//! keeping it small on machines that keep it for months (issue 24).
+//! plugin and module caches ahead of time (CI images), checking them for
+//! damage, and keeping them small on machines that keep them for months
+//! (issue 24). Each works on the module cache alone when only
+//! `TFINSTALL_MODULE_CACHE_DIR` is set.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -14,7 +16,7 @@ use serde_json::json;
 use crate::addr::target_platforms;
 use crate::cache::module_upkeep::{ModuleEntryUsage, ModulePruneCriteria, ModulePruneReport};
 use crate::cache::modules::{MODULE_CACHE_DIR_ENV, ModuleCache};
-use crate::cache::{EntryUsage, PluginCache, PruneCriteria, PruneReport};
+use crate::cache::{CacheStats, EntryUsage, PluginCache, PruneCriteria, PruneReport};
 use crate::cli::{CachePruneArgs, CacheStatsArgs, CacheVerifyArgs, CacheWarmArgs};
 use crate::cliconfig::{self, CliConfig, CliEnv};
 use crate::diag::{Diagnostic, Diagnostics};
@@ -88,42 +90,50 @@ pub fn verify(args: CacheVerifyArgs) -> bool {
     let env = CliEnv::from_process();
     let (cli_config, config_diags) = cliconfig::load(&env);
     out.config_problems(&config_diags);
-    let cache = match configured_cache(&cli_config) {
-        Ok(cache) => cache,
+    let caches = match configured_caches(&cli_config) {
+        Ok(caches) => caches,
         Err(diag) => {
             out.diagnostics(&diag.into());
             return false;
         }
     };
-    let (checked, damage) = cache.verify();
-    let modules = modules_beside(&cache).map(|modules| {
-        let result = modules.verify();
-        (modules, result)
+    let plugins = caches.plugins.as_ref().map(|cache| {
+        let (checked, damage) = cache.verify();
+        (cache, checked, damage)
     });
-    let module_damage = modules.iter().flat_map(|(_, (_, _, damage))| damage);
-    for problem in damage.iter().chain(module_damage) {
+    let modules = caches.modules.as_ref().map(|modules| {
+        let (checked, unrecorded, damage) = modules.verify();
+        (modules, checked, unrecorded, damage)
+    });
+    let plugin_damage = plugins.iter().flat_map(|(_, _, damage)| damage);
+    let module_damage = modules.iter().flat_map(|(_, _, _, damage)| damage);
+    for problem in plugin_damage.chain(module_damage) {
         outln!("- {}: {}", problem.dir.display(), problem.problem);
     }
     let mut problems = Diagnostics::new();
-    if damage.is_empty() {
-        outln!(
-            "Checked {checked} cache entries in {}: all match what was installed.",
-            cache.root().display()
-        );
-    } else {
-        problems.push(Diagnostic::error(
-            "Damaged plugin cache entries",
-            format!(
-                "{} of {checked} entries in {} no longer match what was installed. Delete the directories listed above; the next tfinstall init or cache warm downloads them again.",
-                damage.len(),
+    if let Some((cache, checked, damage)) = &plugins {
+        if damage.is_empty() {
+            outln!(
+                "Checked {checked} cache entries in {}: all match what was installed.",
                 cache.root().display()
-            ),
-        ));
+            );
+        } else {
+            problems.push(Diagnostic::error(
+                "Damaged plugin cache entries",
+                format!(
+                    "{} of {checked} entries in {} no longer match what was installed. Delete the directories listed above; the next tfinstall init or cache warm downloads them again.",
+                    damage.len(),
+                    cache.root().display()
+                ),
+            ));
+        }
     }
-    // A module cache with no entry (a warm of local modules only makes its
-    // directory) is not mentioned.
-    let modules = modules.filter(|(_, (checked, unrecorded, _))| checked + unrecorded > 0);
-    if let Some((modules, (checked, unrecorded, damage))) = &modules {
+    // Beside a plugin cache, a module cache with no entry (a warm of local
+    // modules only makes its directory) is not mentioned; on its own, it
+    // is what was asked about.
+    let modules = modules
+        .filter(|(_, checked, unrecorded, _)| checked + unrecorded > 0 || caches.plugins.is_none());
+    if let Some((modules, checked, unrecorded, damage)) = &modules {
         if damage.is_empty() {
             outln!(
                 "Checked {checked} module cache entries in {}: all match what was fetched.",
@@ -150,6 +160,42 @@ pub fn verify(args: CacheVerifyArgs) -> bool {
     !problems.has_errors()
 }
 
+/// The caches `cache stats`, `verify` and `prune` look at: a plugin cache
+/// with the module cache that goes with it, or a module cache on its own
+/// (only `TFINSTALL_MODULE_CACHE_DIR` set), which a user who caches only
+/// modules still needs to see, check and prune. At least one is there.
+struct Caches {
+    plugins: Option<PluginCache>,
+    /// Beside a plugin cache, `None` when its directory does not exist (no
+    /// module was ever cached there).
+    modules: Option<ModuleCache>,
+}
+
+impl Caches {
+    /// `plugins` and the module cache that goes with it.
+    fn of_plugin_cache(plugins: PluginCache) -> Caches {
+        Caches {
+            modules: modules_beside(&plugins),
+            plugins: Some(plugins),
+        }
+    }
+}
+
+/// The configured plugin cache with its module cache, else the module
+/// cache `TFINSTALL_MODULE_CACHE_DIR` names on its own.
+fn configured_caches(cli_config: &CliConfig) -> Result<Caches, Diagnostic> {
+    if let Some(dir) = &cli_config.plugin_cache_dir {
+        return Ok(Caches::of_plugin_cache(PluginCache::new(dir)));
+    }
+    match module_cache(cli_config) {
+        Some(modules) => Ok(Caches {
+            plugins: None,
+            modules: Some(modules),
+        }),
+        None => Err(no_cache_configured()),
+    }
+}
+
 /// The module cache that goes with `cache`: `TFINSTALL_MODULE_CACHE_DIR`,
 /// else its `.modules/`; `None` when that directory does not exist (no
 /// module was ever cached there).
@@ -163,49 +209,75 @@ fn modules_beside(cache: &PluginCache) -> Option<ModuleCache> {
 
 pub fn stats(args: CacheStatsArgs) -> bool {
     let out = Output::new(false, args.no_color);
-    let cache = match chosen_cache(args.cache_dir.as_ref(), &out) {
-        Ok(cache) => cache,
+    let caches = match chosen_caches(args.cache_dir.as_ref(), &out) {
+        Ok(caches) => caches,
         Err(diag) => {
             out.diagnostics(&diag.into());
             return false;
         }
     };
-    let stats = cache.stats();
-    let providers = stats.providers();
-    let modules = modules_beside(&cache).map(|modules| {
+    let plugins = caches.plugins.as_ref().map(|cache| (cache, cache.stats()));
+    let modules = caches.modules.as_ref().map(|modules| {
         let entries = modules.usage();
         (modules, entries)
     });
     if args.json {
-        let document = json!({
-            "cache_dir": cache.root().display().to_string(),
-            "entries": stats.entries.len(),
-            "providers": providers.iter().map(|p| json!({
-                "provider": p.provider.to_string(),
-                "versions": p.versions.iter().map(ToString::to_string).collect::<Vec<_>>(),
-                "entries": p.entries,
-                "bytes": p.bytes,
+        // A module cache on its own has no plugin cache fields to give.
+        let mut document = match &plugins {
+            Some((cache, stats)) => plugin_stats_json(cache, stats),
+            None => json!({}),
+        };
+        document["modules"] = json!(modules.as_ref().map(|(modules, entries)| json!({
+            "cache_dir": modules.root().display().to_string(),
+            "entries": entries.len(),
+            "bytes": entries.iter().map(|e| e.bytes).sum::<u64>(),
+            "oldest_use": entries.iter().filter_map(|e| e.last_use).min().map(format_utc),
+            "newest_use": entries.iter().filter_map(|e| e.last_use).max().map(format_utc),
+            "packages": module_sources(entries).iter().map(|(source, count, bytes)| json!({
+                "source": source,
+                "entries": count,
+                "bytes": bytes,
             })).collect::<Vec<_>>(),
-            "bytes_on_disk": stats.bytes_on_disk,
-            "bytes_saved_by_links": stats.bytes_saved_by_links,
-            "oldest_use": stats.oldest_use().map(format_utc),
-            "newest_use": stats.newest_use().map(format_utc),
-            "modules": modules.as_ref().map(|(modules, entries)| json!({
-                "cache_dir": modules.root().display().to_string(),
-                "entries": entries.len(),
-                "bytes": entries.iter().map(|e| e.bytes).sum::<u64>(),
-                "oldest_use": entries.iter().filter_map(|e| e.last_use).min().map(format_utc),
-                "newest_use": entries.iter().filter_map(|e| e.last_use).max().map(format_utc),
-                "packages": module_sources(entries).iter().map(|(source, count, bytes)| json!({
-                    "source": source,
-                    "entries": count,
-                    "bytes": bytes,
-                })).collect::<Vec<_>>(),
-            })),
-        });
+        })));
         outln!("{document}");
         return true;
     }
+    if let Some((cache, stats)) = &plugins {
+        print_plugin_stats(cache, stats);
+    }
+    // Beside a plugin cache, a module cache with no entry is not
+    // mentioned; on its own, it is what was asked about.
+    let modules = modules.filter(|(_, entries)| !entries.is_empty() || plugins.is_none());
+    if let Some((modules, entries)) = &modules {
+        if plugins.is_some() {
+            outln!();
+        }
+        print_module_stats(modules, entries);
+    }
+    true
+}
+
+fn plugin_stats_json(cache: &PluginCache, stats: &CacheStats) -> serde_json::Value {
+    json!({
+        "cache_dir": cache.root().display().to_string(),
+        "entries": stats.entries.len(),
+        "providers": stats.providers().iter().map(|p| json!({
+            "provider": p.provider.to_string(),
+            "versions": p.versions.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "entries": p.entries,
+            "bytes": p.bytes,
+        })).collect::<Vec<_>>(),
+        "bytes_on_disk": stats.bytes_on_disk,
+        "bytes_saved_by_links": stats.bytes_saved_by_links,
+        "oldest_use": stats.oldest_use().map(format_utc),
+        "newest_use": stats.newest_use().map(format_utc),
+    })
+}
+
+/// The plugin cache's part of `cache stats`: its entries and providers,
+/// what they take, what hard links save, and when they were last used.
+fn print_plugin_stats(cache: &PluginCache, stats: &CacheStats) {
+    let providers = stats.providers();
     outln!(
         "{}: {} entries of {} providers, {} on disk; hard links into working directories save {} more.",
         cache.root().display(),
@@ -238,10 +310,6 @@ pub fn stats(args: CacheStatsArgs) -> bool {
             format_size(p.bytes),
         );
     }
-    if let Some((modules, entries)) = modules.as_ref().filter(|(_, entries)| !entries.is_empty()) {
-        print_module_stats(modules, entries);
-    }
-    true
 }
 
 /// The module cache's part of `cache stats`: its entries, what they take
@@ -250,7 +318,7 @@ pub fn stats(args: CacheStatsArgs) -> bool {
 fn print_module_stats(modules: &ModuleCache, entries: &[ModuleEntryUsage]) {
     let sources = module_sources(entries);
     outln!(
-        "\n{}: {} of {}, {}.",
+        "{}: {} of {}, {}.",
         modules.root().display(),
         plural(entries.len(), "module entry", "module entries"),
         plural(sources.len(), "source", "sources"),
@@ -292,9 +360,9 @@ fn module_sources(entries: &[ModuleEntryUsage]) -> Vec<(String, usize, u64)> {
 
 pub fn prune(args: CachePruneArgs) -> bool {
     let out = Output::new(false, args.no_color);
-    let prepared = chosen_cache(args.cache_dir.as_ref(), &out)
-        .and_then(|cache| Ok((cache, prune_criteria(&args)?)));
-    let (cache, criteria) = match prepared {
+    let prepared = chosen_caches(args.cache_dir.as_ref(), &out)
+        .and_then(|caches| Ok((caches, prune_criteria(&args)?)));
+    let (caches, criteria) = match prepared {
         Ok(prepared) => prepared,
         Err(diag) => {
             out.diagnostics(&diag.into());
@@ -302,12 +370,15 @@ pub fn prune(args: CachePruneArgs) -> bool {
         }
     };
     let now = SystemTime::now();
-    let report = cache.prune(&criteria, args.dry_run, now);
+    let plugins = caches
+        .plugins
+        .as_ref()
+        .map(|cache| (cache, cache.prune(&criteria, args.dry_run, now)));
     let module_criteria = ModulePruneCriteria {
         unused_for: criteria.unused_for,
         keep_latest: criteria.keep_latest,
     };
-    let modules = modules_beside(&cache).map(|modules| {
+    let modules = caches.modules.as_ref().map(|modules| {
         let report = modules.prune(&module_criteria, args.dry_run, now);
         (modules, report)
     });
@@ -319,44 +390,36 @@ pub fn prune(args: CachePruneArgs) -> bool {
         config_file::remove_abandoned(&std::env::temp_dir())
     };
     if args.json {
-        let document = json!({
-            "cache_dir": cache.root().display().to_string(),
-            "dry_run": args.dry_run,
-            "removed": report.removed.iter().map(|p| {
-                let mut item = entry_json(&p.entry);
-                item["freed_bytes"] = json!(p.freed);
+        // A module cache on its own has no plugin cache fields to give.
+        let mut document = match &plugins {
+            Some((cache, report)) => plugin_prune_json(cache, report),
+            None => json!({}),
+        };
+        document["dry_run"] = json!(args.dry_run);
+        document["handoff_dirs_removed"] = json!(
+            hand_offs
+                .iter()
+                .map(|dir| dir.display().to_string())
+                .collect::<Vec<_>>()
+        );
+        document["modules"] = json!(modules.as_ref().map(|(modules, report)| json!({
+            "cache_dir": modules.root().display().to_string(),
+            "removed": report.removed.iter().map(|(entry, freed)| {
+                let mut item = module_entry_json(entry);
+                item["freed_bytes"] = json!(freed);
                 item
             }).collect::<Vec<_>>(),
-            "in_use": report.in_use.iter().map(entry_json).collect::<Vec<_>>(),
-            "used_meanwhile": report.used_meanwhile.iter().map(entry_json).collect::<Vec<_>>(),
+            "in_use": report.in_use.iter().map(module_entry_json).collect::<Vec<_>>(),
+            "used_meanwhile": report.used_meanwhile.iter().map(module_entry_json).collect::<Vec<_>>(),
             "failed": report.failed.iter().map(|(entry, err)| {
-                let mut item = entry_json(entry);
+                let mut item = module_entry_json(entry);
                 item["error"] = json!(err);
                 item
             }).collect::<Vec<_>>(),
             "kept": report.kept,
             "leftovers_removed": report.leftovers,
-            "handoff_dirs_removed": hand_offs.iter().map(|dir| dir.display().to_string()).collect::<Vec<_>>(),
             "bytes_freed": report.bytes_freed(),
-            "modules": modules.as_ref().map(|(modules, report)| json!({
-                "cache_dir": modules.root().display().to_string(),
-                "removed": report.removed.iter().map(|(entry, freed)| {
-                    let mut item = module_entry_json(entry);
-                    item["freed_bytes"] = json!(freed);
-                    item
-                }).collect::<Vec<_>>(),
-                "in_use": report.in_use.iter().map(module_entry_json).collect::<Vec<_>>(),
-                "used_meanwhile": report.used_meanwhile.iter().map(module_entry_json).collect::<Vec<_>>(),
-                "failed": report.failed.iter().map(|(entry, err)| {
-                    let mut item = module_entry_json(entry);
-                    item["error"] = json!(err);
-                    item
-                }).collect::<Vec<_>>(),
-                "kept": report.kept,
-                "leftovers_removed": report.leftovers,
-                "bytes_freed": report.bytes_freed(),
-            })),
-        });
+        })));
         outln!("{document}");
     } else {
         for dir in &hand_offs {
@@ -365,7 +428,9 @@ pub fn prune(args: CachePruneArgs) -> bool {
                 dir.display()
             );
         }
-        print_prune_report(&cache, &report, args.dry_run, now);
+        if let Some((cache, report)) = &plugins {
+            print_prune_report(cache, report, args.dry_run, now);
+        }
         if let Some((modules, report)) = &modules {
             let anything = report.kept > 0
                 || report.leftovers > 0
@@ -373,15 +438,24 @@ pub fn prune(args: CachePruneArgs) -> bool {
                 || !report.in_use.is_empty()
                 || !report.used_meanwhile.is_empty()
                 || !report.failed.is_empty();
-            if anything {
+            // Beside a plugin cache, an empty module cache is not
+            // mentioned; on its own, it is what was asked about.
+            if anything || plugins.is_none() {
                 print_module_prune_report(modules, report, &module_criteria, args.dry_run, now);
             }
         }
     }
+    let plugin_failures = plugins
+        .iter()
+        .map(|(cache, report)| (cache.root(), report.failed.len()));
     let module_failures = modules
-        .as_ref()
-        .map_or(0, |(_, report)| report.failed.len());
-    if report.failed.is_empty() && module_failures == 0 {
+        .iter()
+        .map(|(modules, report)| (modules.root(), report.failed.len()));
+    let failed_in: Vec<(&Path, usize)> = plugin_failures
+        .chain(module_failures)
+        .filter(|(_, failed)| *failed > 0)
+        .collect();
+    if failed_in.is_empty() {
         return true;
     }
     out.diagnostics(
@@ -389,13 +463,38 @@ pub fn prune(args: CachePruneArgs) -> bool {
             "Some cache entries could not be removed",
             format!(
                 "{} of the entries selected in {} could not be removed (listed above with the reason). Fix their permissions and run the prune again; they are whole entries still, or gone.",
-                report.failed.len() + module_failures,
-                cache.root().display()
+                failed_in.iter().map(|(_, failed)| failed).sum::<usize>(),
+                failed_in
+                    .iter()
+                    .map(|(root, _)| root.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(" and ")
             ),
         )
         .into(),
     );
     false
+}
+
+fn plugin_prune_json(cache: &PluginCache, report: &PruneReport) -> serde_json::Value {
+    json!({
+        "cache_dir": cache.root().display().to_string(),
+        "removed": report.removed.iter().map(|p| {
+            let mut item = entry_json(&p.entry);
+            item["freed_bytes"] = json!(p.freed);
+            item
+        }).collect::<Vec<_>>(),
+        "in_use": report.in_use.iter().map(entry_json).collect::<Vec<_>>(),
+        "used_meanwhile": report.used_meanwhile.iter().map(entry_json).collect::<Vec<_>>(),
+        "failed": report.failed.iter().map(|(entry, err)| {
+            let mut item = entry_json(entry);
+            item["error"] = json!(err);
+            item
+        }).collect::<Vec<_>>(),
+        "kept": report.kept,
+        "leftovers_removed": report.leftovers,
+        "bytes_freed": report.bytes_freed(),
+    })
 }
 
 fn print_module_prune_report(
@@ -560,27 +659,35 @@ fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-/// `-cache-dir`, else the configured plugin cache; it must exist (a typo
-/// must not read as an empty cache).
-fn chosen_cache(given: Option<&PathBuf>, out: &Output) -> Result<PluginCache, Diagnostic> {
-    let cache = match given {
-        Some(dir) => PluginCache::new(dir),
+/// `-cache-dir` (a plugin cache or serve store) with its module cache, else
+/// the configured caches; the directory looked at must exist (a typo must
+/// not read as an empty cache).
+fn chosen_caches(given: Option<&PathBuf>, out: &Output) -> Result<Caches, Diagnostic> {
+    let caches = match given {
+        Some(dir) => Caches::of_plugin_cache(PluginCache::new(dir)),
         None => {
             let (cli_config, config_diags) = cliconfig::load(&CliEnv::from_process());
             out.config_problems(&config_diags);
-            configured_cache(&cli_config)?
+            configured_caches(&cli_config)?
         }
     };
-    if !cache.root().is_dir() {
-        return Err(Diagnostic::error(
+    let missing = |root: &Path, fix: &str| {
+        Diagnostic::error(
             "No such cache directory",
-            format!(
-                "{} is not a directory. Name the plugin cache or serve store with -cache-dir=DIR, or check plugin_cache_dir / TF_PLUGIN_CACHE_DIR.",
-                cache.root().display()
-            ),
-        ));
+            format!("{} is not a directory. {fix}", root.display()),
+        )
+    };
+    match (&caches.plugins, &caches.modules) {
+        (Some(plugins), _) if !plugins.root().is_dir() => Err(missing(
+            plugins.root(),
+            "Name the plugin cache or serve store with -cache-dir=DIR, or check plugin_cache_dir / TF_PLUGIN_CACHE_DIR.",
+        )),
+        (None, Some(modules)) if !modules.root().is_dir() => Err(missing(
+            modules.root(),
+            "Check TFINSTALL_MODULE_CACHE_DIR (the first init, get or cache warm that caches a module makes it), or name a plugin cache with -cache-dir=DIR.",
+        )),
+        _ => Ok(caches),
     }
-    Ok(cache)
 }
 
 /// The criteria the flags give; every lock file is read before anything
@@ -722,17 +829,13 @@ fn wildcard_match(pattern: &[u8], name: &[u8]) -> bool {
     }
 }
 
-fn configured_cache(cli_config: &CliConfig) -> Result<PluginCache, Diagnostic> {
-    cli_config
-        .plugin_cache_dir
-        .as_ref()
-        .map(PluginCache::new)
-        .ok_or_else(|| {
-            Diagnostic::error(
-                "No plugin cache configured",
-                "Set plugin_cache_dir in the CLI configuration (~/.terraformrc or the file TF_CLI_CONFIG_FILE names), or the TF_PLUGIN_CACHE_DIR environment variable, to the directory to use.",
-            )
-        })
+/// Neither a plugin cache nor a module cache is configured: nothing for
+/// the `cache` commands to work on.
+fn no_cache_configured() -> Diagnostic {
+    Diagnostic::error(
+        "No plugin cache configured",
+        "Set plugin_cache_dir in the CLI configuration (~/.terraformrc or the file TF_CLI_CONFIG_FILE names), or the TF_PLUGIN_CACHE_DIR environment variable, to the directory to use; its .modules/ caches modules too. To cache only modules, set TFINSTALL_MODULE_CACHE_DIR instead.",
+    )
 }
 
 async fn run_warm(
@@ -766,35 +869,44 @@ async fn run_warm(
         (cli_config, config_diags) = cliconfig::load(&env);
     }
     out.config_problems(&config_diags);
-    let cache = configured_cache(&cli_config)?;
+    let module_cache = module_cache(&cli_config);
+    let plugin_cache = cli_config.plugin_cache_dir.as_ref().map(PluginCache::new);
+    if plugin_cache.is_none() && module_cache.is_none() {
+        return Err(no_cache_configured().into());
+    }
     let client = crate::http::build_client()?;
     let network = NetworkSources::new(&cli_config, &env, client.clone());
-    let (source, source_diags) = build_source(&SourceOptions {
-        plugin_dirs: &args.plugin_dirs,
-        cli_config: &cli_config,
-        env: &env,
-        launch_dir,
-        work_dir: Path::new("."),
-        network: &network,
-    });
-    if source_diags.has_errors() {
-        return Err(source_diags);
-    }
-    let mut warnings = source_diags;
-    let downloader = Arc::new(
-        Downloader::new(client.clone(), DownloadSettings::from_env())
-            .with_netrc(cli_config.netrc.clone()),
-    );
+    let mut warnings = Diagnostics::new();
+    // The provider sources are read before anything is fetched, so that a
+    // mistake in them stops the warm before it starts.
+    let providers = match plugin_cache {
+        Some(cache) => {
+            let (source, source_diags) = build_source(&SourceOptions {
+                plugin_dirs: &args.plugin_dirs,
+                cli_config: &cli_config,
+                env: &env,
+                launch_dir,
+                work_dir: Path::new("."),
+                network: &network,
+            });
+            if source_diags.has_errors() {
+                return Err(source_diags);
+            }
+            warnings.extend(source_diags);
+            Some((cache, source))
+        }
+        None => None,
+    };
     // Modules first: the providers the modules require are read from them.
-    let module_cache = module_cache(&cli_config);
     let modules = ModuleSources::for_run(
         &network,
-        client,
+        client.clone(),
         DownloadSettings::from_env(),
         cli_config.netrc.clone(),
         args.parallelism,
     )
-    .with_cache(module_cache.clone());
+    .with_cache(module_cache.clone())
+    .with_live_events(out.module_event_sink());
     let cached_before: BTreeSet<PathBuf> = module_cache
         .as_ref()
         .map(|cache| cache.entry_dirs().into_iter().collect())
@@ -804,14 +916,33 @@ async fn run_warm(
             .map(|dir| warm_modules(&modules, module_cache.as_ref(), dir)),
     )
     .await;
-    let mut configurations = Vec::new();
+    let mut warmed = Vec::new();
     for (dir, installed) in dirs.iter().zip(installed) {
         let installed = installed?;
-        let data_dir = dir.join(crate::workdir::data_dir());
-        let staged = installed.as_ref().and_then(|(prepared, _)| {
+        if let Some((prepared, _)) = &installed {
             warnings.extend(prepared.warnings.clone());
-            prepared.staged()
-        });
+        }
+        warmed.push((dir, installed));
+    }
+    let Some((cache, source)) = providers else {
+        if let Some(cache) = &module_cache {
+            report_warmed_modules(cache, &modules.cached_packages(), &cached_before);
+            warnings.push(Diagnostic::warning(
+                "Providers not warmed",
+                format!(
+                    "No plugin cache is configured, so cache warm filled only the module cache at {}. Set plugin_cache_dir in the CLI configuration (~/.terraformrc or the file TF_CLI_CONFIG_FILE names), or the TF_PLUGIN_CACHE_DIR environment variable, to warm providers too.",
+                    cache.root().display()
+                ),
+            ));
+        }
+        return Ok(warnings);
+    };
+    let mut configurations = Vec::new();
+    for (dir, installed) in &warmed {
+        let data_dir = dir.join(crate::workdir::data_dir());
+        let staged = installed
+            .as_ref()
+            .and_then(|(prepared, _)| prepared.staged());
         let (requirements, module_diags) =
             configuration_requirements_staged(dir, &data_dir, staged.as_ref())?;
         warnings.extend(module_diags);
@@ -826,6 +957,9 @@ async fn run_warm(
     // Every directory and platform at once, through one cache whose entries
     // are filled once however many of them need a package; the results are
     // then listed in the order given.
+    let downloader = Arc::new(
+        Downloader::new(client, DownloadSettings::from_env()).with_netrc(cli_config.netrc.clone()),
+    );
     let cache_use = CacheUse::new(cache.clone(), cli_config.plugin_cache_may_break_lock_file);
     let (source, downloader, cache_use, out, cache_root, policy) = (
         &source,
@@ -875,8 +1009,12 @@ async fn run_warm(
             .collect::<Vec<_>>()
             .join(", ")
     );
-    if let Some(cache) = &module_cache {
-        report_warmed_modules(cache, &modules.cached_packages(), &cached_before);
+    // After the providers, a module cache the run did not use is not
+    // mentioned.
+    let used = modules.cached_packages();
+    if let Some(cache) = module_cache.as_ref().filter(|_| !used.is_empty()) {
+        outln!();
+        report_warmed_modules(cache, &used, &cached_before);
     }
     Ok(warnings)
 }
@@ -923,10 +1061,7 @@ fn report_warmed_modules(
     used: &[(String, PathBuf)],
     cached_before: &BTreeSet<PathBuf>,
 ) {
-    if used.is_empty() {
-        return;
-    }
-    outln!("\nWarming the module cache at {}", cache.root().display());
+    outln!("Warming the module cache at {}", cache.root().display());
     let (mut added, mut present) = (0, 0);
     for (addr, dir) in used {
         let id = dir

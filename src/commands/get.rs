@@ -1,6 +1,7 @@
 //! `tfinstall get`: the modules half of `terraform init`, as `terraform get`.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::cli::GetArgs;
 use crate::cliconfig::{self, CliEnv};
@@ -24,7 +25,7 @@ pub async fn run(args: GetArgs) -> bool {
     }
 }
 
-async fn get(args: &GetArgs, out: &Output) -> Result<(), Diagnostics> {
+async fn get(args: &GetArgs, out: &Arc<Output>) -> Result<(), Diagnostics> {
     let env = CliEnv::from_process();
     let (cli_config, config_diags) = cliconfig::load(&env);
     out.config_problems(&config_diags);
@@ -38,7 +39,8 @@ async fn get(args: &GetArgs, out: &Output) -> Result<(), Diagnostics> {
         args.parallelism,
     )
     .with_cache(module_cache(&cli_config))
-    .link_mode(args.module_link_mode);
+    .link_mode(args.module_link_mode)
+    .with_live_events(out.module_event_sink());
     let prepared = prepare(&modules, Path::new("."), &data_dir(), args.update, &()).await?;
     for event in &prepared.events {
         out.module_event(event);

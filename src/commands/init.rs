@@ -304,7 +304,7 @@ impl<'a> Run<'a> {
     fn prepare(
         args: &'a InitArgs,
         launch_dir: &'a Path,
-        out: &Output,
+        out: &Arc<Output>,
     ) -> Result<Run<'a>, Diagnostics> {
         let readonly = args.lockfile.as_deref() == Some("readonly");
         if readonly && args.upgrade {
@@ -354,7 +354,11 @@ impl<'a> Run<'a> {
         )
         .offline(args.offline)
         .with_cache(module_cache(&cli_config))
-        .link_mode(args.module_link_mode);
+        .link_mode(args.module_link_mode)
+        // On the run's output, not a directory's: in `init DIR…` that is
+        // held until the directory is done, and a wait is news while it
+        // lasts.
+        .with_live_events(out.module_event_sink());
         let downloader =
             Arc::new(Downloader::new(client, settings).with_netrc(cli_config.netrc.clone()));
         let mut cache = cli_config.plugin_cache_dir.as_ref().map(|dir| {

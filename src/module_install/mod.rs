@@ -80,6 +80,10 @@ pub struct ModuleSources {
     cache: Option<ModuleCache>,
     /// How packages from the module cache are placed.
     link_mode: ModuleLinkMode,
+    /// Told at once of what cannot wait for the walk's end, when the
+    /// other lines are printed: a wait for another process that is filling
+    /// a module cache entry, which may be long.
+    live_events: Option<ModuleEventSink>,
 }
 
 /// A package fetched for the run: its directory, whether that is a module
@@ -149,6 +153,7 @@ impl ModuleSources {
             offline: false,
             cache: None,
             link_mode: ModuleLinkMode::Auto,
+            live_events: None,
         }
     }
 
@@ -169,6 +174,20 @@ impl ModuleSources {
     pub fn offline(mut self, offline: bool) -> Self {
         self.offline = offline;
         self
+    }
+
+    /// Where the lines shown as they happen go (a wait for another
+    /// process's fill of a module cache entry); without it they are not
+    /// shown.
+    pub fn with_live_events(mut self, sink: ModuleEventSink) -> Self {
+        self.live_events = Some(sink);
+        self
+    }
+
+    fn tell(&self, event: ModuleEvent) {
+        if let Some(sink) = &self.live_events {
+            sink(event);
+        }
     }
 
     async fn versions(&self, package: &RegistryPackage) -> Result<Vec<Version>, RegistryError> {
@@ -272,8 +291,14 @@ impl ModuleSources {
     /// The package at the go-getter address `addr`, fetched by the first
     /// caller (through the module cache when there is one, else into the
     /// run's store, made in `data_dir` if there is none yet), shared by the
-    /// others.
-    async fn package(&self, addr: &str, data_dir: &Path) -> Result<Package, String> {
+    /// others. `waiting` is told if the first caller waits for another
+    /// process filling its module cache entry: once per package.
+    async fn package(
+        &self,
+        addr: &str,
+        waiting: &ModuleEvent,
+        data_dir: &Path,
+    ) -> Result<Package, String> {
         let cell = lock(&self.packages)
             .entry(addr.to_string())
             .or_default()
@@ -281,7 +306,7 @@ impl ModuleSources {
         cell.get_or_init(|| async {
             let parsed = PackageAddr::parse(addr).map_err(|err| err.to_string())?;
             match &self.cache {
-                Some(cache) => self.cached_package(cache, addr, &parsed).await,
+                Some(cache) => self.cached_package(cache, addr, &parsed, waiting).await,
                 None => self.run_package(&parsed, data_dir).await,
             }
         })
@@ -315,12 +340,14 @@ impl ModuleSources {
     /// listing (a full commit needs none) so that an entry already there is
     /// used with no fetch, and an absent one is filled by one process while
     /// the others wait for it; what cannot be known before it is fetched
-    /// (an archive's SHA-256) is fetched, then put in the cache.
+    /// (an archive's SHA-256) is fetched, then put in the cache. A wait for
+    /// another process's fill of the entry is told as `waiting`.
     async fn cached_package(
         &self,
         cache: &ModuleCache,
         addr: &str,
         parsed: &PackageAddr,
+        waiting: &ModuleEvent,
     ) -> Result<Package, String> {
         let mut moved_tag = None;
         if let PackageAddr::Git(git) = parsed {
@@ -360,7 +387,7 @@ impl ModuleSources {
             };
             if let Some(commit) = commit {
                 let identity = PackageIdentity::Git { url, commit };
-                let dir = self.fill_entry(cache, &identity, git).await?;
+                let dir = self.fill_entry(cache, &identity, git, waiting).await?;
                 cache.remember_fetched(addr, &identity);
                 return Ok(Package {
                     dir,
@@ -369,7 +396,7 @@ impl ModuleSources {
                 });
             }
         }
-        let dir = self.fetch_then_insert(cache, addr, parsed).await?;
+        let dir = self.fetch_then_insert(cache, addr, parsed, waiting).await?;
         Ok(Package {
             dir,
             cached: true,
@@ -385,12 +412,17 @@ impl ModuleSources {
         cache: &ModuleCache,
         identity: &PackageIdentity,
         git: &GitAddr,
+        waiting: &ModuleEvent,
     ) -> Result<PathBuf, String> {
         let failed = |err| cache_failure(cache, err);
         if let Some(entry) = cache.lookup(identity) {
             return Ok(entry.dir);
         }
-        let held = cache.lock_entry(identity, || {}).await.map_err(failed)?;
+        let held = cache
+            .lock_entry(identity, || self.tell(waiting.clone()))
+            .await
+            .map_err(failed)?;
+        crate::failpoint::pause("module-fill-after-lock");
         if let Some(entry) = cache.lookup(identity) {
             return Ok(entry.dir);
         }
@@ -437,6 +469,7 @@ impl ModuleSources {
         cache: &ModuleCache,
         addr: &str,
         parsed: &PackageAddr,
+        waiting: &ModuleEvent,
     ) -> Result<PathBuf, String> {
         let failed = |err| cache_failure(cache, err);
         let scratch = cache.fetch_dir().map_err(failed)?;
@@ -453,7 +486,10 @@ impl ModuleSources {
         if let Some(entry) = cache.lookup(&identity) {
             return Ok(entry.dir);
         }
-        let held = cache.lock_entry(&identity, || {}).await.map_err(failed)?;
+        let held = cache
+            .lock_entry(&identity, || self.tell(waiting.clone()))
+            .await
+            .map_err(failed)?;
         if let Some(entry) = cache.lookup(&identity) {
             return Ok(entry.dir);
         }
@@ -670,7 +706,18 @@ pub enum ModuleEvent {
     },
     /// `- KEY in DIR`
     Installed { key: String, dir: String },
+    /// Another process holds the module cache entry of the package shown
+    /// as `SOURCE [VERSION]` (as `Downloading` shows it) while it fetches
+    /// the same package; this run waits, then uses its entry. Shown as it
+    /// happens, through [`ModuleSources::with_live_events`].
+    WaitingForCache {
+        source: String,
+        version: Option<String>,
+    },
 }
+
+/// Where the module lines shown as they happen go.
+pub type ModuleEventSink = Arc<dyn Fn(ModuleEvent) + Send + Sync>;
 
 impl ModuleEvent {
     pub fn text(&self) -> String {
@@ -684,6 +731,15 @@ impl ModuleEvent {
                 format!("Downloading {source} for {key}...")
             }
             ModuleEvent::Installed { key, dir } => format!("- {key} in {dir}"),
+            ModuleEvent::WaitingForCache { source, version } => {
+                let version = version
+                    .as_ref()
+                    .map(|v| format!(" {v}"))
+                    .unwrap_or_default();
+                format!(
+                    "- Waiting for another tfinstall to finish fetching {source}{version} into the shared module cache..."
+                )
+            }
         }
     }
 }
@@ -1465,7 +1521,11 @@ async fn resolve_call(
             ))
         })
     } else {
-        sources.package(&package_addr, data_dir).await.map_err(|message| {
+        let waiting = ModuleEvent::WaitingForCache {
+            source: shown_source.clone(),
+            version: version.clone(),
+        };
+        sources.package(&package_addr, &waiting, data_dir).await.map_err(|message| {
             Box::new(at(
                 Diagnostic::error(
                     "Failed to download module",

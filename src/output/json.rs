@@ -31,8 +31,8 @@ pub const UI_VERSION: &str = "1.2";
 /// 2.0: the messages Terraform also writes took Terraform's types, codes
 /// and texts. 2.1: the provider policy's `policy` and `policy_check`, and
 /// `platform_hashes`. 2.2: the `engine` message, diagnostics' `snippet`,
-/// and `end` and `byte` in their `range`.
-pub const TFINSTALL_UI_VERSION: &str = "2.2";
+/// and `end` and `byte` in their `range`. 2.3: `module_cache_wait`.
+pub const TFINSTALL_UI_VERSION: &str = "2.3";
 
 /// A machine reading progress needs far fewer updates than a person
 /// watching a bar: at most one per download per second, plus the last.
@@ -162,11 +162,27 @@ impl JsonLines {
     }
 
     /// A line of the module installation, as Terraform's `log` line with
-    /// the same text; `event` and `module` say which for machines.
+    /// the same text; `event` and `module` say which for machines. A wait
+    /// for another process's fill of a module cache entry, which Terraform
+    /// never writes, is a type of tfinstall's own.
     pub fn module_event(&self, event: &ModuleEvent) {
         let (name, key) = match event {
             ModuleEvent::Downloading { key, .. } => ("module_downloading", key),
             ModuleEvent::Installed { key, .. } => ("module_installed", key),
+            ModuleEvent::WaitingForCache { source, version } => {
+                let mut fields = json!({ "source": source });
+                if let Some(version) = version {
+                    fields["version"] = json!(version);
+                }
+                let text = event.text();
+                self.emit(
+                    "info",
+                    text.trim_start_matches("- "),
+                    "module_cache_wait",
+                    fields,
+                );
+                return;
+            }
         };
         self.log(&event.text(), name, json!({ "module": key }));
     }

@@ -14,6 +14,7 @@ use serde_json::json;
 use crate::addr::Platform;
 use crate::diag::{Diagnostic, Diagnostics, Severity};
 use crate::install::events::{EventSink, InstallEvent};
+use crate::module_install::{ModuleEvent, ModuleEventSink};
 use crate::ui::Ui;
 use crate::workdir::engine::EngineChoice;
 
@@ -257,8 +258,15 @@ impl Output {
         }
     }
 
+    /// Where the module installation's lines that are shown as they happen
+    /// go: here.
+    pub fn module_event_sink(self: &Arc<Self>) -> ModuleEventSink {
+        let output = Arc::clone(self);
+        Arc::new(move |event| output.module_event(&event))
+    }
+
     /// One line of the module installation.
-    pub fn module_event(&self, event: &crate::module_install::ModuleEvent) {
+    pub fn module_event(&self, event: &ModuleEvent) {
         match &self.view {
             View::Json(lines) => lines.module_event(event),
             View::Human { .. } => self.print(&event.text()),
