@@ -2,7 +2,7 @@
 //! Terraform's order (parser_config_dir.go), with OpenTofu's `.tofu` files
 //! when it is the engine.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -178,6 +178,10 @@ struct Memo {
     /// The readings each data directory's configuration was made of, for
     /// [`keep_readings`], with what its readings file held before.
     used: HashMap<PathBuf, (Vec<LoadedModule>, Option<Vec<u8>>)>,
+    /// Modules [`read_early`] is reading now: another early read of one
+    /// of them (the same package guessed in the next directory of an
+    /// `init DIR…`) leaves it to this one.
+    reading_early: HashSet<ModuleKey>,
 }
 
 impl Memo {
@@ -355,6 +359,38 @@ pub fn tree_removed(placed: &Path) {
     if let Some(memo) = memo().as_mut() {
         let placed = placed.strip_prefix(".").unwrap_or(placed);
         memo.placed.remove(placed);
+    }
+}
+
+/// Reads the module at the root of `package` (a module cache entry, which
+/// does not change while the run lasts) as the walk will name it once it
+/// is placed, `display_dir`: done while the registry's answers that
+/// confirm the package are awaited, it leaves the walk's own read of the
+/// tree placed from it nothing to do. A memo that has it, or another
+/// thread reading it early, makes this do nothing; a guess the answers do
+/// not bear out only costs the read.
+pub fn read_early(package: &Path, display_dir: &Path) {
+    let engine = Engine::current();
+    let key = (
+        display_dir.to_path_buf(),
+        package.to_path_buf(),
+        engine == Engine::OpenTofu,
+    );
+    {
+        let mut guard = memo();
+        let Some(memo) = guard.as_mut() else {
+            return;
+        };
+        if memo.location(package) != package
+            || memo.modules.contains_key(&key)
+            || !memo.reading_early.insert(key.clone())
+        {
+            return;
+        }
+    }
+    let _ = load_module(package, display_dir, engine);
+    if let Some(memo) = memo().as_mut() {
+        memo.reading_early.remove(&key);
     }
 }
 

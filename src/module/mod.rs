@@ -25,7 +25,9 @@ use crate::version::VersionConstraints;
 
 use assemble::ModuleConfig;
 use files::{config_files, load_module};
-pub use files::{keep_readings, recall_readings, remember_modules_read, same_tree, tree_removed};
+pub use files::{
+    keep_readings, read_early, recall_readings, remember_modules_read, same_tree, tree_removed,
+};
 
 use crate::engine::Engine;
 use manifest::Manifest;

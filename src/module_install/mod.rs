@@ -1277,10 +1277,15 @@ async fn fetch_call(
     let place = staged.join(key);
     let guess = sources.guess(&job.source, job.constraints.as_ref());
     let early = async {
-        match &guess {
-            Some(guess) => Some(sources.place(guess, &place).await),
-            None => None,
-        }
+        let guess = guess.as_ref()?;
+        // Most calls use the package's root module: it is read while the
+        // answers are awaited, beside its placing.
+        let (package, display) = (guess.dir.clone(), named.join(key));
+        let read = tokio::task::spawn_blocking(move || {
+            crate::module::read_early(&package, &display);
+        });
+        let (placed, _) = futures_util::future::join(sources.place(guess, &place), read).await;
+        Some(placed)
     };
     let (resolved, early) =
         futures_util::future::join(resolve_call(sources, job, data_dir), early).await;
