@@ -119,6 +119,19 @@ impl World {
         module_cache: Option<&Path>,
         args: &[&str],
     ) -> std::process::Output {
+        self.command(dir, config, module_cache, args)
+            .output()
+            .expect("run tfinstall")
+    }
+
+    /// The command [`World::run`] runs.
+    fn command(
+        &self,
+        dir: &Path,
+        config: &Path,
+        module_cache: Option<&Path>,
+        args: &[&str],
+    ) -> assert_cmd::Command {
         let mut command = tfinstall_command(&self.inner.path("home"));
         self.inner.ca.configure(&mut command);
         command
@@ -131,7 +144,8 @@ impl World {
         if let Some(module_cache) = module_cache {
             command.env("TFINSTALL_MODULE_CACHE_DIR", module_cache);
         }
-        command.args(args).output().expect("run tfinstall")
+        command.args(args);
+        command
     }
 
     fn ok(&self, dir: &Path, args: &[&str]) -> String {
@@ -347,6 +361,69 @@ fn a_warmed_image_inits_offline_with_the_servers_stopped() {
     );
     assert_eq!(fs::read(job.join(".terraform.lock.hcl")).unwrap(), lock);
     assert!(cache.is_dir());
+}
+
+/// A fresh clone's `init` reads the root module of the package the kept
+/// answers guess while the registry is asked, and holds that entry for use
+/// meanwhile, as it does while placing it: a `cache prune` run then (the
+/// entry unused for 40 days by its records) skips it, and the `init`
+/// installs from it.
+#[test]
+fn an_entry_read_while_the_registry_is_asked_is_not_pruned_under_it() {
+    let world = World::new();
+    world.warmed();
+    let net = world
+        .entries()
+        .into_iter()
+        .find(|entry| {
+            fs::read_to_string(entry.join("main.tf"))
+                .is_ok_and(|text| text.contains("module \"sg\""))
+        })
+        .expect("the net module's entry");
+    let pauses = world.inner.path("pauses");
+    fs::create_dir_all(&pauses).unwrap();
+    let clone = world.project("clone");
+    let started = SystemTime::now();
+    let mut init = spawnable(&world.command(&clone, &world.config, None, &["init", "-no-color"]));
+    init.env("TFINSTALL_PAUSE_DIR", &pauses)
+        .env("TFINSTALL_PAUSE_AT", "module-read-early")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let init = init.spawn().expect("start tfinstall init");
+    // Held in the early read, once the placing beside it has recorded its
+    // use: the records are then dated back, so that only the hold keeps
+    // the entry.
+    let used = sidecar(&net, ".used");
+    let mut waited = 0;
+    while !(pauses.join("module-read-early.reached").exists()
+        && fs::metadata(&used)
+            .and_then(|meta| meta.modified())
+            .is_ok_and(|modified| modified >= started))
+    {
+        assert!(waited < 6000, "the init never reached its early read");
+        std::thread::sleep(Duration::from_millis(10));
+        waited += 1;
+    }
+    age_entry(&net, 40 * DAY);
+    let pruned = world.ok(&clone, &["cache", "prune", "-no-color", "-unused-for=30d"]);
+    assert!(
+        pruned.contains("- Skipped module ") && pruned.contains("a running tfinstall is using it"),
+        "{pruned}"
+    );
+    assert!(net.join("main.tf").is_file(), "{pruned}");
+
+    fs::write(pauses.join("module-read-early.go"), b"").unwrap();
+    let output = init.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        fs::read(clone.join(".terraform/modules/net/main.tf")).unwrap(),
+        fs::read(net.join("main.tf")).unwrap()
+    );
 }
 
 /// `cache stats` counts module entries in text and JSON; `cache prune

@@ -553,6 +553,29 @@ impl ModuleSources {
         Ok(())
     }
 
+    /// Reads the root module of `package`, a module cache entry, into the
+    /// process's module memo as the walk will name it once placed,
+    /// `display` ([`crate::module::read_early`]). The entry is held for use
+    /// meanwhile, as for placing: a `cache prune` running beside must not
+    /// take it away half read, since the walk would take that reading for
+    /// the tree it placed.
+    async fn read_root_early(&self, package: &Package, display: PathBuf) {
+        let Some(cache) = self.cache.as_ref().filter(|_| package.cached) else {
+            return;
+        };
+        let Ok(_used) = cache.hold_for_use(&package.dir).await else {
+            return;
+        };
+        let dir = package.dir.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            crate::failpoint::pause("module-read-early");
+            if dir.is_dir() {
+                crate::module::read_early(&dir, &display);
+            }
+        })
+        .await;
+    }
+
     /// The package the module cache's kept answers say `source` resolves
     /// to, if the cache holds it: for a registry module, the entry of the
     /// download location it kept for the version its kept list would
@@ -1280,11 +1303,8 @@ async fn fetch_call(
         let guess = guess.as_ref()?;
         // Most calls use the package's root module: it is read while the
         // answers are awaited, beside its placing.
-        let (package, display) = (guess.dir.clone(), named.join(key));
-        let read = tokio::task::spawn_blocking(move || {
-            crate::module::read_early(&package, &display);
-        });
-        let (placed, _) = futures_util::future::join(sources.place(guess, &place), read).await;
+        let read = sources.read_root_early(guess, named.join(key));
+        let (placed, ()) = futures_util::future::join(sources.place(guess, &place), read).await;
         Some(placed)
     };
     let (resolved, early) =
