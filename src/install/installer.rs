@@ -74,15 +74,9 @@ impl Installer {
 
         let memo = HashMemo::load(&self.layout.data_dir);
         let selected = self.select_versions(&wanted, previous, mode, &memo).await?;
-        let staging = Staging::create(&self.layout.data_dir).map_err(|err| {
-            Diagnostics::from(Diagnostic::error(
-                "Failed to prepare the provider installation directory",
-                format!(
-                    "Could not create a staging directory in {}: {err}.",
-                    self.layout.data_dir.display()
-                ),
-            ))
-        })?;
+        // Made at the first package placed or file written: a run with
+        // every package installed already (a no-op) makes none.
+        let staging = Staging::when_needed(&self.layout.data_dir);
         let fetched = self
             .place_all(selected, previous, &staging, mode, &memo)
             .await?;

@@ -397,7 +397,9 @@ impl Installer {
                 {
                     return Ok(package);
                 }
-                let dest = staging.new_path(&meta.filename);
+                let dest = staging.new_path(&meta.filename).map_err(|err| {
+                    StageError::Package(format!("could not create a staging directory: {err}"))
+                })?;
                 let fetched = async {
                     let download = async {
                         meta.location

@@ -236,7 +236,11 @@ impl Installer {
                     version: s.version.clone(),
                 });
             }
-            let staged = staging.new_path(&format!("{}-{}", s.provider.type_name, s.version));
+            let staged = staging
+                .new_path(&format!("{}-{}", s.provider.type_name, s.version))
+                .map_err(|err| {
+                    install_failed(format!("could not create a staging directory: {err}"))
+                })?;
             let (from, to, link_mode) = (cached.dir.clone(), staged.clone(), self.link_mode);
             blocking(move || link_cached_package(&from, &to, link_mode))
                 .await
@@ -270,7 +274,11 @@ impl Installer {
             provider: s.provider.clone(),
             version: s.version.clone(),
         });
-        let staged = staging.new_path(&format!("{}-{}", s.provider.type_name, s.version));
+        let staged = staging
+            .new_path(&format!("{}-{}", s.provider.type_name, s.version))
+            .map_err(|err| {
+                install_failed(format!("could not create a staging directory: {err}"))
+            })?;
         let package = self
             .stage_package(
                 &meta,

@@ -8,6 +8,7 @@ use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use crate::fsutil::Flush;
 
@@ -20,57 +21,73 @@ const LOCK_SUFFIX: &str = ".lock";
 /// every moment a SIGKILL can strike, what is left is recognisable as
 /// abandoned: a lock file nobody holds (with or without its directory), or
 /// a directory without a lock file.
+///
+/// The directory and its lock are made when first needed
+/// ([`Staging::when_needed`]), or at once ([`Staging::create`]): a run that
+/// places and writes nothing (a no-op) makes none, and on some file systems
+/// each new inode costs a fair part of a no-op.
 pub struct Staging {
+    data_dir: PathBuf,
+    area: OnceLock<Area>,
+    /// Held while the area is made, so that two packages placed at once
+    /// make one.
+    making: Mutex<()>,
+    counter: AtomicUsize,
+}
+
+/// The staging directory of a run, once made.
+struct Area {
     root: PathBuf,
     lock_path: PathBuf,
     /// Held for the life of the run; a lock that can be taken belongs to a
     /// process that died, so the next run removes its directory.
     _owner: File,
-    counter: AtomicUsize,
     /// Directories this run created, removed again if the run commits nothing.
     created: Vec<PathBuf>,
 }
 
 impl Staging {
+    /// A staging area in `data_dir`, made at once: its drop, last, removes
+    /// the data directory again if it made it and nothing was committed.
     pub fn create(data_dir: &Path) -> io::Result<Staging> {
-        let parent = data_dir.join(STAGING_DIR);
-        let mut created = Vec::new();
-        for dir in [data_dir, parent.as_path()] {
-            if !dir.exists() {
-                fs::create_dir_all(dir)?;
-                created.push(dir.to_path_buf());
-            }
-        }
-        remove_abandoned(&parent);
-        let (lock_path, owner) = loop {
-            let lock_file = tempfile::Builder::new()
-                .prefix(&format!("{}-", std::process::id()))
-                .suffix(LOCK_SUFFIX)
-                .tempfile_in(&parent)?;
-            let (file, lock_path) = lock_file.keep().map_err(|err| err.error)?;
-            file.lock()?;
-            // Another run cleaning up may have taken the lock in the instant
-            // between creating and locking it, and deleted the file: then the
-            // lock guards nothing and a fresh one is needed.
-            if still_linked(&file, &lock_path) {
-                break (lock_path, file);
-            }
-        };
-        let root = owned_dir(&lock_path);
-        fs::create_dir(&root)?;
-        Ok(Staging {
-            root,
-            lock_path,
-            _owner: owner,
-            counter: AtomicUsize::new(0),
-            created,
-        })
+        let staging = Staging::when_needed(data_dir);
+        staging.area()?;
+        Ok(staging)
     }
 
-    /// A fresh path inside the staging area; nothing is created there yet.
-    pub fn new_path(&self, label: &str) -> PathBuf {
+    /// A staging area in `data_dir`, made at its first use. Leftovers of
+    /// runs that died are removed now all the same.
+    pub fn when_needed(data_dir: &Path) -> Staging {
+        let parent = data_dir.join(STAGING_DIR);
+        if parent.is_dir() {
+            remove_abandoned(&parent);
+        }
+        Staging {
+            data_dir: data_dir.to_path_buf(),
+            area: OnceLock::new(),
+            making: Mutex::new(()),
+            counter: AtomicUsize::new(0),
+        }
+    }
+
+    fn area(&self) -> io::Result<&Area> {
+        if let Some(area) = self.area.get() {
+            return Ok(area);
+        }
+        let _making = self.making.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(area) = self.area.get() {
+            return Ok(area);
+        }
+        let area = Area::make(&self.data_dir)?;
+        Ok(self.area.get_or_init(|| area))
+    }
+
+    /// A fresh path inside the staging area (made now if it was not yet);
+    /// nothing is created at the path itself.
+    pub fn new_path(&self, label: &str) -> io::Result<PathBuf> {
+        let root = &self.area()?.root;
         let n = self.counter.fetch_add(1, Ordering::Relaxed);
-        self.root.join(format!("{n}-{label}"))
+        Ok(root.join(format!("{n}-{label}")))
     }
 
     /// Moves each staged directory onto its target. An existing target is
@@ -82,12 +99,14 @@ impl Staging {
                 fs::create_dir_all(parent)?;
             }
             if fs::symlink_metadata(target).is_ok() {
-                fs::rename(target, self.new_path("replaced"))?;
+                fs::rename(target, self.new_path("replaced")?)?;
             }
             fs::rename(staged, target)?;
         }
-        if !moves.is_empty() {
-            self.created.clear();
+        if !moves.is_empty()
+            && let Some(area) = self.area.get_mut()
+        {
+            area.created.clear();
         }
         Ok(())
     }
@@ -110,7 +129,7 @@ impl Staging {
         if let Some(parent) = target.parent().filter(|p| !p.as_os_str().is_empty()) {
             fs::create_dir_all(parent)?;
         }
-        let temp = self.new_path("file");
+        let temp = self.new_path("file")?;
         let result =
             write_new_file(&temp, contents, mode, flush).and_then(|()| fs::rename(&temp, target));
         if result.is_err() {
@@ -164,7 +183,42 @@ fn write_new_file(path: &Path, contents: &[u8], mode: FileMode, flush: Flush) ->
     }
 }
 
-impl Drop for Staging {
+impl Area {
+    fn make(data_dir: &Path) -> io::Result<Area> {
+        let parent = data_dir.join(STAGING_DIR);
+        let mut created = Vec::new();
+        for dir in [data_dir, parent.as_path()] {
+            if !dir.exists() {
+                fs::create_dir_all(dir)?;
+                created.push(dir.to_path_buf());
+            }
+        }
+        let (lock_path, owner) = loop {
+            let lock_file = tempfile::Builder::new()
+                .prefix(&format!("{}-", std::process::id()))
+                .suffix(LOCK_SUFFIX)
+                .tempfile_in(&parent)?;
+            let (file, lock_path) = lock_file.keep().map_err(|err| err.error)?;
+            file.lock()?;
+            // Another run cleaning up may have taken the lock in the instant
+            // between creating and locking it, and deleted the file: then the
+            // lock guards nothing and a fresh one is needed.
+            if still_linked(&file, &lock_path) {
+                break (lock_path, file);
+            }
+        };
+        let root = owned_dir(&lock_path);
+        fs::create_dir(&root)?;
+        Ok(Area {
+            root,
+            lock_path,
+            _owner: owner,
+            created,
+        })
+    }
+}
+
+impl Drop for Area {
     fn drop(&mut self) {
         let _ = fs::remove_dir_all(&self.root);
         let _ = fs::remove_file(&self.lock_path);
@@ -269,6 +323,8 @@ mod tests {
 
         let live = Staging::create(data.path()).unwrap();
         let live_dir = live
+            .area()
+            .unwrap()
             .root
             .file_name()
             .unwrap()
@@ -281,7 +337,10 @@ mod tests {
         );
 
         let second = Staging::create(data.path()).unwrap();
-        assert!(live.root.is_dir(), "a live run's directory is never taken");
+        assert!(
+            live.area().unwrap().root.is_dir(),
+            "a live run's directory is never taken"
+        );
         drop(second);
         drop(live);
         assert!(!data.path().join(STAGING_DIR).exists());
@@ -306,6 +365,34 @@ mod tests {
             assert_eq!(mode & 0o777, 0o600);
         }
         assert_eq!(names(&data.path().join("out")), ["lock.hcl"]);
-        assert!(names(&staging.root).is_empty());
+        assert!(names(&staging.area().unwrap().root).is_empty());
+    }
+
+    #[test]
+    fn an_area_made_when_needed_makes_nothing_until_used_and_cleans_up_all_the_same() {
+        let data = tempfile::tempdir().unwrap();
+        let parent = data.path().join(".terraform").join(STAGING_DIR);
+        fs::create_dir_all(parent.join("dead/0-null")).unwrap();
+
+        let unused = Staging::when_needed(&data.path().join(".terraform"));
+        assert!(
+            names(&parent).is_empty(),
+            "a dead run's leftovers go at once"
+        );
+        drop(unused);
+        assert_eq!(names(&data.path().join(".terraform")), [STAGING_DIR]);
+
+        fs::remove_dir(&parent).unwrap();
+        fs::remove_dir(data.path().join(".terraform")).unwrap();
+        let used = Staging::when_needed(&data.path().join(".terraform"));
+        assert!(!data.path().join(".terraform").exists());
+        let path = used.new_path("null").unwrap();
+        assert_eq!(path.parent().unwrap(), used.area().unwrap().root);
+        assert!(path.parent().unwrap().is_dir());
+        drop(used);
+        assert!(
+            !data.path().join(".terraform").exists(),
+            "a data directory made for nothing committed goes again"
+        );
     }
 }

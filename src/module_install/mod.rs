@@ -322,7 +322,12 @@ impl ModuleSources {
                 data_dir.display()
             )
         })?;
-        let dest = store.new_path("package");
+        let dest = store.new_path("package").map_err(|err| {
+            format!(
+                "could not create a staging directory for module packages in {}: {err}",
+                data_dir.display()
+            )
+        })?;
         let _permit = self.fetches.acquire().await.map_err(|e| e.to_string())?;
         self.fetcher
             .fetch(parsed, &dest)
@@ -920,7 +925,9 @@ pub async fn prepare(
                 ),
             ))
         })?;
-        let staged = staging.new_path("modules");
+        let staged = staging
+            .new_path("modules")
+            .map_err(|err| io_failure(&data_dir, &err))?;
         std::fs::create_dir(&staged).map_err(|err| io_failure(&staged, &err))?;
         Ok((staging, staged))
     };
