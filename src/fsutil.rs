@@ -16,23 +16,19 @@ pub fn write_atomic(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
 /// as a plain create gives: what Go's `os.WriteFile(path, data, mode)`
 /// leaves, and so what Terraform leaves for most of its files.
 pub fn write_atomic_umask(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
-    fs::create_dir_all(parent_dir(path))?;
-    let temp = write_temp_beside(path, Some(mode), Flush::ToDisk, |file| {
-        file.write_all(contents)
-    })?;
-    temp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    write_umask(path, contents, mode, Flush::ToDisk)
 }
 
-/// Like [`write_atomic_umask`] but never flushed to the disk: for tfinstall's
-/// own caches, which their readers check and drop when they do not hold.
-/// The rename still shows readers, and a run killed at any moment, the old
-/// file or the new one; only a crash of the machine can leave it empty or
-/// old, and then the next run recomputes what it held. The flush it saves
-/// costs 5–10 ms on some disks, once per working directory.
-pub fn write_cache_file(path: &Path, contents: &[u8], mode: u32) -> io::Result<()> {
+/// [`write_atomic_umask`], flushed to the disk or not as `flush` says.
+/// tfinstall's own caches are not ([`Flush::No`]): their readers check
+/// them and drop them when they do not hold. The rename still shows
+/// readers, and a run killed at any moment, the old file or the new one;
+/// only a crash of the machine can leave one empty or old, and then the
+/// next run recomputes what it held. The flush it saves costs 5–10 ms on
+/// some disks, once per working directory.
+pub fn write_umask(path: &Path, contents: &[u8], mode: u32, flush: Flush) -> io::Result<()> {
     fs::create_dir_all(parent_dir(path))?;
-    let temp = write_temp_beside(path, Some(mode), Flush::No, |file| file.write_all(contents))?;
+    let temp = write_temp_beside(path, Some(mode), flush, |file| file.write_all(contents))?;
     temp.persist(path).map_err(|e| e.error)?;
     Ok(())
 }
@@ -42,7 +38,7 @@ pub fn write_cache_file(path: &Path, contents: &[u8], mode: u32) -> io::Result<(
 pub enum Flush {
     /// Flushed: the file survives a crash of the machine once renamed.
     ToDisk,
-    /// A cache's file, which a crash may lose (see [`write_cache_file`]).
+    /// A cache's file, which a crash may lose (see [`write_umask`]).
     No,
 }
 

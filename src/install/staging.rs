@@ -138,11 +138,8 @@ impl Staging {
         match result {
             Err(err) if err.kind() == io::ErrorKind::CrossesDevices => match (mode, flush) {
                 (FileMode::Exact(mode), _) => crate::fsutil::write_atomic(target, contents, mode),
-                (FileMode::LessUmask(mode), Flush::ToDisk) => {
-                    crate::fsutil::write_atomic_umask(target, contents, mode)
-                }
-                (FileMode::LessUmask(mode), Flush::No) => {
-                    crate::fsutil::write_cache_file(target, contents, mode)
+                (FileMode::LessUmask(mode), flush) => {
+                    crate::fsutil::write_umask(target, contents, mode, flush)
                 }
             },
             other => other,

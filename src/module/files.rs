@@ -332,7 +332,12 @@ pub fn keep_readings(data_dir: &Path) {
         return;
     };
     if before.as_deref() != Some(text.as_slice()) {
-        let _ = crate::fsutil::write_cache_file(&data_dir.join(READINGS_FILE), &text, 0o644);
+        let _ = crate::fsutil::write_umask(
+            &data_dir.join(READINGS_FILE),
+            &text,
+            0o644,
+            crate::fsutil::Flush::No,
+        );
     }
 }
 
