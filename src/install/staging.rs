@@ -56,11 +56,14 @@ impl Staging {
     }
 
     /// A staging area in `data_dir`, made at its first use. Leftovers of
-    /// runs that died are removed now all the same.
+    /// runs that died are removed now all the same, with their parent if
+    /// that leaves it empty: a run that never makes its own area must not
+    /// leave one behind either.
     pub fn when_needed(data_dir: &Path) -> Staging {
         let parent = data_dir.join(STAGING_DIR);
         if parent.is_dir() {
             remove_abandoned(&parent);
+            let _ = fs::remove_dir(&parent);
         }
         Staging {
             data_dir: data_dir.to_path_buf(),
@@ -191,10 +194,20 @@ impl Area {
             }
         }
         let (lock_path, owner) = loop {
-            let lock_file = tempfile::Builder::new()
+            let lock_file = match tempfile::Builder::new()
                 .prefix(&format!("{}-", std::process::id()))
                 .suffix(LOCK_SUFFIX)
-                .tempfile_in(&parent)?;
+                .tempfile_in(&parent)
+            {
+                Ok(lock_file) => lock_file,
+                // Another run removed the parent the moment it was empty
+                // (its own area gone, or only dead runs' leftovers in it).
+                Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                    fs::create_dir_all(&parent)?;
+                    continue;
+                }
+                Err(err) => return Err(err),
+            };
             let (file, lock_path) = lock_file.keep().map_err(|err| err.error)?;
             file.lock()?;
             // Another run cleaning up may have taken the lock in the instant
@@ -376,10 +389,10 @@ mod tests {
             names(&parent).is_empty(),
             "a dead run's leftovers go at once"
         );
+        assert!(!parent.exists(), "nor does their emptied parent stay");
         drop(unused);
-        assert_eq!(names(&data.path().join(".terraform")), [STAGING_DIR]);
+        assert!(names(&data.path().join(".terraform")).is_empty());
 
-        fs::remove_dir(&parent).unwrap();
         fs::remove_dir(data.path().join(".terraform")).unwrap();
         let used = Staging::when_needed(&data.path().join(".terraform"));
         assert!(!data.path().join(".terraform").exists());
