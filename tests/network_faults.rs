@@ -606,3 +606,30 @@ fn http2_windows(tls: &mut impl std::io::Read) -> std::io::Result<(u32, u32)> {
         }
     }
 }
+
+/// `TFINSTALL_LOG=debug` logs every request as it goes out, each attempt of
+/// a retry too: what a user asks for to see where a run's time or its
+/// failures went.
+#[test]
+fn debug_logging_names_every_request_and_each_retry() {
+    let case = Case::new(Origin::new(Channel::Registry));
+    case.server().status_sequence(&case.archive(), &[503, 200]);
+    let mut command = case.project.init(&[QUICK]);
+    case.origin.configure(&case.project, &mut command);
+    command.env("TFINSTALL_LOG", "tfinstall=debug");
+    let output = command.output().unwrap();
+    let (_, stderr) = output_text(&output);
+    assert!(output.status.success(), "{stderr}");
+    let logged = |path: &str| {
+        stderr
+            .lines()
+            .filter(|line| line.contains("request") && line.ends_with(path))
+            .count()
+    };
+    assert_eq!(logged(&case.archive()), 2, "{stderr}");
+    assert_eq!(
+        logged(&format!("/v1/providers/{NAMESPACE}/{TYPE}/versions")),
+        1,
+        "{stderr}"
+    );
+}

@@ -8,7 +8,8 @@
 //! sources and the installer that `init` shares with `serve`; a watcher set
 //! once for the process reaches them without threading a recorder through
 //! every source, fetch and fill for the one command that looks. Nothing is
-//! told when no watcher is set, as in every command but `serve`.
+//! told when no watcher is set, as in every command but `serve`; each
+//! request is also logged at debug level (`TFINSTALL_LOG=debug`).
 
 use std::sync::{Arc, OnceLock};
 
@@ -30,6 +31,7 @@ pub fn watch(watcher: Arc<dyn TrafficWatcher>) -> bool {
 }
 
 pub(crate) fn request(url: &Url) {
+    tracing::debug!(%url, "request");
     if let Some(watcher) = WATCHER.get() {
         watcher.request(url);
     }
