@@ -182,8 +182,12 @@ pub(crate) fn stamps_of(dir: &Path) -> io::Result<Option<Vec<FileStamp>>> {
         }
         Ok(())
     }
+    // `dir` as given: reading a directory and its files' metadata follow a
+    // symbolic link (an installed package linked to the plugin cache)
+    // anyway, and resolving every component first cost a `readlink` each,
+    // three walks per provider and working directory.
     let mut out = Vec::new();
-    walk(&fs::canonicalize(dir)?, "", &mut out)?;
+    walk(dir, "", &mut out)?;
     Ok(Some(out))
 }
 
