@@ -21,10 +21,11 @@ pub fn write_atomic_umask(path: &Path, contents: &[u8], mode: u32) -> io::Result
 
 /// [`write_atomic_umask`], flushed to the disk or not as `flush` says.
 /// tfinstall's own caches are not ([`Flush::No`]): their readers check
-/// them and drop them when they do not hold. The rename still shows
-/// readers, and a run killed at any moment, the old file or the new one;
-/// only a crash of the machine can leave one empty or old, and then the
-/// next run recomputes what it held. The flush it saves costs 5–10 ms on
+/// them and drop them when they do not hold. Nor is `modules.json`, which
+/// Terraform does not flush either. The rename still shows readers, and a
+/// run killed at any moment, the old file or the new one; only a crash of
+/// the machine can leave one empty or old, and then the next run
+/// recomputes what it held. The flush it saves costs 5–10 ms on
 /// some disks, once per working directory.
 pub fn write_umask(path: &Path, contents: &[u8], mode: u32, flush: Flush) -> io::Result<()> {
     fs::create_dir_all(parent_dir(path))?;
@@ -38,7 +39,8 @@ pub fn write_umask(path: &Path, contents: &[u8], mode: u32, flush: Flush) -> io:
 pub enum Flush {
     /// Flushed: the file survives a crash of the machine once renamed.
     ToDisk,
-    /// A cache's file, which a crash may lose (see [`write_umask`]).
+    /// A file a crash of the machine may lose: a cache's, or one Terraform
+    /// does not flush either (see [`write_umask`]).
     No,
 }
 

@@ -1101,11 +1101,11 @@ pub async fn prepare(
     // side instead of one after another. `modules.json` is not flushed to
     // the disk, as Terraform does not flush it: the module directories it
     // lists are links and directories that no run flushes either, so a
-    // flush could not make the tree survive a crash of the machine, and
-    // after one `init` puts it right. Its rename with the tree still shows
-    // every reader, and a run killed at any moment, the old tree or the
-    // new. The flush cost `init DIR…` over 20 directories about 20 ms:
-    // their fsyncs queue on the one disk.
+    // flush could not make the tree survive a crash of the machine (the
+    // next `init` puts it right). Renamed into place with the tree, it
+    // still shows every reader, and a run killed at any moment, the old
+    // tree or the new. On a journalled ext4 with a busy disk the flush
+    // waited for other writers' data: a warm `init` took 0.35 s, not 0.09 s.
     let (kept_from, kept_to, kept_named) = (target.clone(), staged.clone(), named.clone());
     let manifest_path = staged.join(MANIFEST_FILE);
     let manifest_text = manifest.render();
