@@ -76,10 +76,15 @@ impl Drop for SharedHold {
 }
 
 /// The entry held exclusively by this process and, in it, by one holder.
-/// The file lock is released before the in-process one.
+/// The file lock is released before the in-process one. The holders are
+/// kept alive with the hold: were the table's only reference gone while a
+/// fill held the file, the next directory of the run to ask would get new
+/// holders of its own, pass the fill's in-process lock, and wait on the
+/// file as another process would.
 pub(super) struct ExclusiveHold {
     _file: File,
     _holder: OwnedRwLockWriteGuard<()>,
+    _locks: Arc<EntryLocks>,
 }
 
 /// Opens an entry's lock file: `Ok(None)` when it cannot be locked but the
@@ -215,6 +220,7 @@ impl EntryLocks {
         Ok(ExclusiveHold {
             _file: file,
             _holder: holder,
+            _locks: Arc::clone(self),
         })
     }
 
@@ -230,6 +236,7 @@ impl EntryLocks {
         Ok(try_lock(&file, Mode::Exclusive)?.then_some(ExclusiveHold {
             _file: file,
             _holder: holder,
+            _locks: Arc::clone(self),
         }))
     }
 
@@ -256,6 +263,7 @@ impl EntryLocks {
         Ok(ExclusiveHold {
             _file: file,
             _holder: holder,
+            _locks: Arc::clone(self),
         })
     }
 
@@ -391,6 +399,23 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
+    }
+
+    /// A writer's hold keeps this process's holders of the entry, though
+    /// nothing else refers to them: a directory asking for the entry while
+    /// another fills it finds the fill's in-process lock, and waits for it
+    /// there, not on the file as another process would.
+    #[tokio::test]
+    async fn a_writer_keeps_the_holders_while_it_holds() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = lock_file_in(&dir);
+        let writer = EntryLocks::of(&path)
+            .hold_exclusive(&opener(&path), || {})
+            .await
+            .unwrap();
+        assert!(EntryLocks::of(&path).holders.try_read().is_err());
+        drop(writer);
+        assert!(EntryLocks::of(&path).holders.try_read().is_ok());
     }
 
     /// A use waits for this process's writer, and for another process's,
