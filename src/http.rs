@@ -2,6 +2,7 @@
 //! registry, mirror and archive request. Credentials are never part of the
 //! client; callers add them per request, only where Terraform sends them.
 
+mod first_connect;
 mod proxy;
 pub mod traffic;
 
@@ -84,6 +85,7 @@ pub fn build_client() -> Result<reqwest::Client, crate::diag::Diagnostic> {
         .http2_initial_connection_window_size(HTTP2_CONNECTION_WINDOW)
         .connect_timeout(Duration::from_secs(10))
         .pool_idle_timeout(Duration::from_secs(30))
+        .connector_layer(first_connect::FirstConnectLayer::default())
         .build()
         .map_err(|err| https_setup_failure(error_chain(&err)))
 }

@@ -26,15 +26,31 @@ struct World {
     server: TestServer,
     git: GitServer,
     cli_config: PathBuf,
+    /// The git repositories' own server, when not the registry's.
+    _git_host: Option<TestServer>,
 }
 
 impl World {
     fn new() -> World {
-        let tmp = tempfile::tempdir().expect("temp dir");
-        std::fs::create_dir_all(tmp.path().join("home")).expect("create home");
         let ca = TestCa::new();
         let server = TestServer::https(&ca);
         let git = GitServer::start(&server);
+        World::with(ca, server, git, None)
+    }
+
+    /// The registry `server` on a server of its own, apart from the git
+    /// repositories', so that its connections can be counted.
+    fn registry_apart(server: impl FnOnce(&TestCa) -> TestServer) -> World {
+        let ca = TestCa::new();
+        let git_host = TestServer::https(&ca);
+        let git = GitServer::start(&git_host);
+        let server = server(&ca);
+        World::with(ca, server, git, Some(git_host))
+    }
+
+    fn with(ca: TestCa, server: TestServer, git: GitServer, git_host: Option<TestServer>) -> World {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        std::fs::create_dir_all(tmp.path().join("home")).expect("create home");
         let cli_config = tmp.path().join("cli.tfrc");
         std::fs::write(
             &cli_config,
@@ -50,6 +66,7 @@ impl World {
             server,
             git,
             cli_config,
+            _git_host: git_host,
         }
     }
 
@@ -659,6 +676,66 @@ fn many_directories_fetch_each_package_once_and_tf_data_dir_is_honoured() {
         read_text(&c.join("data/modules/modules.json")).contains("\"Dir\":\"data/modules/vpc\"")
     );
     assert!(!c.join(".terraform").exists());
+}
+
+/// Eight modules asked for at once: eight version lists requested before
+/// any connection is up (sixteen requests with a module cache, which asks
+/// for the download locations beside).
+fn world_of_eight_modules(server: impl FnOnce(&TestCa) -> TestServer) -> (World, PathBuf) {
+    let world = World::registry_apart(server);
+    let mut main_tf = String::new();
+    for index in 0..8 {
+        let name = format!("m{index}");
+        let repo = world.git.create(&name);
+        let commit = repo.commit("main", "1.0.0", &[("main.tf", MODULE_TF.as_bytes())]);
+        world.publish("acme", &name, &repo, &[("1.0.0", &commit)]);
+        main_tf.push_str(&format!(
+            "module \"{name}\" {{\n  source  = \"registry.test/acme/{name}/aws\"\n  version = \"1.0.0\"\n}}\n"
+        ));
+    }
+    let dir = world.workdir("eight", &main_tf, &[]);
+    (world, dir)
+}
+
+#[test]
+fn a_burst_of_registry_requests_shares_one_http2_connection() {
+    let (world, dir) = world_of_eight_modules(TestServer::https);
+    ok("init", &world.tfinstall(&dir, &["init", "-no-color"]));
+    for index in 0..8 {
+        assert!(
+            dir.join(format!(".terraform/modules/m{index}/main.tf"))
+                .is_file()
+        );
+        assert_eq!(
+            world
+                .server
+                .count(&format!("/v1/modules/acme/m{index}/aws/versions")),
+            1
+        );
+    }
+    // Before, each request opened its own: seven TLS handshakes on both
+    // ends for connections left idle.
+    assert_eq!(world.server.connections(), 1);
+}
+
+#[test]
+fn a_burst_of_registry_requests_to_an_http1_registry_gets_its_connections() {
+    let (world, dir) = world_of_eight_modules(TestServer::https_http1_only);
+    ok("init", &world.tfinstall(&dir, &["init", "-no-color"]));
+    for index in 0..8 {
+        assert!(
+            dir.join(format!(".terraform/modules/m{index}/main.tf"))
+                .is_file()
+        );
+    }
+    // HTTP/1.1 carries one request at a time: the burst still goes out
+    // side by side, each request on a connection of its own, not one after
+    // another on the first.
+    assert!(
+        world.server.connections() > 1,
+        "{}",
+        world.server.connections()
+    );
 }
 
 #[test]

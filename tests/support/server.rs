@@ -232,6 +232,8 @@ struct State {
     next_id: u64,
     /// Body bytes handed to the connection, every response's.
     bytes_sent: Arc<AtomicU64>,
+    /// TCP connections accepted.
+    connections: usize,
 }
 
 impl State {
@@ -464,6 +466,11 @@ impl TestServer {
         self.state().bytes_sent.load(Ordering::Relaxed)
     }
 
+    /// How many TCP connections clients opened so far.
+    pub fn connections(&self) -> usize {
+        self.state().connections
+    }
+
     pub fn clear_log(&self) {
         self.state().log.clear();
     }
@@ -497,6 +504,7 @@ async fn accept_loop(
             _ = &mut shutdown => break,
             accepted = listener.accept() => {
                 if let Ok((stream, _)) = accepted {
+                    state.lock().expect("test server state").connections += 1;
                     // As Go's net/http (every real registry here) and nginx
                     // do: with Nagle's algorithm on, a response's last small
                     // segment waited for the client's delayed ACK, 40 ms.
