@@ -44,6 +44,9 @@ use crate::version::{Version, VersionConstraints};
 use registry::{ModuleRegistry, RegistryError};
 use source_addr::{ModuleSource, RegistryPackage, SourceError, with_subdir};
 
+/// A call's source and version constraints, as written out.
+type GuessKey = (String, Option<String>);
+
 /// One answer of the run, computed by the first caller, awaited by others.
 type Shared<T, E = String> = Arc<OnceCell<Result<T, E>>>;
 
@@ -64,6 +67,11 @@ pub struct ModuleSources {
     versions: Mutex<HashMap<RegistryPackage, Shared<Vec<Version>, RegistryError>>>,
     locations: Mutex<HashMap<(RegistryPackage, Version), Shared<String>>>,
     packages: Mutex<HashMap<String, Shared<Package>>>,
+    /// Each guess of the run ([`ModuleSources::guess`]) by source and
+    /// constraints: the twenty directories of an `init DIR…` that call the
+    /// same modules read the module cache's kept answers once, not twenty
+    /// times on the runtime's one thread while their requests wait to go.
+    guesses: Mutex<HashMap<GuessKey, Option<Package>>>,
     /// Where fetched packages are kept for the run when there is no module
     /// cache, each placed from there into every working directory that
     /// calls it: a staging area of the first data directory that needs one,
@@ -149,6 +157,7 @@ impl ModuleSources {
             versions: Mutex::new(HashMap::new()),
             locations: Mutex::new(HashMap::new()),
             packages: Mutex::new(HashMap::new()),
+            guesses: Mutex::new(HashMap::new()),
             store: Mutex::new(None),
             offline: false,
             cache: None,
@@ -592,9 +601,24 @@ impl ModuleSources {
         source: &ModuleSource,
         constraints: Option<&VersionConstraints>,
     ) -> Option<Package> {
-        if self.offline || self.cache.is_none() {
+        if self.offline || self.cache.is_none() || matches!(source, ModuleSource::Local(_)) {
             return None;
         }
+        let key = (source.to_string(), constraints.map(ToString::to_string));
+        if let Some(known) = lock(&self.guesses).get(&key) {
+            return known.clone();
+        }
+        let guess = self.guess_from_cache(source, constraints);
+        lock(&self.guesses).insert(key, guess.clone());
+        guess
+    }
+
+    /// [`ModuleSources::guess`] worked out from the module cache's records.
+    fn guess_from_cache(
+        &self,
+        source: &ModuleSource,
+        constraints: Option<&VersionConstraints>,
+    ) -> Option<Package> {
         let addr = match source {
             ModuleSource::Registry(source) => {
                 let any = VersionConstraints::empty();
