@@ -678,10 +678,10 @@ fn many_directories_fetch_each_package_once_and_tf_data_dir_is_honoured() {
     assert!(!c.join(".terraform").exists());
 }
 
-/// Eight modules asked for at once: eight version lists requested before
-/// any connection is up (sixteen requests with a module cache, which asks
-/// for the download locations beside).
-fn world_of_eight_modules(server: impl FnOnce(&TestCa) -> TestServer) -> (World, PathBuf) {
+/// Eight modules installed by one `init`, which asks for their eight
+/// version lists before any connection is up (sixteen requests with a
+/// module cache, which asks for the download locations beside).
+fn init_eight_modules(server: impl FnOnce(&TestCa) -> TestServer) -> World {
     let world = World::registry_apart(server);
     let mut main_tf = String::new();
     for index in 0..8 {
@@ -694,18 +694,20 @@ fn world_of_eight_modules(server: impl FnOnce(&TestCa) -> TestServer) -> (World,
         ));
     }
     let dir = world.workdir("eight", &main_tf, &[]);
-    (world, dir)
-}
-
-#[test]
-fn a_burst_of_registry_requests_shares_one_http2_connection() {
-    let (world, dir) = world_of_eight_modules(TestServer::https);
     ok("init", &world.tfinstall(&dir, &["init", "-no-color"]));
     for index in 0..8 {
         assert!(
             dir.join(format!(".terraform/modules/m{index}/main.tf"))
                 .is_file()
         );
+    }
+    world
+}
+
+#[test]
+fn a_burst_of_registry_requests_shares_one_http2_connection() {
+    let world = init_eight_modules(TestServer::https);
+    for index in 0..8 {
         assert_eq!(
             world
                 .server
@@ -720,14 +722,7 @@ fn a_burst_of_registry_requests_shares_one_http2_connection() {
 
 #[test]
 fn a_burst_of_registry_requests_to_an_http1_registry_gets_its_connections() {
-    let (world, dir) = world_of_eight_modules(TestServer::https_http1_only);
-    ok("init", &world.tfinstall(&dir, &["init", "-no-color"]));
-    for index in 0..8 {
-        assert!(
-            dir.join(format!(".terraform/modules/m{index}/main.tf"))
-                .is_file()
-        );
-    }
+    let world = init_eight_modules(TestServer::https_http1_only);
     // HTTP/1.1 carries one request at a time: the burst still goes out
     // side by side, each request on a connection of its own, not one after
     // another on the first.

@@ -120,15 +120,14 @@ where
             }
             _ => {
                 let (tell, first) = watch::channel(First::Connecting);
-                origins.insert(origin.clone(), first);
+                origins.insert(origin.clone(), first.clone());
                 drop(origins);
                 let origins = self.origins.clone();
                 Box::pin(async move {
                     let connected = inner.call(request).await;
                     let outcome = match &connected {
                         Ok(conn) if conn.connected().is_negotiated_h2() => First::Shared,
-                        Ok(_) => First::Alone,
-                        Err(_) => First::Alone,
+                        _ => First::Alone,
                     };
                     let _ = tell.send(outcome);
                     // Only HTTP/1.1 is remembered: a shared connection may
@@ -138,7 +137,7 @@ where
                         let mut origins = origins.lock().unwrap_or_else(|e| e.into_inner());
                         if origins
                             .get(&origin)
-                            .is_some_and(|first| first.same_channel(&tell.subscribe()))
+                            .is_some_and(|entry| entry.same_channel(&first))
                         {
                             origins.remove(&origin);
                         }

@@ -601,7 +601,7 @@ impl ModuleSources {
         source: &ModuleSource,
         constraints: Option<&VersionConstraints>,
     ) -> Option<Package> {
-        if self.offline || self.cache.is_none() || matches!(source, ModuleSource::Local(_)) {
+        if self.offline || self.cache.is_none() {
             return None;
         }
         let key = (source.to_string(), constraints.map(ToString::to_string));
