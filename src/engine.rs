@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, clap::ValueEnum)]
 pub enum Engine {
     #[default]
     Terraform,

@@ -75,7 +75,7 @@ impl Locks {
             }
         };
         match String::from_utf8(bytes) {
-            Ok(src) => Locks::parse(&src, path),
+            Ok(src) => Locks::parse_remembered(src, path),
             Err(err) => {
                 let valid_prefix = &err.as_bytes()[..err.utf8_error().valid_up_to()];
                 let line = 1 + valid_prefix.iter().filter(|&&b| b == b'\n').count();
@@ -87,6 +87,28 @@ impl Locks {
                 (Locks::new(), diag.into())
             }
         }
+    }
+
+    /// [`Locks::parse`], remembered for the rest of the process by engine
+    /// (a short provider address names its default registry) and text.
+    /// `init DIR…` reads each directory's lock file twice, once to choose
+    /// the engine and once to install, and the directories of a monorepo
+    /// mostly share one text: parsing was a tenth of the runtime thread's
+    /// time over 20 directories. Only a parse without diagnostics is kept,
+    /// since diagnostics name the file; the locks themselves do not.
+    fn parse_remembered(src: String, path: &Path) -> (Locks, Diagnostics) {
+        type Parsed = std::sync::Mutex<HashMap<(Engine, String), Locks>>;
+        static PARSED: std::sync::LazyLock<Parsed> = std::sync::LazyLock::new(Parsed::default);
+        let lock = || PARSED.lock().unwrap_or_else(|e| e.into_inner());
+        let key = (Engine::current(), src);
+        if let Some(locks) = lock().get(&key) {
+            return (locks.clone(), Diagnostics::new());
+        }
+        let (locks, diags) = Locks::parse(&key.1, path);
+        if diags.is_empty() {
+            lock().insert(key, locks.clone());
+        }
+        (locks, diags)
     }
 
     /// Decodes lock file source. On errors the returned locks hold only the
@@ -1162,6 +1184,40 @@ provider "tf.example.com/acme/widget" {
             .collect();
         assert_eq!(names, [".terraform.lock.hcl"]);
         assert!(path.join("keep").exists());
+    }
+
+    /// `init DIR…` loads the same text from many directories, and each
+    /// directory's twice: one parse serves them all, but a parse with
+    /// problems is not shared, so each file's diagnostics name that file.
+    #[test]
+    fn the_same_text_loads_alike_from_every_file_and_problems_name_their_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let valid = fs::read_to_string(fixture("valid-provider-locks.hcl")).unwrap();
+        let invalid = fs::read_to_string(fixture("invalid-provider-addrs.hcl")).unwrap();
+        let mut loaded = Vec::new();
+        for name in ["a", "b"] {
+            fs::create_dir(dir.path().join(name)).unwrap();
+            let good = dir.path().join(name).join(".terraform.lock.hcl");
+            fs::write(&good, &valid).unwrap();
+            let (locks, diags) = Locks::load(&good);
+            assert!(diags.is_empty(), "{diags:?}");
+            loaded.push(locks);
+            let bad = dir.path().join(name).join("bad.lock.hcl");
+            fs::write(&bad, &invalid).unwrap();
+            let (_, diags) = Locks::load(&bad);
+            assert!(diags.has_errors());
+            assert!(
+                diags
+                    .iter()
+                    .all(|d| d.subject.as_ref().is_some_and(|at| at.file == bad)),
+                "{diags:?}"
+            );
+        }
+        assert_eq!(loaded[0], loaded[1]);
+        assert_eq!(
+            loaded[0],
+            Locks::load(&fixture("valid-provider-locks.hcl")).0
+        );
     }
 
     #[test]
