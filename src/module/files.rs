@@ -399,6 +399,19 @@ pub fn read_early(package: &Path, display_dir: &Path) {
     }
 }
 
+/// Whether the memo already holds the module in `fs_dir` as
+/// [`load_module`] would name it: a read that would cost nothing.
+pub fn remembered(fs_dir: &Path, display_dir: &Path, engine: Engine) -> bool {
+    memo().as_ref().is_some_and(|memo| {
+        let key = (
+            display_dir.to_path_buf(),
+            memo.location(fs_dir),
+            engine == Engine::OpenTofu,
+        );
+        memo.modules.contains_key(&key)
+    })
+}
+
 /// Reads the module in `fs_dir` whose directory diagnostics name
 /// `display_dir`: its files as `engine` lists them, put together. `Err`
 /// when the directory cannot be listed.

@@ -26,7 +26,8 @@ use crate::version::VersionConstraints;
 use assemble::ModuleConfig;
 use files::{config_files, load_module};
 pub use files::{
-    keep_readings, read_early, recall_readings, remember_modules_read, same_tree, tree_removed,
+    keep_readings, read_early, recall_readings, remember_modules_read, remembered, same_tree,
+    tree_removed,
 };
 
 use crate::engine::Engine;
@@ -275,22 +276,32 @@ pub fn module_calls(
 /// walk's level (the eight modules a root calls, say) is otherwise read one
 /// module after another on one core. Only worth it once
 /// [`remember_modules_read`] keeps what is read; a module that cannot be
-/// read is left for its [`module_calls`] to report.
+/// read is left for its [`module_calls`] to report. Modules the memo
+/// already holds (read early from the module cache, or by another
+/// directory of the run) are left out, and with fewer than two left no
+/// thread is started: the caller is the runtime's one thread, and waiting
+/// for a new thread to be scheduled beside the placing threads held it up
+/// to 3 ms per directory of `init DIR…` for reads that were all memo hits.
 pub fn read_ahead(root_dir: &Path, display_dirs: &[&Path], staged: Option<&StagedModules<'_>>) {
     if display_dirs.len() < 2 || !files::remembering() {
         return;
     }
     let locations = Locations { root_dir, staged };
+    let engine = Engine::current();
     let dirs: Vec<(PathBuf, &Path)> = display_dirs
         .iter()
         .map(|display| (locations.fs_path(display), *display))
+        .filter(|(fs_dir, display)| !files::remembered(fs_dir, display, engine))
         .collect();
+    if dirs.len() < 2 {
+        return;
+    }
     let next = std::sync::atomic::AtomicUsize::new(0);
     let read = || {
         while let Some((fs_dir, display)) =
             dirs.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
         {
-            let _ = load_module(fs_dir, display, Engine::current());
+            let _ = load_module(fs_dir, display, engine);
         }
     };
     let cores = std::thread::available_parallelism().map_or(1, usize::from);

@@ -577,6 +577,11 @@ impl ModuleSources {
         let Some(cache) = self.cache.as_ref().filter(|_| package.cached) else {
             return;
         };
+        // Read once per run however many directories place the package: the
+        // later ones hand no thread a task that would find it read.
+        if crate::module::remembered(&package.dir, &display, crate::engine::Engine::current()) {
+            return;
+        }
         let Ok(_used) = cache.hold_for_use(&package.dir).await else {
             return;
         };
