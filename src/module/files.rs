@@ -196,6 +196,15 @@ impl Memo {
         });
         placed.unwrap_or_else(|| fs_dir.to_path_buf())
     }
+
+    /// The key the module in `fs_dir`, named `display_dir`, is kept by.
+    fn key(&self, fs_dir: &Path, display_dir: &Path, engine: Engine) -> ModuleKey {
+        (
+            display_dir.to_path_buf(),
+            self.location(fs_dir),
+            engine == Engine::OpenTofu,
+        )
+    }
 }
 
 /// `None` until [`remember_modules_read`].
@@ -376,23 +385,20 @@ pub fn tree_removed(placed: &Path) {
 /// not bear out only costs the read.
 pub fn read_early(package: &Path, display_dir: &Path) {
     let engine = Engine::current();
-    let key = (
-        display_dir.to_path_buf(),
-        package.to_path_buf(),
-        engine == Engine::OpenTofu,
-    );
-    {
+    let key = {
         let mut guard = memo();
         let Some(memo) = guard.as_mut() else {
             return;
         };
-        if memo.location(package) != package
+        let key = memo.key(package, display_dir, engine);
+        if key.1 != package
             || memo.modules.contains_key(&key)
             || !memo.reading_early.insert(key.clone())
         {
             return;
         }
-    }
+        key
+    };
     let _ = load_module(package, display_dir, engine);
     if let Some(memo) = memo().as_mut() {
         memo.reading_early.remove(&key);
@@ -403,12 +409,8 @@ pub fn read_early(package: &Path, display_dir: &Path) {
 /// [`load_module`] would name it: a read that would cost nothing.
 pub fn remembered(fs_dir: &Path, display_dir: &Path, engine: Engine) -> bool {
     memo().as_ref().is_some_and(|memo| {
-        let key = (
-            display_dir.to_path_buf(),
-            memo.location(fs_dir),
-            engine == Engine::OpenTofu,
-        );
-        memo.modules.contains_key(&key)
+        memo.modules
+            .contains_key(&memo.key(fs_dir, display_dir, engine))
     })
 }
 
@@ -420,13 +422,9 @@ pub(super) fn load_module(
     display_dir: &Path,
     engine: Engine,
 ) -> io::Result<LoadedModule> {
-    let key = memo().as_ref().map(|memo| {
-        (
-            display_dir.to_path_buf(),
-            memo.location(fs_dir),
-            engine == Engine::OpenTofu,
-        )
-    });
+    let key = memo()
+        .as_ref()
+        .map(|memo| memo.key(fs_dir, display_dir, engine));
     if let Some(key) = &key
         && let Some(known) = memo()
             .as_ref()
