@@ -542,6 +542,27 @@ fn module_that_calls_itself_is_stopped() {
     );
 }
 
+/// The same directory under another name: a child that is a symbolic link
+/// back to the root.
+#[cfg(unix)]
+#[test]
+fn a_module_reached_again_through_a_symlink_is_stopped() {
+    let dir = config(&[
+        ("main.tf", "module \"child\" {\n  source = \"./child\"\n}\n"),
+        (
+            "sub/main.tf",
+            "module \"back\" {\n  source = \"../loop\"\n}\n",
+        ),
+    ]);
+    std::os::unix::fs::symlink("sub", dir.path().join("child")).unwrap();
+    std::os::unix::fs::symlink(".", dir.path().join("loop")).unwrap();
+    let diags = load_err(dir.path());
+    assert_eq!(
+        at(find(&diags, "Module calls itself")),
+        ("child/main.tf".into(), 2)
+    );
+}
+
 #[test]
 fn root_module_with_errors_is_not_descended_into() {
     let dir = config(&[
