@@ -228,6 +228,20 @@ impl Installer {
         if provider.is_builtin() || self.dev_overrides.contains(provider) {
             return Ok(());
         }
+        // The lock file's version, with an entry in the cache, is left to
+        // the real installation: it looks the entry over anyway (and fills
+        // it afresh in the rare case it does not match the lock file), and
+        // looking here too cost each provider of each directory of `init
+        // DIR…` its lookups twice, on the runtime's one thread.
+        if let Some(lock) = previous.get(provider)
+            && constraints.allows(&lock.version)
+            && cache
+                .cache
+                .entry_dir(provider, &lock.version, &self.platform)
+                .is_dir()
+        {
+            return Ok(());
+        }
         let memo = HashMemo::load(&self.layout.data_dir);
         let s = self
             .select_one(provider, constraints, previous, InstallMode::Normal, &memo)
