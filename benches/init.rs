@@ -33,7 +33,8 @@
 //! `--compressible` (executables that deflate about 2.6× like real ones, so
 //! unpacking costs what it does in real life; without it they are
 //! incompressible and unpacking is nearly free), `--aws-mb A` (the
-//! executable of the `aws-shaped` and `typical` workloads, 800 by default).
+//! executable of the `aws-shaped` and `typical` workloads, 800 by default),
+//! `--work-dir DIR` (the work files in `DIR/tfinstall-bench`; see below).
 //!
 //! The `aws-shaped` and `typical` workloads are the configurations users
 //! have: one package shaped like hashicorp/aws's (a zip of about 170 MB
@@ -65,7 +66,12 @@
 //! verify EdDSA), served over HTTPS with a CA made for the run, reached through
 //! a CLI-configuration `host` block. Both programs run with a clean
 //! environment, under GNU time for the peak RSS. The table is printed and
-//! written to `bench/results.md`; work files live in `bench/.work`.
+//! written to `bench/results.md`; work files live in `bench/.work`, or in
+//! `DIR/tfinstall-bench` with `--work-dir DIR`: the scenarios that make and
+//! remove many directories measure the filesystem they run on as much as
+//! the tools (on ext4 without a journal, each new inode skips every one
+//! freed in the last minutes; see docs/benchmark.md), so the same run on
+//! another filesystem tells the two apart.
 //!
 //! Under `cargo test --benches` (no `--bench` argument) it does nothing.
 
@@ -134,6 +140,8 @@ struct Options {
     baseline: Option<PathBuf>,
     dirs_counts: Vec<usize>,
     aws_mb: usize,
+    /// Where the work files go: `bench/.work`, or `DIR/tfinstall-bench`.
+    work_dir: Option<PathBuf>,
 }
 
 impl Default for Options {
@@ -162,6 +170,7 @@ impl Default for Options {
             baseline: None,
             dirs_counts: vec![1, 5, 20, 100],
             aws_mb: 800,
+            work_dir: None,
         }
     }
 }
@@ -205,6 +214,7 @@ impl Options {
                 "--many-dirs" => options.many_dirs = number(value()?)?.max(2),
                 "--many-mb" => options.many_mb = number(value()?)?.max(1),
                 "--baseline" => options.baseline = Some(PathBuf::from(value()?)),
+                "--work-dir" => options.work_dir = Some(PathBuf::from(value()?)),
                 "--dirs-counts" => {
                     options.dirs_counts = list(value()?)
                         .into_iter()
@@ -640,11 +650,15 @@ fn main() {
 
 impl Bench {
     fn new(options: Options) -> Bench {
-        let work = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/.work");
+        // A directory of its own inside the one given, since it is cleared.
+        let work = match &options.work_dir {
+            Some(dir) => dir.join("tfinstall-bench"),
+            None => Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/.work"),
+        };
         if work.exists() {
-            fs::remove_dir_all(&work).expect("clear bench/.work");
+            fs::remove_dir_all(&work).expect("clear the work directory");
         }
-        fs::create_dir_all(&work).expect("create bench/.work");
+        fs::create_dir_all(&work).expect("create the work directory");
 
         let terraform = if options.tools.contains(&Tool::Terraform) {
             Terraform::V1_0_3.path()
