@@ -245,9 +245,11 @@ pub struct EntryLock {
 
 impl EntryLock {
     /// An empty directory on the cache's filesystem to build the entry in,
-    /// ready for [`PluginCache::insert`]; it does not exist yet.
+    /// ready for [`PluginCache::insert`]; it does not exist yet. What a
+    /// killed holder left in the work directory goes first
+    /// ([`clear_work`]).
     pub fn build_dir(&self) -> io::Result<PathBuf> {
-        remove_tree(&self.work)?;
+        clear_work(&self.work)?;
         fs::create_dir_all(&self.work)?;
         Ok(self.work.join("package"))
     }
@@ -328,6 +330,35 @@ fn mark_cache_dir(root: &Path) {
             0o644,
         );
     }
+}
+
+/// How the name of a work directory [`clear_work`] set aside in `.tmp/`
+/// begins; `cache prune` removes what is left of it.
+const ASIDE_PREFIX: &str = "aside-";
+
+/// Removes what a killed holder left in the work directory `work`. Its
+/// `git` child outlives it and may still be adding files there (until the
+/// server's answer ends), and then removing the tree in place fails with
+/// "Directory not empty", and the fill with it. So a tree that will not go
+/// is renamed aside, which works however busy it is (the child's writes
+/// follow it), and removed as far as it goes; the rest is `cache prune`'s.
+fn clear_work(work: &Path) -> io::Result<()> {
+    if remove_tree(work).is_ok() {
+        return Ok(());
+    }
+    static SET_ASIDE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos();
+    let aside = work.with_file_name(format!(
+        "{ASIDE_PREFIX}{}-{stamp}-{}",
+        std::process::id(),
+        SET_ASIDE.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
+    fs::rename(work, &aside)?;
+    let _ = remove_tree(&aside);
+    Ok(())
 }
 
 /// Removes a tree that may hold read-only files (cache entries do); absent
@@ -792,6 +823,65 @@ mod tests {
         assert!(mode.readonly());
         assert_eq!(cache.verify(), (1, Vec::new()));
         // The work directory went with the lock.
+        assert_eq!(fs::read_dir(root.path().join(TMP_DIR)).unwrap().count(), 0);
+    }
+
+    /// A killed fill's `git` child outlives it and goes on adding files
+    /// to the work directory it was given. The next holder's build
+    /// directory is empty all the same, none of the child's files reach
+    /// it, and `cache prune` removes what was set aside. (Removed in place,
+    /// such a tree failed the fill with "Directory not empty".)
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_work_directory_still_written_to_is_set_aside() {
+        use rustix::fs::{Mode, OFlags};
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let root = tempfile::tempdir().unwrap();
+        let cache = PluginCache::new(root.path());
+        let (p, v, plat) = key();
+        let work = work_dir(root.path(), &cache.entry_dir(&p, &v, &plat));
+        for _ in 0..10 {
+            fs::create_dir_all(work.join("package")).unwrap();
+            // The child writes where it was started: a handle on the
+            // directory, which goes with it wherever it is renamed.
+            let dir =
+                rustix::fs::open(&work, OFlags::DIRECTORY | OFlags::RDONLY, Mode::empty()).unwrap();
+            let stop = std::sync::Arc::new(AtomicBool::new(false));
+            let writer = {
+                let stop = stop.clone();
+                std::thread::spawn(move || {
+                    let mut n = 0u64;
+                    while !stop.load(Ordering::Relaxed) {
+                        let _ = rustix::fs::openat(
+                            &dir,
+                            format!("object-{n}"),
+                            OFlags::CREATE | OFlags::WRONLY | OFlags::CLOEXEC,
+                            Mode::from_raw_mode(0o644),
+                        );
+                        n += 1;
+                    }
+                })
+            };
+            while fs::read_dir(&work).unwrap().count() < 50 {
+                std::thread::yield_now();
+            }
+            let lock = cache.lock_entry(&p, &v, &plat, || {}).await.unwrap();
+            let built = lock.build_dir().unwrap();
+            stop.store(true, Ordering::Relaxed);
+            writer.join().unwrap();
+            assert!(!built.exists());
+            assert_eq!(fs::read_dir(&work).unwrap().count(), 0);
+            drop(lock);
+        }
+        cache.prune(
+            &prune::PruneCriteria {
+                unused_for: Some(std::time::Duration::from_secs(3600)),
+                keep_latest: None,
+                keep_locked: None,
+            },
+            false,
+            std::time::SystemTime::now(),
+        );
         assert_eq!(fs::read_dir(root.path().join(TMP_DIR)).unwrap().count(), 0);
     }
 

@@ -18,7 +18,7 @@ use super::modules::{
 use super::process_locks::EntryLocks;
 use super::prune::subdirs;
 use super::usage::size_of;
-use super::{Damage, EntryLock, TMP_DIR, remove_tree, sidecar, work_dir};
+use super::{ASIDE_PREFIX, Damage, EntryLock, TMP_DIR, remove_tree, sidecar, work_dir};
 
 /// The two kinds of entry, each a directory of the cache's root.
 const KINDS: [&str; 2] = ["git", "archive"];
@@ -293,6 +293,13 @@ impl ModuleCache {
         if let Ok(tmp) = fs::read_dir(self.root().join(TMP_DIR)) {
             for work in tmp.flatten() {
                 let name = work.file_name().to_string_lossy().into_owned();
+                // Set aside by a fill: no lock names it.
+                if name.starts_with(ASIDE_PREFIX) {
+                    if remove_tree(&work.path()).is_ok() {
+                        removed += 1;
+                    }
+                    continue;
+                }
                 if name.starts_with("fetch-") {
                     let old = work.metadata().and_then(|m| m.modified()).is_ok_and(|at| {
                         now.duration_since(at).unwrap_or_default() >= ABANDONED_FETCH_AGE
@@ -482,5 +489,26 @@ mod tests {
             entry("https://h/b.git", "b1", 50),
         ];
         assert_eq!(more_recently_used(&entries), [2, 1, 0, 0]);
+    }
+
+    /// A work directory a fill set aside (a killed fill's `git` child was
+    /// still writing to it) goes with the next prune, whatever its age.
+    #[test]
+    fn a_prune_removes_work_set_aside() {
+        let root = tempfile::tempdir().unwrap();
+        let cache = ModuleCache::new(root.path());
+        let aside = root
+            .path()
+            .join(TMP_DIR)
+            .join(format!("{ASIDE_PREFIX}1-2-3"));
+        fs::create_dir_all(aside.join("package/.git")).unwrap();
+        fs::write(aside.join("package/.git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        let criteria = ModulePruneCriteria {
+            unused_for: Some(Duration::from_secs(3600)),
+            keep_latest: None,
+        };
+        let report = cache.prune(&criteria, false, SystemTime::now());
+        assert_eq!(report.leftovers, 1);
+        assert!(!aside.exists());
     }
 }

@@ -20,6 +20,7 @@
 //!   CACHEDIR.TAG
 //!   .tmp/KIND~URLKEY~ID/                 an entry's work directory (its lock holder's)
 //!   .tmp/fetch-XXXXXX/                   a fetch whose identity is not known yet
+//!   .tmp/aside-PID-TIME-N/               a killed filler's work, still written to when set aside
 //!   git/URLKEY/COMMIT/                   a git package: the tree at COMMIT, no .git
 //!   git/URLKEY/.COMMIT.lock              the entry's lock
 //!   git/URLKEY/.COMMIT.tfinstall.json    its provenance and tree digest (ModuleEntryMeta)

@@ -8,7 +8,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::{EntryUsage, PluginCache, TMP_DIR, remove_tree};
+use super::{ASIDE_PREFIX, EntryUsage, PluginCache, TMP_DIR, remove_tree};
 use crate::addr::{Platform, ProviderAddr};
 use crate::version::Version;
 
@@ -174,6 +174,13 @@ impl PluginCache {
         };
         for work in tmp.flatten() {
             let name = work.file_name().to_string_lossy().into_owned();
+            // Set aside by a fill: no lock names it.
+            if name.starts_with(ASIDE_PREFIX) {
+                if remove_tree(&work.path()).is_ok() {
+                    removed += 1;
+                }
+                continue;
+            }
             // Only entry work directories are named HOST~NS~TYPE~VERSION~OS_ARCH.
             let parts: Vec<&str> = name.split('~').collect();
             if parts.len() != 5 || parts.iter().any(|p| p.is_empty() || *p == "..") {
