@@ -333,8 +333,17 @@ fn mark_cache_dir(root: &Path) {
 }
 
 /// How the name of a work directory [`clear_work`] set aside in `.tmp/`
-/// begins; `cache prune` removes what is left of it.
+/// begins; `cache prune` removes what is left of it
+/// ([`remove_if_set_aside`]).
 const ASIDE_PREFIX: &str = "aside-";
+
+/// For `cache prune`'s sweep of `.tmp/`: `None` when `name` is not work
+/// [`clear_work`] set aside, else whether the tree at `path` is gone now.
+/// No lock names such a tree, so it goes whatever its age.
+fn remove_if_set_aside(name: &str, path: &Path) -> Option<bool> {
+    name.starts_with(ASIDE_PREFIX)
+        .then(|| remove_tree(path).is_ok())
+}
 
 /// Removes what a killed holder left in the work directory `work`. Its
 /// `git` child outlives it and may still be adding files there (until the

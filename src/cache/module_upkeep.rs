@@ -18,7 +18,7 @@ use super::modules::{
 use super::process_locks::EntryLocks;
 use super::prune::subdirs;
 use super::usage::size_of;
-use super::{ASIDE_PREFIX, Damage, EntryLock, TMP_DIR, remove_tree, sidecar, work_dir};
+use super::{Damage, EntryLock, TMP_DIR, remove_if_set_aside, remove_tree, sidecar, work_dir};
 
 /// The two kinds of entry, each a directory of the cache's root.
 const KINDS: [&str; 2] = ["git", "archive"];
@@ -293,11 +293,8 @@ impl ModuleCache {
         if let Ok(tmp) = fs::read_dir(self.root().join(TMP_DIR)) {
             for work in tmp.flatten() {
                 let name = work.file_name().to_string_lossy().into_owned();
-                // Set aside by a fill: no lock names it.
-                if name.starts_with(ASIDE_PREFIX) {
-                    if remove_tree(&work.path()).is_ok() {
-                        removed += 1;
-                    }
+                if let Some(gone) = remove_if_set_aside(&name, &work.path()) {
+                    removed += usize::from(gone);
                     continue;
                 }
                 if name.starts_with("fetch-") {
@@ -500,7 +497,7 @@ mod tests {
         let aside = root
             .path()
             .join(TMP_DIR)
-            .join(format!("{ASIDE_PREFIX}1-2-3"));
+            .join(format!("{}1-2-3", crate::cache::ASIDE_PREFIX));
         fs::create_dir_all(aside.join("package/.git")).unwrap();
         fs::write(aside.join("package/.git/HEAD"), "ref: refs/heads/main\n").unwrap();
         let criteria = ModulePruneCriteria {

@@ -8,7 +8,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::{ASIDE_PREFIX, EntryUsage, PluginCache, TMP_DIR, remove_tree};
+use super::{EntryUsage, PluginCache, TMP_DIR, remove_if_set_aside, remove_tree};
 use crate::addr::{Platform, ProviderAddr};
 use crate::version::Version;
 
@@ -174,11 +174,8 @@ impl PluginCache {
         };
         for work in tmp.flatten() {
             let name = work.file_name().to_string_lossy().into_owned();
-            // Set aside by a fill: no lock names it.
-            if name.starts_with(ASIDE_PREFIX) {
-                if remove_tree(&work.path()).is_ok() {
-                    removed += 1;
-                }
+            if let Some(gone) = remove_if_set_aside(&name, &work.path()) {
+                removed += usize::from(gone);
                 continue;
             }
             // Only entry work directories are named HOST~NS~TYPE~VERSION~OS_ARCH.
