@@ -2388,20 +2388,17 @@ fn with_lock_platform_providers(mut registry: Registry, options: &Options) -> Re
     registry
 }
 
-/// The `modules` scenario's module `index`: `HOST/NAMESPACE/NAME/aws`.
 /// The tools in the order run `run` times them: the order given, rotated
-/// by one each run, so that no tool is always timed first. With a fixed
-/// order, an A/A run (one binary in both columns) put the second column
-/// about 5% behind on the 200 MB row.
+/// by one each run, so that no tool is always the one timed first, after
+/// the untimed work between runs.
 fn in_turn(tools: &[Tool], run: usize) -> Vec<Tool> {
     let mut order = tools.to_vec();
-    if !order.is_empty() {
-        let len = order.len();
-        order.rotate_left(run % len);
-    }
+    let turns = run % tools.len().max(1);
+    order.rotate_left(turns);
     order
 }
 
+/// The `modules` scenario's module `index`: `HOST/NAMESPACE/NAME/aws`.
 fn module_name(index: usize) -> String {
     format!("mod{index}")
 }
