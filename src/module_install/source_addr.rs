@@ -119,13 +119,13 @@ pub fn parse(raw: &str) -> Result<ModuleSource, SourceError> {
 }
 
 /// A local path with backslashes turned to slashes and cleaned, keeping a
-/// leading `./` so it cannot be read as a registry address.
+/// leading `./` so it cannot be read as a registry address: on everything
+/// but a `../` path, so `..` itself and `.` become `./..` and `./.`, as
+/// Terraform records them in `modules.json`.
 fn clean_local(raw: &str) -> String {
     let clean = clean_path(&raw.replace('\\', "/"));
-    if clean.starts_with("../") || clean == ".." {
+    if clean.starts_with("../") {
         clean
-    } else if clean == "." {
-        "./.".to_string()
     } else {
         format!("./{clean}")
     }
@@ -493,6 +493,11 @@ mod tests {
         assert_eq!(norm("./modules//a/../b"), "./modules/b");
         assert_eq!(norm("../x/./y"), "../x/y");
         assert_eq!(norm(".\\win\\dir"), "./win/dir");
+        // terraform-aws-security-group's wrappers call `source = "../"`:
+        // Terraform 1.11 records it as `./..`.
+        assert_eq!(norm("../"), "./..");
+        assert_eq!(norm("./"), "./.");
+        assert_eq!(norm("../../"), "../..");
     }
 
     #[test]
